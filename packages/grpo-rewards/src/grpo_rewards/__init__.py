@@ -1,0 +1,119 @@
+"""grpo-rewards: file-retrieval rewards and GRPO advantages, standard library only.
+
+Metrics over file paths and line ranges, the CodeGrep reward designs (v1, v2, v3), CodeScout's
+multi-level F1 and colgrep's turn/format penalty, group-relative advantages with CodeGrep's
+advantage-layer efficiency scale, and thin adapters for ms-swift (`grpo_rewards.swift_orm`),
+TRL (`grpo_rewards.trl_reward`) and verl (`grpo_rewards.verl_score`). Importing this package
+imports no trainer framework.
+"""
+
+from __future__ import annotations
+
+from grpo_rewards._advantages import (
+    degenerate_mask,
+    dr_grpo_advantages,
+    efficiency_scale,
+    filter_informative_groups,
+    group_advantages,
+    grpo_advantages,
+    informative_groups,
+    scale_by_efficiency,
+)
+from grpo_rewards._answer import Answer, LineRange, ParsedAnswer, coerce_line_ranges, parse_answer
+from grpo_rewards._metrics import (
+    CodeLocation,
+    MultiLevelScores,
+    MultiLevelTargets,
+    SetScores,
+    fbeta,
+    fbeta_from_counts,
+    fbeta_line_ranges,
+    line_range_scores,
+    multilevel_f1,
+    precision,
+    recall,
+    set_scores,
+    targets_from_file_changes,
+)
+from grpo_rewards._paths import DEFAULT_MOUNT_PREFIXES, normalize_path, normalize_paths
+from grpo_rewards._rewards import (
+    REWARDS,
+    Gold,
+    RewardResult,
+    codegrep_v1,
+    codegrep_v2,
+    codegrep_v3,
+    codescout_last_turn_ok,
+    codescout_multilevel,
+    colgrep_file_f1,
+    colgrep_reward,
+    fbeta_file_reward,
+    score_batch,
+    score_completion,
+    sigma_v1,
+)
+from grpo_rewards._rollout import MAX_CALLS_PER_TURN, RolloutStats, rollout_stats_from_messages
+from grpo_rewards.errors import (
+    BatchShapeError,
+    GrpoRewardsError,
+    InvalidRolloutError,
+    MissingFrameworkError,
+    UnknownRewardError,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "DEFAULT_MOUNT_PREFIXES",
+    "MAX_CALLS_PER_TURN",
+    "REWARDS",
+    "Answer",
+    "BatchShapeError",
+    "CodeLocation",
+    "Gold",
+    "GrpoRewardsError",
+    "InvalidRolloutError",
+    "LineRange",
+    "MissingFrameworkError",
+    "MultiLevelScores",
+    "MultiLevelTargets",
+    "ParsedAnswer",
+    "RewardResult",
+    "RolloutStats",
+    "SetScores",
+    "UnknownRewardError",
+    "__version__",
+    "codegrep_v1",
+    "codegrep_v2",
+    "codegrep_v3",
+    "codescout_last_turn_ok",
+    "codescout_multilevel",
+    "coerce_line_ranges",
+    "colgrep_file_f1",
+    "colgrep_reward",
+    "degenerate_mask",
+    "dr_grpo_advantages",
+    "efficiency_scale",
+    "fbeta",
+    "fbeta_file_reward",
+    "fbeta_from_counts",
+    "fbeta_line_ranges",
+    "filter_informative_groups",
+    "group_advantages",
+    "grpo_advantages",
+    "informative_groups",
+    "line_range_scores",
+    "multilevel_f1",
+    "normalize_path",
+    "normalize_paths",
+    "parse_answer",
+    "precision",
+    "recall",
+    "rollout_stats_from_messages",
+    "scale_by_efficiency",
+    "score_batch",
+    "score_completion",
+    "set_scores",
+    "sigma_v1",
+    "targets_from_file_changes",
+]

@@ -1,0 +1,380 @@
+"""The reward designs: CodeGrep v1/v2/v3, CodeScout's multi-level F1, colgrep's turn/format penalty.
+
+Each reward is a pure function of a parsed answer, a gold label and the rollout statistics, with
+every constant a keyword parameter whose default is the paper's value. A reward returns a
+`RewardResult`: the scalar, the parts it was built from (for logging), and a reason when the
+rollout earned nothing for a format or degeneracy rule. The advantage-layer efficiency scale of
+v2/v3 is not here: it lives in `_advantages`, because it must not change the reward's ranking.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from grpo_rewards._answer import Answer, LineRange, ParsedAnswer, coerce_line_ranges, parse_answer
+from grpo_rewards._metrics import (
+    CodeLocation,
+    MultiLevelTargets,
+    fbeta,
+    fbeta_line_ranges,
+    multilevel_f1,
+)
+from grpo_rewards._paths import normalize_paths
+from grpo_rewards._rollout import RolloutStats
+from grpo_rewards.errors import BatchShapeError, InvalidRolloutError, UnknownRewardError
+
+__all__ = [
+    "REWARDS",
+    "Gold",
+    "RewardResult",
+    "codegrep_v1",
+    "codegrep_v2",
+    "codegrep_v3",
+    "codescout_last_turn_ok",
+    "codescout_multilevel",
+    "colgrep_file_f1",
+    "colgrep_reward",
+    "fbeta_file_reward",
+    "score_batch",
+    "score_completion",
+    "sigma_v1",
+]
+
+
+@dataclass(frozen=True)
+class Gold:
+    """The label of one instance: gold files and (optional) gold line ranges, normalized."""
+
+    files: frozenset[str]
+    line_ranges: Mapping[str, tuple[LineRange, ...]] = field(default_factory=dict)
+
+    @classmethod
+    def of(
+        cls, files: Iterable[str], line_ranges: object = None, *, roots: Iterable[str] = ()
+    ) -> Gold:
+        """Build a label from raw dataset values (paths normalized, ranges in any accepted shape).
+
+        >>> sorted(Gold.of(["/testbed/a.py", "a.py", "./b.py"]).files)
+        ['a.py', 'b.py']
+        """
+        root_list = tuple(roots)
+        ranges, _ = coerce_line_ranges(line_ranges, roots=root_list)
+        return cls(normalize_paths(files, roots=root_list), ranges)
+
+
+@dataclass(frozen=True)
+class RewardResult:
+    """A scalar reward, its named parts, and why it is 0 (or penalized) when a rule fired."""
+
+    reward: float
+    parts: Mapping[str, float] = field(default_factory=dict)
+    reason: str | None = None
+
+
+def _resolve(answer: Answer | ParsedAnswer | None) -> tuple[Answer | None, str | None]:
+    if isinstance(answer, ParsedAnswer):
+        return answer.answer, answer.error
+    if answer is None:
+        return None, "no answer"
+    return answer, None
+
+
+def _base_parts(answer: Answer | None, gold: Gold, beta: float, with_lr: bool) -> dict[str, float]:
+    files = answer.files if answer is not None else ()
+    parts = {"fbeta_file": fbeta(files, gold.files, beta=beta)}
+    if with_lr:
+        ranges = answer.line_ranges if answer is not None else {}
+        parts["fbeta_lr"] = fbeta_line_ranges(ranges, gold.line_ranges, beta=beta)
+    return parts
+
+
+def sigma_v1(cbar: float, *, saturation: float = 4.0) -> float:
+    """v1's reward-layer efficiency scale σ(c̄) = 1 / max(1, c̄ / 4)."""
+    return 1.0 / max(1.0, cbar / saturation)
+
+
+def codegrep_v1(
+    answer: Answer | ParsedAnswer | None,
+    gold: Gold,
+    stats: RolloutStats,
+    *,
+    beta: float = 0.5,
+    saturation: float = 4.0,
+) -> RewardResult:
+    """CodeGrep v1: R = ½(Fβ_file + Fβ_lr) · 1/max(1, c̄/4) (reward-layer efficiency).
+
+    The paper's lesson: this scale distorts the sign structure of group advantages (KL 0.31 vs
+    0.09 for v2). Kept for reproduction and ablations.
+    """
+    ans, error = _resolve(answer)
+    parts = _base_parts(ans, gold, beta, with_lr=True)
+    parts["cbar"] = stats.cbar
+    parts["sigma"] = sigma_v1(stats.cbar, saturation=saturation)
+    if ans is None:
+        return RewardResult(0.0, parts, error)
+    reward = 0.5 * (parts["fbeta_file"] + parts["fbeta_lr"]) * parts["sigma"]
+    return RewardResult(reward, parts)
+
+
+def _masked(parts: dict[str, float], value: float, stats: RolloutStats) -> RewardResult:
+    parts["cbar"] = stats.cbar
+    if stats.cbar > 0:
+        return RewardResult(value, parts)
+    return RewardResult(0.0, parts, "degenerate rollout: no tool call (c̄ = 0)")
+
+
+def codegrep_v2(
+    answer: Answer | ParsedAnswer | None,
+    gold: Gold,
+    stats: RolloutStats,
+    *,
+    beta: float = 0.5,
+) -> RewardResult:
+    """CodeGrep v2: R = ½(Fβ_file + Fβ_lr) · 1[c̄ > 0]; efficiency moves to the advantage."""
+    ans, error = _resolve(answer)
+    parts = _base_parts(ans, gold, beta, with_lr=True)
+    if ans is None:
+        parts["cbar"] = stats.cbar
+        return RewardResult(0.0, parts, error)
+    return _masked(parts, 0.5 * (parts["fbeta_file"] + parts["fbeta_lr"]), stats)
+
+
+def codegrep_v3(
+    answer: Answer | ParsedAnswer | None,
+    gold: Gold,
+    stats: RolloutStats,
+    *,
+    beta: float = 0.5,
+) -> RewardResult:
+    """CodeGrep v3 (the paper's final design): R = Fβ_file · 1[c̄ > 0], line ranges ignored.
+
+    >>> gold = Gold.of(["config.py"])
+    >>> ans = parse_answer('{"files": ["config.py", "main.py"]}')
+    >>> round(codegrep_v3(ans, gold, RolloutStats(turns=3, tool_calls=6)).reward, 4)
+    0.5556
+    >>> codegrep_v3(ans, gold, RolloutStats(turns=1, tool_calls=0)).reason
+    'degenerate rollout: no tool call (c̄ = 0)'
+    """
+    ans, error = _resolve(answer)
+    parts = _base_parts(ans, gold, beta, with_lr=False)
+    if ans is None:
+        parts["cbar"] = stats.cbar
+        return RewardResult(0.0, parts, error)
+    return _masked(parts, parts["fbeta_file"], stats)
+
+
+def fbeta_file_reward(
+    answer: Answer | ParsedAnswer | None,
+    gold: Gold,
+    stats: RolloutStats | None = None,
+    *,
+    beta: float = 0.5,
+) -> RewardResult:
+    """Plain file-level F-beta, no mask: for evaluation, or trainers without rollout statistics."""
+    ans, error = _resolve(answer)
+    parts = _base_parts(ans, gold, beta, with_lr=False)
+    if ans is None:
+        return RewardResult(0.0, parts, error)
+    return RewardResult(parts["fbeta_file"], parts)
+
+
+# ---------------------------------------------------------------- colgrep (section 4.2)
+
+
+def colgrep_reward(
+    task_reward: float,
+    *,
+    turns: int,
+    searched: bool,
+    submitted: bool,
+    t0: int = 2,
+    lam: float = 0.01,
+    p_max: float = 0.08,
+    format_penalty: float = -0.5,
+) -> float:
+    """colgrep eq. 2: R = R_task · [1 − min(p_max, λ·max(0, T − T0))] + R_format.
+
+    R_format is `format_penalty` (−0.5) when the rollout performed no search action or did not
+    submit; 0 otherwise. `p_max=0` turns the turn penalty off (colgrep's non-efficiency runs).
+
+    >>> colgrep_reward(1.0, turns=5, searched=True, submitted=True)
+    0.97
+    >>> colgrep_reward(1.0, turns=30, searched=True, submitted=True)
+    0.92
+    """
+    penalty = min(p_max, lam * max(0, turns - t0))
+    r_format = 0.0 if (searched and submitted) else format_penalty
+    return task_reward * (1.0 - penalty) + r_format
+
+
+def colgrep_file_f1(
+    answer: Answer | ParsedAnswer | None,
+    gold: Gold,
+    stats: RolloutStats,
+    *,
+    beta: float = 1.0,
+    t0: int = 2,
+    lam: float = 0.01,
+    p_max: float = 0.08,
+    format_penalty: float = -0.5,
+) -> RewardResult:
+    """colgrep's file-F1 run with the turn penalty: R_task = file F1; a search = a tool call.
+
+    A malformed answer counts as "failed to submit": R_task = 0 and the format penalty applies.
+    """
+    ans, error = _resolve(answer)
+    parts = _base_parts(ans, gold, beta, with_lr=False)
+    searched = stats.tool_calls > 0
+    reward = colgrep_reward(
+        parts["fbeta_file"],
+        turns=stats.turns,
+        searched=searched,
+        submitted=ans is not None,
+        t0=t0,
+        lam=lam,
+        p_max=p_max,
+        format_penalty=format_penalty,
+    )
+    parts["turn_factor"] = 1.0 - min(p_max, lam * max(0, stats.turns - t0))
+    reason = error if ans is None else (None if searched else "no search action")
+    return RewardResult(reward, parts, reason)
+
+
+# ---------------------------------------------------------------- CodeScout
+
+
+def codescout_last_turn_ok(last_turn_text: str) -> bool:
+    """CodeScout's sanity check of the final turn, on its decoded text.
+
+    Exactly one `<tool_call>` … `</tool_call>` (the finish call, alone: no parallel calls) and
+    nothing but whitespace after it, up to the end-of-turn token.
+    """
+    if last_turn_text.count("<tool_call>") != 1 or last_turn_text.count("</tool_call>") != 1:
+        return False
+    if last_turn_text.count("<|im_end|>") > 1:
+        return False
+    tail = last_turn_text.split("</tool_call>", 1)[1].split("<|im_end|>", 1)[0]
+    return tail.strip() == ""
+
+
+def codescout_multilevel(
+    locations: Sequence[CodeLocation] | None,
+    targets: MultiLevelTargets,
+    *,
+    finish_calls: int = 1,
+    last_turn_ok: bool = True,
+    file_weight: float = 1.0,
+    module_weight: float = 1.0,
+    entity_weight: float = 1.0,
+    turns: int | None = None,
+    turn_bonus_range: tuple[int, int] | None = None,
+    turn_bonus_weight: float = 1.0,
+) -> RewardResult:
+    """CodeScout's reward: w_f·F1_file + w_m·F1_module + w_e·F1_function, with its finish rules.
+
+    The localization part is 0 unless `localization_finish` was called exactly once
+    (`finish_calls == 1`) and the final turn passed `codescout_last_turn_ok` (no parallel call,
+    no trailing text). CodeScout-14B adds a turn reward: `turn_bonus_weight` when
+    `turn_bonus_range[0] <= turns <= turn_bonus_range[1]` (its config uses (4, 4)); that term is
+    independent of the finish rules, as in CodeScout's reward manager.
+    """
+    parts: dict[str, float] = {"file_f1": 0.0, "module_f1": 0.0, "entity_f1": 0.0}
+    reason: str | None = None
+    if finish_calls != 1:
+        reason = f"finish tool called {finish_calls} times (exactly 1 required)"
+    elif not last_turn_ok:
+        reason = "final turn is not a lone finish call"
+    elif locations is None:
+        reason = "no submitted locations"
+    else:
+        scores = multilevel_f1(locations, targets)
+        parts = {
+            "file_f1": scores.file_f1,
+            "module_f1": scores.module_f1,
+            "entity_f1": scores.entity_f1,
+        }
+    reward = (
+        file_weight * parts["file_f1"]
+        + module_weight * parts["module_f1"]
+        + entity_weight * parts["entity_f1"]
+    )
+    if turn_bonus_range is not None:
+        if turns is None:
+            raise InvalidRolloutError("turn_bonus_range needs the number of turns")
+        lo, hi = turn_bonus_range
+        parts["turn_bonus"] = turn_bonus_weight if lo <= turns <= hi else 0.0
+        reward += parts["turn_bonus"]
+    return RewardResult(reward, parts, reason)
+
+
+# ---------------------------------------------------------------- registry used by the adapters
+
+
+#: Rewards the adapters can score from answer text + label + rollout statistics, by name.
+REWARDS: Mapping[str, Callable[..., RewardResult]] = MappingProxyType(
+    {
+        "codegrep_v1": codegrep_v1,
+        "codegrep_v2": codegrep_v2,
+        "codegrep_v3": codegrep_v3,
+        "colgrep_file_f1": colgrep_file_f1,
+        "fbeta_file": fbeta_file_reward,
+    }
+)
+
+_STATLESS = frozenset({"fbeta_file"})
+
+
+def _lookup(name: str) -> Callable[..., RewardResult]:
+    try:
+        return REWARDS[name]
+    except KeyError:
+        raise UnknownRewardError(
+            f"unknown reward {name!r}; known: {', '.join(sorted(REWARDS))}"
+        ) from None
+
+
+def score_completion(
+    name: str,
+    completion: object,
+    gold: Gold,
+    stats: RolloutStats | None,
+    *,
+    params: Mapping[str, float] | None = None,
+    roots: Iterable[str] = (),
+) -> RewardResult:
+    """Parse one final assistant message and score it with the reward called `name`.
+
+    `params` overrides the reward's constants (`{"beta": 1.0}`); `roots` are absolute checkout
+    folders to strip from predicted paths. A malformed answer scores 0 (colgrep: −0.5) with
+    `reason` set; missing statistics for a reward that needs them raise.
+    """
+    fn = _lookup(name)
+    if stats is None and name not in _STATLESS:
+        raise InvalidRolloutError(f"reward {name!r} needs rollout statistics (turns, tool calls)")
+    result = fn(parse_answer(completion, roots=roots), gold, stats, **(params or {}))
+    if not math.isfinite(result.reward):
+        raise InvalidRolloutError(f"reward {name!r} produced {result.reward}")
+    return result
+
+
+def score_batch(
+    name: str,
+    completions: Sequence[object],
+    golds: Sequence[Gold],
+    stats: Sequence[RolloutStats | None],
+    *,
+    params: Mapping[str, float] | None = None,
+) -> list[RewardResult]:
+    """`score_completion` over aligned sequences (one entry per rollout)."""
+    if not len(completions) == len(golds) == len(stats):
+        raise BatchShapeError(
+            f"{len(completions)} completions, {len(golds)} labels, {len(stats)} stats"
+        )
+    _lookup(name)
+    return [
+        score_completion(name, c, g, s, params=params)
+        for c, g, s in zip(completions, golds, stats, strict=True)
+    ]

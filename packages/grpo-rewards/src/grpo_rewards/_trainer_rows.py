@@ -1,0 +1,112 @@
+"""What the adapters share: reading labels and rollout statistics from trainers' per-row values.
+
+Trainers hand rewards their dataset columns as loosely typed values (lists, dicts, Arrow structs
+turned into dicts, sometimes JSON text). This module turns them into `Gold` and `RolloutStats` at
+the boundary, so nothing loosely typed travels further. It imports no trainer framework.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+
+from grpo_rewards._rewards import Gold
+from grpo_rewards._rollout import RolloutStats, rollout_stats_from_messages
+from grpo_rewards.errors import GrpoRewardsError
+
+__all__ = [
+    "DEFAULT_FILES_COLUMN",
+    "DEFAULT_LINE_RANGES_COLUMN",
+    "column",
+    "final_text",
+    "gold_from_values",
+    "stats_from_completion",
+    "stats_from_counts",
+]
+
+#: Dataset columns the adapters read the label from (override per adapter).
+DEFAULT_FILES_COLUMN = "gold_files"
+DEFAULT_LINE_RANGES_COLUMN = "gold_line_ranges"
+
+
+def column(kwargs: Mapping[str, object], name: str, n: int, *, required: bool) -> list[object]:
+    """The per-rollout values of column `name`, checked to have one entry per rollout."""
+    values = kwargs.get(name)
+    if values is None:
+        if required:
+            known = ", ".join(sorted(k for k in kwargs if not k.startswith("_")))
+            raise GrpoRewardsError(
+                f"the batch has no column {name!r} (columns seen: {known}); "
+                f"add it to the dataset or set the adapter's column name"
+            )
+        return [None] * n
+    if not isinstance(values, Sequence) or isinstance(values, str | bytes):
+        raise GrpoRewardsError(f"column {name!r} is not a per-rollout list")
+    if len(values) != n:
+        raise GrpoRewardsError(f"column {name!r} has {len(values)} values for {n} rollouts")
+    return list(values)
+
+
+def _maybe_json(value: object) -> object:
+    if isinstance(value, str) and value.lstrip()[:1] in ("[", "{"):
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError:
+            return value
+    return value
+
+
+def gold_from_values(files: object, line_ranges: object = None) -> Gold | None:
+    """A label from a row's values; `None` when the row carries no label (the reward skips it).
+
+    `files` may be a list of paths, a single path, a mapping `{"files": [...], "line_ranges":
+    ...}` (verl's `ground_truth`), or JSON text of either.
+    """
+    files = _maybe_json(files)
+    if files is None:
+        return None
+    if isinstance(files, Mapping):
+        line_ranges = files.get("line_ranges", line_ranges)
+        files = files.get("files")
+        if files is None:
+            return None
+    if isinstance(files, str):
+        files = [files]
+    if not isinstance(files, Sequence) or not all(isinstance(f, str) for f in files):
+        raise GrpoRewardsError(f"gold files must be a list of paths, got {files!r}"[:200])
+    return Gold.of(files, _maybe_json(line_ranges))
+
+
+def stats_from_counts(turns: object, tool_calls: object) -> RolloutStats | None:
+    """Stats from explicit counts (int, or a per-turn list of call counts); None if absent."""
+    if turns is None or tool_calls is None:
+        return None
+    if isinstance(tool_calls, Sequence) and not isinstance(tool_calls, str | bytes):
+        calls = sum(int(c) for c in tool_calls)
+    elif isinstance(tool_calls, int | float):
+        calls = int(tool_calls)
+    else:
+        raise GrpoRewardsError(f"tool-call count must be a number or a list, got {tool_calls!r}")
+    if not isinstance(turns, int | float):
+        raise GrpoRewardsError(f"turn count must be a number, got {turns!r}")
+    return RolloutStats(turns=int(turns), tool_calls=calls)
+
+
+def final_text(completion: object) -> object:
+    """The final assistant message text of a completion (text, or a list of chat messages)."""
+    if isinstance(completion, str):
+        return completion
+    if isinstance(completion, Sequence):
+        for msg in reversed(completion):
+            if isinstance(msg, Mapping) and msg.get("role") == "assistant":
+                return msg.get("content")
+        return None
+    return completion
+
+
+def stats_from_completion(completion: object) -> RolloutStats:
+    """Stats from what a trainer calls the completion: chat messages, or one assistant text."""
+    if isinstance(completion, Sequence) and not isinstance(completion, str | bytes):
+        messages = [m for m in completion if isinstance(m, Mapping)]
+        return rollout_stats_from_messages(messages)
+    return rollout_stats_from_messages([{"role": "assistant", "content": completion}])
