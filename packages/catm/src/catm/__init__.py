@@ -1,0 +1,96 @@
+"""CATM: relevance labels mined from coding-agent trajectories.
+
+Stage 1 finds every repository file an agent read and the reasoning that followed; stage 2 asks an
+LLM judge whether that reasoning shows the file mattered; stage 3 weights files by reasoning length
+and builds the gold set G = patch files ∪ {f : w(f) ≥ 0.15}. See the README for the rules.
+"""
+
+from __future__ import annotations
+
+from catm._instances import Instance, load_instances
+from catm._judge import (
+    Judge,
+    JudgeCache,
+    JudgeRequest,
+    JudgeResult,
+    NoJudge,
+    OpenAIJudge,
+    default_template,
+    parse_verdict,
+)
+from catm._mining import TrajectoryMining, mine_trajectory
+from catm._output import LabelReport, label_report, read_labels, write_labels
+from catm._paths import DropReason, patch_files, to_repo_relative
+from catm._pipeline import MiningConfig, MiningResult, iter_records, mine_labels
+from catm._readers import parse_record, read_trajectories
+from catm._records import (
+    SCHEMA_VERSION,
+    FileRead,
+    LabelRecord,
+    MinedFile,
+    MiningStats,
+    Skip,
+    Step,
+    ToolCall,
+    Trajectory,
+    TrajectoryFormat,
+    Verdict,
+)
+from catm._shell import ShellEffects, parse_shell
+from catm._tokens import TOKENIZER_NAME, count_tokens
+from catm._weights import GOLD_THRESHOLD, median_beta, normalized_weights, saturation_weight
+from catm.errors import CatmError, InputError, JudgeError, MissingExtraError
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "GOLD_THRESHOLD",
+    "SCHEMA_VERSION",
+    "TOKENIZER_NAME",
+    "CatmError",
+    "DropReason",
+    "FileRead",
+    "InputError",
+    "Instance",
+    "Judge",
+    "JudgeCache",
+    "JudgeError",
+    "JudgeRequest",
+    "JudgeResult",
+    "LabelRecord",
+    "LabelReport",
+    "MinedFile",
+    "MiningConfig",
+    "MiningResult",
+    "MiningStats",
+    "MissingExtraError",
+    "NoJudge",
+    "OpenAIJudge",
+    "ShellEffects",
+    "Skip",
+    "Step",
+    "ToolCall",
+    "Trajectory",
+    "TrajectoryFormat",
+    "TrajectoryMining",
+    "Verdict",
+    "__version__",
+    "count_tokens",
+    "default_template",
+    "iter_records",
+    "label_report",
+    "load_instances",
+    "median_beta",
+    "mine_labels",
+    "mine_trajectory",
+    "normalized_weights",
+    "parse_record",
+    "parse_shell",
+    "parse_verdict",
+    "patch_files",
+    "read_labels",
+    "read_trajectories",
+    "saturation_weight",
+    "to_repo_relative",
+    "write_labels",
+]

@@ -1,0 +1,120 @@
+"""Repository-relative path normalisation and the stage 1 path filters.
+
+Agents write paths every way there is: absolute inside the sandbox
+(`/workspace/<repo>__<ver>/a/b.py`), relative to a working directory they `cd`-ed into, with `./`
+and `..`. Labels must be relative to the repository root so they compare with the gold patch's
+`diff --git` paths.
+
+This module decides what a path *is*; which calls count as reads is `_shell` and `_mining`.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from enum import StrEnum
+
+# Plain-text documentation; the paper drops it. `.txt` also covers requirements files and Django's
+# reStructuredText docs, which are documentation or configuration, not code to retrieve.
+DOC_EXTENSIONS = frozenset({".md", ".rst", ".txt", ".adoc", ".markdown", ".rdoc", ".asciidoc"})
+DOC_DIRS = frozenset({"doc", "docs", "documentation"})
+# Compiled or generated files an agent may `cat` by accident; never a retrieval target.
+BINARY_EXTENSIONS = frozenset({".pyc", ".pyo", ".so", ".o", ".a", ".dll", ".dylib", ".class"})
+ARTIFACT_PARTS = frozenset({".git", "__pycache__", "node_modules", ".tox", ".venv"})
+# Sandbox roots used when the record does not name its workspace.
+_KNOWN_PARENTS = ("/workspace/", "/testbed/", "/repo/", "/app/")
+
+
+class DropReason(StrEnum):
+    """Why stage 1 did not keep a read."""
+
+    OUTSIDE = "outside_repository"
+    ROOT = "repository_root"
+    DIRECTORY = "directory"
+    DOCUMENTATION = "documentation"
+    EXTENSIONLESS = "extensionless"
+    ARTIFACT = "build_artifact"
+    CREATED = "created_by_agent"
+    EMPTY = "empty_path"
+
+
+def guess_root(path: str) -> str:
+    """The repository root a bare absolute path most likely sits under, or "" if none is known."""
+    for parent in _KNOWN_PARENTS:
+        if path.startswith(parent):
+            if parent == "/workspace/":
+                head = path[len(parent) :].split("/", 1)[0]
+                return parent + head if head else ""
+            return parent.rstrip("/")
+    return ""
+
+
+def to_repo_relative(path: str, root: str, cwd: str = "") -> str | None:
+    """Map a path as the agent wrote it to a repository-relative one; None if outside the root.
+
+    Returns "" for the root itself. `cwd` is the shell's directory for relative paths; without it a
+    relative path is taken as relative to the root (what the agents are told).
+    """
+    path = path.strip()
+    if not path:
+        return None
+    if path.startswith("~"):
+        return None
+    if not path.startswith("/"):
+        base = cwd or root or "/"
+        path = posixpath.join(base, path)
+    path = posixpath.normpath(path)
+    if not root:
+        root = guess_root(path)
+        if not root:
+            return None
+    root = posixpath.normpath(root)
+    if path == root:
+        return ""
+    if path.startswith(root + "/"):
+        return path[len(root) + 1 :]
+    return None
+
+
+def classify(relative: str, observation: str = "") -> DropReason | None:
+    """Why a repository-relative path is not a file to label, or None if it is one."""
+    if relative == "":
+        return DropReason.ROOT
+    if observation.startswith("Here's the files and directories") or relative.endswith("/"):
+        return DropReason.DIRECTORY
+    parts = relative.split("/")
+    name = parts[-1]
+    # A top-level build/ holds copies of the sources (setup.py build); nested ones are real code.
+    if parts[0] == "build" or any(
+        part in ARTIFACT_PARTS or part.endswith(".egg-info") for part in parts[:-1]
+    ):
+        return DropReason.ARTIFACT
+    dot = name.rfind(".")
+    if dot <= 0 or dot == len(name) - 1:
+        # `Makefile`, `LICENSE`, dotfiles and (mostly) directories: the paper drops them all.
+        return DropReason.EXTENSIONLESS
+    extension = name[dot:].lower()
+    if extension in BINARY_EXTENSIONS:
+        return DropReason.ARTIFACT
+    if extension in DOC_EXTENSIONS or parts[0].lower() in DOC_DIRS:
+        return DropReason.DOCUMENTATION
+    return None
+
+
+def patch_files(patch: str) -> list[str]:
+    """Files a unified diff touches, from its `diff --git a/X b/Y` headers (Y; X for deletions)."""
+    files: list[str] = []
+    seen: set[str] = set()
+    for line in patch.splitlines():
+        if not line.startswith("diff --git "):
+            continue
+        rest = line[len("diff --git ") :]
+        # Paths with spaces are rare in SWE-bench; split on the " b/" that starts the new path.
+        cut = rest.rfind(" b/")
+        if not rest.startswith("a/") or cut < 0:
+            continue
+        new, old = rest[cut + 3 :], rest[2:cut]
+        path = new if new != "/dev/null" else old
+        if path not in seen:
+            seen.add(path)
+            files.append(path)
+    return files

@@ -1,0 +1,265 @@
+"""The CATM pipeline: stream trajectories (stage 1), judge (stage 2), weight (stage 3), label.
+
+Combination rules, in one place:
+
+- within a trajectory, l(f) sums the distinct turns that followed reads of f (see `_mining`);
+- across the trajectories of one instance, l(f) is the *maximum* over trajectories (the most
+  engaged agent), `n_reads` is the total, every trajectory that read f is listed, and the judge
+  sees the post-reasoning of the trajectory with the largest l(f). A maximum, not a sum, so that
+  an instance with 300 trajectories does not out-weigh one with 3;
+- β and mean(w̃) are taken over every (instance, file) pair the judge kept.
+
+Memory: one trajectory is in memory at a time; what grows is the per-instance aggregate (files,
+contributing trajectory ids, and the judge evidence only when a judge is used), i.e. the size of
+the labels themselves.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from catm._instances import Instance
+from catm._judge import Judge, JudgeRequest, JudgeResult
+from catm._mining import TrajectoryMining, mine_trajectory
+from catm._paths import patch_files
+from catm._readers import read_trajectories
+from catm._records import LabelRecord, MinedFile, MiningStats, Skip, Trajectory, Verdict
+from catm._tokens import TOKENIZER_NAME
+from catm._weights import GOLD_THRESHOLD, median_beta, normalized_weights, saturation_weight
+
+_KEPT_SKIPS = 1000  # skip details kept for the report; all of them are counted
+
+
+@dataclass(frozen=True, slots=True)
+class MiningConfig:
+    threshold: float = GOLD_THRESHOLD
+    evidence_chars: int = 6000  # post-reasoning shown to the judge, per file
+    limit: int | None = None  # stop after this many trajectory records (`--limit`)
+
+
+@dataclass(slots=True)
+class _FileAggregate:
+    reasoning_tokens: int = 0
+    n_reads: int = 0
+    trajectories: list[str] = field(default_factory=list)
+    evidence: str = ""
+
+
+@dataclass(slots=True)
+class _InstanceAggregate:
+    instance_id: str
+    repo: str
+    patch_files: tuple[str, ...]
+    issue: str
+    trajectories: list[str] = field(default_factory=list)
+    files: dict[str, _FileAggregate] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class MiningResult:
+    """Labels (sorted by instance), run statistics, and the first skipped records in detail."""
+
+    labels: list[LabelRecord]
+    stats: MiningStats
+    skips: list[Skip]
+
+
+@dataclass(slots=True)
+class _Counts:
+    records_read: int = 0
+    skip_reasons: Counter[str] = field(default_factory=Counter)
+    skips: list[Skip] = field(default_factory=list)
+    trajectories: int = 0
+    reads_total: int = 0
+    reads_kept: int = 0
+    reads_dropped: Counter[str] = field(default_factory=Counter)
+
+    def skip(self, skip: Skip) -> None:
+        self.skip_reasons[skip.reason.split(":", 1)[0]] += 1
+        if len(self.skips) < _KEPT_SKIPS:
+            self.skips.append(skip)
+
+
+def iter_records(paths: Iterable[Path]) -> Iterator[Trajectory | Skip]:
+    """Every trajectory record of every file, in order."""
+    for path in paths:
+        yield from read_trajectories(path)
+
+
+def mine_labels(
+    records: Iterable[Trajectory | Skip],
+    instances: dict[str, Instance],
+    judge: Judge,
+    *,
+    config: MiningConfig | None = None,
+    on_trajectory: Callable[[], None] | None = None,
+    on_judge_start: Callable[[int], None] | None = None,
+    on_judged: Callable[[JudgeResult], None] | None = None,
+) -> MiningResult:
+    """Run stages 1-3 over `records` and build one `LabelRecord` per instance with trajectories."""
+    config = config or MiningConfig()
+    counts = _Counts()
+    aggregates: dict[str, _InstanceAggregate] = {}
+    seen_trajectories: set[str] = set()
+    missing: set[str] = set()  # instances with trajectories but neither --instances row nor patch
+    keep_evidence = judge.name != "none"
+    for record in records:
+        if config.limit is not None and counts.records_read >= config.limit:
+            break
+        counts.records_read += 1
+        if on_trajectory is not None:
+            on_trajectory()
+        if isinstance(record, Skip):
+            counts.skip(record)
+            continue
+        if record.trajectory_id in seen_trajectories:
+            where = (record.source_file, record.source_line)
+            counts.skip(Skip(*where, f"duplicate trajectory_id: {record.trajectory_id}"))
+            continue
+        aggregate = aggregates.get(record.instance_id)
+        if aggregate is None:
+            aggregate = _new_aggregate(record, instances)
+            if aggregate is None:
+                missing.add(record.instance_id)
+                where = (record.source_file, record.source_line)
+                counts.skip(Skip(*where, f"no patch files for instance: {record.instance_id}"))
+                continue
+            aggregates[record.instance_id] = aggregate
+        seen_trajectories.add(record.trajectory_id)
+        mining = mine_trajectory(record)
+        counts.trajectories += 1
+        counts.reads_kept += len(mining.reads)
+        counts.reads_dropped.update(mining.dropped)
+        counts.reads_total += len(mining.reads) + sum(mining.dropped.values())
+        _merge(aggregate, mining, keep_evidence, config.evidence_chars)
+    return _finish(aggregates, counts, len(missing), judge, config, on_judge_start, on_judged)
+
+
+def _new_aggregate(record: Trajectory, instances: dict[str, Instance]) -> _InstanceAggregate | None:
+    instance = instances.get(record.instance_id)
+    if instance is not None:
+        return _InstanceAggregate(
+            instance.instance_id, instance.repo or record.repo, instance.patch_files, instance.issue
+        )
+    files = patch_files(record.patch) if record.patch else []
+    if not files:
+        return None
+    return _InstanceAggregate(record.instance_id, record.repo, tuple(files), "")
+
+
+def _merge(
+    aggregate: _InstanceAggregate, mining: TrajectoryMining, keep_evidence: bool, chars: int
+) -> None:
+    trajectory_id = mining.trajectory.trajectory_id
+    aggregate.trajectories.append(trajectory_id)
+    for path, evidence in mining.files.items():
+        current = aggregate.files.get(path)
+        if current is None:
+            current = aggregate.files[path] = _FileAggregate()
+        if evidence.reasoning_tokens > current.reasoning_tokens or not current.trajectories:
+            current.reasoning_tokens = max(current.reasoning_tokens, evidence.reasoning_tokens)
+            if keep_evidence:
+                current.evidence = mining.evidence_text(path, chars)
+        current.n_reads += evidence.n_reads
+        current.trajectories.append(trajectory_id)
+
+
+def _finish(
+    aggregates: dict[str, _InstanceAggregate],
+    counts: _Counts,
+    n_missing: int,
+    judge: Judge,
+    config: MiningConfig,
+    on_judge_start: Callable[[int], None] | None,
+    on_judged: Callable[[JudgeResult], None] | None,
+) -> MiningResult:
+    ordered = sorted(aggregates.values(), key=lambda a: a.instance_id)
+    pairs = [(a, path, f) for a in ordered for path, f in sorted(a.files.items())]
+    # Stage 2.
+    requests = [JudgeRequest(a.instance_id, path, a.issue, f.evidence) for a, path, f in pairs]
+    if on_judge_start is not None:
+        on_judge_start(len(requests))
+    verdicts = judge.judge(requests, on_judged)
+    # Stage 3: β and the mean over every pair the judge kept.
+    kept = [i for i, r in enumerate(verdicts) if r.verdict is not Verdict.NOT_RELEVANT]
+    beta = median_beta([pairs[i][2].reasoning_tokens for i in kept])
+    raw = [saturation_weight(pairs[i][2].reasoning_tokens, beta) for i in kept]
+    weights, mean_raw = normalized_weights(raw)
+    weight_of = {i: (raw[k], weights[k]) for k, i in enumerate(kept)}
+
+    labels: list[LabelRecord] = []
+    mined_by_instance: dict[str, list[MinedFile]] = {}
+    contributing: set[str] = set()
+    above = mined_only = 0
+    for index, (aggregate, path, file) in enumerate(pairs):
+        result = verdicts[index]
+        weight_raw, weight = weight_of.get(index, (None, None))
+        passes = weight is not None and weight >= config.threshold
+        in_patch = path in aggregate.patch_files
+        above += passes
+        mined_only += passes and not in_patch
+        if passes:
+            contributing.update(file.trajectories)
+        mined_by_instance.setdefault(aggregate.instance_id, []).append(
+            MinedFile(
+                path=path,
+                reasoning_tokens=file.reasoning_tokens,
+                n_reads=file.n_reads,
+                verdict=result.verdict,
+                judge_answer=result.answer,
+                weight_raw=None if weight_raw is None else round(weight_raw, 6),
+                weight=None if weight is None else round(weight, 6),
+                in_patch=in_patch,
+                in_gold=passes or in_patch,
+                trajectories=file.trajectories,
+            )
+        )
+    gold_total = 0
+    for aggregate in ordered:
+        mined = mined_by_instance.get(aggregate.instance_id, [])
+        gold = sorted(set(aggregate.patch_files) | {m.path for m in mined if m.in_gold})
+        gold_total += len(gold)
+        labels.append(
+            LabelRecord(
+                instance_id=aggregate.instance_id,
+                repo=aggregate.repo,
+                patch_files=list(aggregate.patch_files),
+                mined=mined,
+                gold=gold,
+                trajectories=aggregate.trajectories,
+                judge=judge.name,
+            )
+        )
+    by_verdict = Counter(r.verdict for r in verdicts)
+    stats = MiningStats(
+        judge=judge.name,
+        tokenizer=TOKENIZER_NAME,
+        beta=beta,
+        mean_weight_raw=mean_raw,
+        threshold=config.threshold,
+        records_read=counts.records_read,
+        records_skipped=sum(counts.skip_reasons.values()),
+        skip_reasons=dict(counts.skip_reasons),
+        trajectories=counts.trajectories,
+        instances=len(ordered),
+        instances_without_patch=n_missing,
+        reads_total=counts.reads_total,
+        reads_dropped={str(k): v for k, v in sorted(counts.reads_dropped.items())},
+        reads_kept=counts.reads_kept,
+        mined_files=len(pairs),
+        judged_relevant=by_verdict[Verdict.RELEVANT],
+        judged_not_relevant=by_verdict[Verdict.NOT_RELEVANT],
+        judge_failed=by_verdict[Verdict.JUDGE_FAILED],
+        unjudged=by_verdict[Verdict.UNJUDGED],
+        weighted_files=len(kept),
+        above_threshold=above,
+        mined_not_in_patch=mined_only,
+        gold_files=gold_total,
+        labels_written=len(labels),
+        trajectories_contributing=len(contributing),
+        retention=len(contributing) / counts.trajectories if counts.trajectories else 0.0,
+    )
+    return MiningResult(labels, stats, counts.skips)

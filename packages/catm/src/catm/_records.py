@@ -1,0 +1,157 @@
+"""Typed records that cross module and file boundaries.
+
+Two families live here. Frozen dataclasses (`Trajectory`, `Step`, `ToolCall`, `FileRead`, `Skip`)
+are the in-memory shape every reader produces; they are cheap because the readers make hundreds of
+thousands of them. Pydantic models (`LabelRecord`, `MinedFile`, `MiningStats`) are what catm writes
+to disk and what other packages read back, so they carry a `schema_version`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SCHEMA_VERSION = 1
+
+
+class TrajectoryFormat(StrEnum):
+    """The on-disk trajectory formats the readers recognise."""
+
+    OPENHANDS_V0 = "openhands_v0"  # event stream: `history` of action / observation dicts
+    OPENHANDS_V1 = "openhands_v1"  # openhands-sdk events with a `kind` discriminator
+    MESSAGES = "messages"  # OpenAI chat messages with `tool_calls` (SWE-Gym, SWE-rebench, litellm)
+
+
+@dataclass(frozen=True, slots=True)
+class Skip:
+    """A record a reader could not use: where it was and why. Counted, never raised."""
+
+    file: str
+    line: int
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One tool call of an agent turn, reduced to what stage 1 needs.
+
+    `tool` is normalised: "editor" (str_replace_editor / file_editor), "shell" (execute_bash /
+    terminal), or the original tool name for anything else. `cwd` is the working directory the
+    environment reported after the call, when it did.
+    """
+
+    tool: str
+    command: str = ""  # editor sub-command (view, create, str_replace, ...) or the shell line
+    path: str = ""  # editor target path, as the agent wrote it
+    observation: str = ""  # the start of the tool's answer; enough to tell a directory listing
+    cwd: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One assistant turn: the text it wrote (reasoning) and the tool calls it made."""
+
+    reasoning: str
+    calls: tuple[ToolCall, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Trajectory:
+    """One agent run on one instance, in a format-independent shape."""
+
+    instance_id: str
+    trajectory_id: str
+    format: TrajectoryFormat
+    steps: tuple[Step, ...]
+    workspace_root: str = ""  # absolute repository root inside the agent's sandbox, if known
+    patch: str = ""  # a gold patch carried by the record itself (eval output.jsonl `instance`)
+    repo: str = ""
+    source_file: str = ""  # where the record came from, for skip reports
+    source_line: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class FileRead:
+    """Stage 1 output for one read of one repository file in one trajectory."""
+
+    path: str  # repository-relative, normalised
+    step: int  # index of the turn that issued the read
+    reasoning_step: int  # index of the turn whose text is the post-reasoning (-1: none followed)
+    reasoning_tokens: int
+
+
+class Verdict(StrEnum):
+    """Stage 2 outcome for one mined file."""
+
+    RELEVANT = "RELEVANT"
+    NOT_RELEVANT = "NOT_RELEVANT"
+    UNJUDGED = "UNJUDGED"  # `--judge none`: kept without asking anyone
+    JUDGE_FAILED = "JUDGE_FAILED"  # endpoint failed after every retry; kept (conservative), counted
+
+
+class MinedFile(BaseModel):
+    """A file some agent read for this instance, with what each stage decided about it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    path: str
+    reasoning_tokens: int = Field(ge=0, description="l(f) after combining reads and trajectories")
+    n_reads: int = Field(ge=1)
+    verdict: Verdict
+    judge_answer: str = ""  # the judge's raw first line, for audits
+    weight_raw: float | None = None  # w̃(f); None when the judge dropped the file
+    weight: float | None = None  # w(f) = w̃ / mean(w̃)
+    in_patch: bool
+    in_gold: bool
+    trajectories: list[str]
+
+
+class LabelRecord(BaseModel):
+    """The label of one instance: patch files, mined files and the final gold set."""
+
+    model_config = ConfigDict(frozen=True)
+
+    schema_version: int = SCHEMA_VERSION
+    instance_id: str
+    repo: str = ""
+    patch_files: list[str]
+    mined: list[MinedFile]
+    gold: list[str]
+    trajectories: list[str]
+    judge: str  # the judge model, or "none"
+
+
+class MiningStats(BaseModel):
+    """Run metadata and per-stage counts, written beside the labels as `<labels>.stats.json`."""
+
+    schema_version: int = SCHEMA_VERSION
+    judge: str
+    tokenizer: str
+    beta: float
+    mean_weight_raw: float
+    threshold: float
+    records_read: int
+    records_skipped: int
+    skip_reasons: dict[str, int]
+    trajectories: int
+    instances: int
+    instances_without_patch: int
+    reads_total: int
+    reads_dropped: dict[str, int]
+    reads_kept: int
+    mined_files: int  # (instance, file) pairs after stage 1
+    judged_relevant: int
+    judged_not_relevant: int
+    judge_failed: int
+    unjudged: int
+    weighted_files: int  # pairs that reached stage 3
+    above_threshold: int  # w >= threshold
+    mined_not_in_patch: int  # gold files that come only from mining
+    gold_files: int
+    labels_written: int
+    trajectories_contributing: (
+        int  # trajectories with at least one file in some gold set via mining
+    )
+    retention: float  # trajectories_contributing / trajectories
