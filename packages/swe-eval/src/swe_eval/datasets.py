@@ -1,0 +1,257 @@
+"""Reading instance, prediction and label files, offline, with honest accounting of bad rows.
+
+Formats: a JSON list (or `{"rows"|"data"|"instances": [...]}`), JSON Lines, either gzipped
+(`.gz`), or parquet. A row that does not validate is skipped and reported in `Loaded.problems`
+with its file and line; a file that cannot be read at all raises `DatasetError`.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+from grpo_rewards import normalize_path
+from pydantic import BaseModel, ValidationError
+
+from swe_eval.errors import DatasetError, MissingExtraError
+from swe_eval.gold import GoldRule, files_from_patch
+from swe_eval.models import GoldLabel, Instance, Prediction
+
+__all__ = [
+    "CATM_WEIGHT_THRESHOLD",
+    "Loaded",
+    "RowProblem",
+    "gold_from_instances",
+    "load_instances",
+    "load_labels",
+    "load_predictions",
+    "read_rows",
+    "write_predictions",
+]
+
+# DESIGN.md: a CATM label's gold is the patch files plus mined files with weight >= 0.15.
+CATM_WEIGHT_THRESHOLD = 0.15
+
+T = TypeVar("T", bound=BaseModel)
+
+
+@dataclass(frozen=True)
+class RowProblem:
+    """A row that was skipped, and why."""
+
+    path: str
+    line: int
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: {self.message}"
+
+
+@dataclass(frozen=True)
+class Loaded(Generic[T]):
+    records: tuple[T, ...]
+    problems: tuple[RowProblem, ...] = field(default=())
+
+
+def _open_text(path: Path) -> Iterator[str]:
+    opener = gzip.open if path.suffix == ".gz" else open
+    try:
+        with opener(path, "rt", encoding="utf-8") as fh:
+            yield from fh
+    except OSError as exc:
+        raise DatasetError(f"{path}: cannot read: {exc}") from exc
+
+
+def _base_suffix(path: Path) -> str:
+    suffixes = [s for s in path.suffixes if s != ".gz"]
+    return suffixes[-1] if suffixes else ""
+
+
+def read_rows(path: str | Path) -> Iterator[tuple[int, Any]]:
+    """(line or row number, decoded JSON value) for every row of a JSON/JSONL/parquet file.
+
+    A line that is not JSON comes back as a `RowProblem` value so callers can count it.
+    """
+    p = Path(path)
+    if not p.exists():
+        raise DatasetError(f"{p}: no such file")
+    kind = _base_suffix(p)
+    if kind == ".parquet":
+        try:
+            import pyarrow.parquet as pq  # type: ignore[import-untyped, unused-ignore]
+        except ImportError as exc:  # pragma: no cover - pyarrow is a declared dependency
+            raise MissingExtraError("parquet", "pyarrow") from exc
+        for i, row in enumerate(pq.read_table(p).to_pylist(), start=1):
+            yield i, row
+        return
+    if kind == ".json":
+        try:
+            data = json.loads("".join(_open_text(p)))
+        except json.JSONDecodeError as exc:
+            raise DatasetError(f"{p}: not JSON: {exc}") from exc
+        if isinstance(data, Mapping):
+            for key in ("rows", "data", "instances", "per_instance"):
+                if isinstance(data.get(key), list):
+                    data = data[key]
+                    break
+        if not isinstance(data, list):
+            raise DatasetError(f"{p}: expected a JSON list of rows")
+        yield from enumerate(data, start=1)
+        return
+    for i, line in enumerate(_open_text(p), start=1):
+        if not line.strip():
+            continue
+        try:
+            yield i, json.loads(line)
+        except json.JSONDecodeError as exc:
+            yield i, RowProblem(str(p), i, f"not JSON: {exc.msg}")
+
+
+def _load(path: str | Path, model: type[T]) -> Loaded[T]:
+    records: list[T] = []
+    problems: list[RowProblem] = []
+    for line, row in read_rows(path):
+        if isinstance(row, RowProblem):
+            problems.append(row)
+            continue
+        try:
+            records.append(model.model_validate(row))
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(x) for x in first["loc"]) or "row"
+            problems.append(RowProblem(str(path), line, f"{where}: {first['msg']}"))
+    return Loaded(tuple(records), tuple(problems))
+
+
+def _dedupe(loaded: Loaded[T], path: str | Path, key: str) -> Loaded[T]:
+    seen: set[str] = set()
+    kept: list[T] = []
+    problems = list(loaded.problems)
+    for n, rec in enumerate(loaded.records, start=1):
+        value = getattr(rec, key)
+        if value in seen:
+            problems.append(RowProblem(str(path), n, f"duplicate {key} {value!r}; first one kept"))
+            continue
+        seen.add(value)
+        kept.append(rec)
+    return Loaded(tuple(kept), tuple(problems))
+
+
+def load_instances(path: str | Path) -> Loaded[Instance]:
+    return _dedupe(_load(path, Instance), path, "instance_id")
+
+
+def load_predictions(path: str | Path) -> Loaded[Prediction]:
+    """Predictions with paths normalized and duplicates inside one ranking removed (first kept)."""
+    loaded = _dedupe(_load(path, Prediction), path, "instance_id")
+    cleaned = []
+    for pred in loaded.records:
+        files: list[str] = []
+        scores: list[float] = []
+        seen: set[str] = set()
+        for j, f in enumerate(pred.files):
+            norm = normalize_path(f)
+            if norm and norm not in seen:
+                seen.add(norm)
+                files.append(norm)
+                if pred.scores is not None and j < len(pred.scores):
+                    scores.append(pred.scores[j])
+        aligned = pred.scores is not None and len(pred.scores) == len(pred.files)
+        cleaned.append(
+            pred.model_copy(
+                update={"files": tuple(files), "scores": tuple(scores) if aligned else None}
+            )
+        )
+    return Loaded(tuple(cleaned), loaded.problems)
+
+
+def write_predictions(path: str | Path, predictions: Iterable[Prediction]) -> int:
+    """Write JSON Lines (gzipped when the name ends in .gz); returns the number of rows."""
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    n = 0
+    opener = gzip.open if p.suffix == ".gz" else open
+    with opener(p, "wt", encoding="utf-8") as fh:
+        for pred in predictions:
+            fh.write(pred.model_dump_json(exclude_none=True) + "\n")
+            n += 1
+    return n
+
+
+def gold_from_instances(
+    instances: Iterable[Instance], rule: GoldRule | None = None
+) -> dict[str, GoldLabel]:
+    """Gold per instance from its patch under `rule` (see `swe_eval.gold`)."""
+    return {
+        inst.instance_id: GoldLabel(
+            instance_id=inst.instance_id,
+            files=frozenset(files_from_patch(inst.patch, rule)),
+            source="patch",
+        )
+        for inst in instances
+    }
+
+
+def _paths(value: Any) -> list[str] | None:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, Sequence):
+        out = []
+        for item in value:
+            if isinstance(item, str):
+                out.append(item)
+            elif isinstance(item, Mapping) and isinstance(item.get("path"), str):
+                out.append(item["path"])
+            else:
+                return None
+        return out
+    return None
+
+
+def _label_files(row: Mapping[str, Any], threshold: float) -> list[str] | None:
+    for key in ("gold", "gold_files"):
+        if key in row:
+            return _paths(row[key])
+    patch_files = _paths(row.get("patch_files", [])) or []
+    mined = row.get("mined", row.get("files"))
+    if mined is None and "patch_files" not in row:
+        return None
+    files = list(patch_files)
+    for item in mined or []:
+        if not isinstance(item, Mapping) or not isinstance(item.get("path"), str):
+            return None
+        weight = item.get("weight", 0.0)
+        if isinstance(weight, int | float) and weight >= threshold:
+            files.append(item["path"])
+    return files
+
+
+def load_labels(path: str | Path, *, threshold: float = CATM_WEIGHT_THRESHOLD) -> Loaded[GoldLabel]:
+    """An alternative gold set, e.g. CATM labels.
+
+    A row needs `instance_id` and either `gold` / `gold_files` (a list of paths), or CATM's
+    `patch_files` plus `mined` (or `files`): a list of `{path, weight}`; gold is then the patch
+    files plus every mined file with weight >= `threshold`.
+    """
+    records: list[GoldLabel] = []
+    problems: list[RowProblem] = []
+    for line, row in read_rows(path):
+        if isinstance(row, RowProblem):
+            problems.append(row)
+            continue
+        if not isinstance(row, Mapping) or not isinstance(row.get("instance_id"), str):
+            problems.append(RowProblem(str(path), line, "no instance_id"))
+            continue
+        files = _label_files(row, threshold)
+        if files is None:
+            problems.append(
+                RowProblem(str(path), line, "no gold/gold_files or patch_files+mined list")
+            )
+            continue
+        norm = frozenset(n for n in (normalize_path(f) for f in files) if n)
+        records.append(GoldLabel(instance_id=row["instance_id"], files=norm, source=str(path)))
+    return _dedupe(Loaded(tuple(records), tuple(problems)), path, "instance_id")

@@ -1,0 +1,402 @@
+"""Per-instance retrieval scores, their macro averages and 95% bootstrap intervals.
+
+The columns are the CodeGrep paper's Table 2 (F-beta mean and median, precision, recall, share of
+instances with F-beta >= 0.8, turns) plus F1 (CodeScout) and acc@k (LocAgent). Every score is a
+macro average over instances: each instance counts once, whatever its number of gold files.
+
+The denominator is fixed by the gold set, never by the predictions:
+- an instance without a prediction row scores 0 and is counted as `missing`;
+- a prediction with no files scores 0 and is counted as `empty`;
+- an instance whose gold set is empty (e.g. its patch only adds files) cannot be scored; it is
+  left out and counted as `no_gold`;
+- predictions for ids outside the gold set are ignored and counted as `unknown`.
+
+acc@k follows LocAgent's `eval_metric.py`: 1 when every gold file (at most k of them) is among the
+top k predictions, i.e. |top_k ∩ G| >= min(k, |G|); a full-recall@k.
+
+Pure functions; no I/O.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+import numpy as np
+from grpo_rewards import fbeta_from_counts
+from numpy.typing import NDArray
+from pydantic import BaseModel, ConfigDict
+
+from swe_eval.models import GoldLabel, Prediction
+
+__all__ = [
+    "DEFAULT_KS",
+    "Estimate",
+    "InstanceScore",
+    "PairedDifference",
+    "ScoreStatus",
+    "SystemEval",
+    "SystemSummary",
+    "evaluate",
+    "paired_difference",
+    "score_instance",
+    "summarize",
+]
+
+DEFAULT_KS = (1, 3, 5, 10)
+# Table 2's "high-quality retrieval" column.
+HIGH_QUALITY = 0.8
+
+
+class ScoreStatus(StrEnum):
+    OK = "ok"
+    EMPTY = "empty"
+    MISSING = "missing"
+
+
+@dataclass(frozen=True, slots=True)
+class InstanceScore:
+    instance_id: str
+    repo: str
+    status: ScoreStatus
+    n_gold: int
+    n_pred: int
+    hits: int
+    precision: float
+    recall: float
+    fbeta: float
+    f1: float
+    acc: tuple[float, ...]  # aligned with the `ks` of the evaluation
+    turns: float | None
+
+
+def score_instance(
+    gold: frozenset[str],
+    prediction: Prediction | None,
+    *,
+    instance_id: str | None = None,
+    repo: str = "",
+    beta: float = 0.5,
+    ks: Sequence[int] = DEFAULT_KS,
+) -> InstanceScore:
+    """Score one ranked prediction against a non-empty gold set (paths already normalized)."""
+    if not gold:
+        raise ValueError("an empty gold set cannot be scored")
+    iid = instance_id or (prediction.instance_id if prediction else "")
+    files = prediction.files if prediction else ()
+    turns = prediction.turns if prediction else None
+    if not files:
+        status = ScoreStatus.MISSING if prediction is None else ScoreStatus.EMPTY
+        return InstanceScore(
+            iid, repo, status, len(gold), 0, 0, 0.0, 0.0, 0.0, 0.0, (0.0,) * len(ks), turns
+        )
+    hits = sum(1 for f in files if f in gold)
+    p = hits / len(files)
+    r = hits / len(gold)
+    acc = []
+    for k in ks:
+        top_hits = sum(1 for f in files[:k] if f in gold)
+        acc.append(1.0 if top_hits >= min(k, len(gold)) else 0.0)
+    return InstanceScore(
+        iid,
+        repo,
+        ScoreStatus.OK,
+        len(gold),
+        len(files),
+        hits,
+        p,
+        r,
+        fbeta_from_counts(hits, len(files), len(gold), beta),
+        fbeta_from_counts(hits, len(files), len(gold), 1.0),
+        tuple(acc),
+        turns,
+    )
+
+
+@dataclass(frozen=True)
+class SystemEval:
+    """Per-instance scores of one system on one gold set, plus the accounting of what was left."""
+
+    name: str
+    beta: float
+    ks: tuple[int, ...]
+    scores: tuple[InstanceScore, ...]
+    no_gold: tuple[str, ...]
+    unknown: tuple[str, ...]
+
+    def column(self, metric: str) -> NDArray[np.float64]:
+        """One per-instance metric as an array, in instance order ('turns' skips None)."""
+        if metric.startswith("acc@"):
+            j = self.ks.index(int(metric[4:]))
+            return np.fromiter((s.acc[j] for s in self.scores), float, len(self.scores))
+        if metric == "fbeta_ge":
+            return np.fromiter(
+                (1.0 if s.fbeta >= HIGH_QUALITY else 0.0 for s in self.scores),
+                float,
+                len(self.scores),
+            )
+        if metric == "turns":
+            return np.array([s.turns for s in self.scores if s.turns is not None], dtype=float)
+        if metric == "n_files":
+            return np.fromiter((s.n_pred for s in self.scores), float, len(self.scores))
+        return np.fromiter((getattr(s, metric) for s in self.scores), float, len(self.scores))
+
+    def restrict(
+        self, keep: Callable[[InstanceScore], bool], name: str | None = None
+    ) -> SystemEval:
+        return SystemEval(
+            name or self.name,
+            self.beta,
+            self.ks,
+            tuple(s for s in self.scores if keep(s)),
+            self.no_gold,
+            self.unknown,
+        )
+
+
+def evaluate(
+    gold: Mapping[str, GoldLabel],
+    predictions: Iterable[Prediction],
+    *,
+    repos: Mapping[str, str] | None = None,
+    name: str = "system",
+    beta: float = 0.5,
+    ks: Sequence[int] = DEFAULT_KS,
+) -> SystemEval:
+    """Score `predictions` on every instance of `gold`, in sorted instance-id order."""
+    by_id: dict[str, Prediction] = {}
+    unknown: list[str] = []
+    for pred in predictions:
+        if pred.instance_id in gold:
+            by_id.setdefault(pred.instance_id, pred)
+        else:
+            unknown.append(pred.instance_id)
+    scores: list[InstanceScore] = []
+    no_gold: list[str] = []
+    repos = repos or {}
+    ks = tuple(ks)
+    for iid in sorted(gold):
+        files = gold[iid].files
+        if not files:
+            no_gold.append(iid)
+            continue
+        found = by_id.get(iid)
+        scores.append(
+            score_instance(files, found, instance_id=iid, repo=repos.get(iid, ""), beta=beta, ks=ks)
+        )
+    return SystemEval(name, beta, ks, tuple(scores), tuple(no_gold), tuple(sorted(unknown)))
+
+
+class Estimate(BaseModel):
+    """A point value and its bootstrap interval (low == high == value when n < 2)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    value: float
+    low: float
+    high: float
+    n: int
+
+    def fmt(self, digits: int = 3, ci: bool = True) -> str:
+        if math.isnan(self.value):
+            return "–"
+        if not ci or self.n < 2:
+            return f"{self.value:.{digits}f}"
+        return f"{self.value:.{digits}f} [{self.low:.{digits}f}, {self.high:.{digits}f}]"
+
+
+class SystemSummary(BaseModel):
+    """Table 2 row of one system (and, nested, one row per repository)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    n: int
+    missing: int
+    empty: int
+    no_gold: int
+    unknown: int
+    metrics: dict[str, Estimate]
+    per_repo: dict[str, SystemSummary] = {}
+
+
+def _metric_names(ks: Sequence[int]) -> list[str]:
+    return [
+        "fbeta",
+        "fbeta_median",
+        "precision",
+        "recall",
+        "f1",
+        "fbeta_ge",
+        *(f"acc@{k}" for k in ks),
+        "n_files",
+        "turns",
+    ]
+
+
+def _bootstrap(
+    x: NDArray[np.float64],
+    stat: Callable[..., NDArray[np.float64]],
+    *,
+    n_resamples: int,
+    confidence: float,
+    rng: np.random.Generator,
+) -> tuple[float, float]:
+    from scipy import stats  # type: ignore[import-untyped, unused-ignore]
+
+    if len(x) < 2 or n_resamples <= 0:
+        v = float(stat(x, axis=-1)) if len(x) else math.nan
+        return v, v
+    if np.all(x == x[0]):
+        # scipy warns and returns NaN on a degenerate distribution; the interval is the point.
+        return float(x[0]), float(x[0])
+    res = stats.bootstrap(
+        (x,),
+        stat,
+        n_resamples=n_resamples,
+        confidence_level=confidence,
+        method="percentile",
+        vectorized=True,
+        batch=max(1, min(n_resamples, 2_000_000 // max(1, len(x)))),
+        rng=rng,
+    )
+    return float(res.confidence_interval.low), float(res.confidence_interval.high)
+
+
+def _summarize_scores(
+    ev: SystemEval,
+    *,
+    n_resamples: int,
+    confidence: float,
+    seed: int,
+    no_gold: int,
+    unknown: int,
+) -> SystemSummary:
+    rng = np.random.default_rng(seed)
+    metrics: dict[str, Estimate] = {}
+    for name in _metric_names(ev.ks):
+        stat: Callable[..., NDArray[np.float64]] = np.mean
+        column = name
+        if name == "fbeta_median":
+            stat, column = np.median, "fbeta"
+        x = ev.column(column)
+        value = float(stat(x)) if len(x) else math.nan
+        low, high = _bootstrap(x, stat, n_resamples=n_resamples, confidence=confidence, rng=rng)
+        metrics[name] = Estimate(value=value, low=low, high=high, n=len(x))
+    statuses = [s.status for s in ev.scores]
+    return SystemSummary(
+        name=ev.name,
+        n=len(ev.scores),
+        missing=statuses.count(ScoreStatus.MISSING),
+        empty=statuses.count(ScoreStatus.EMPTY),
+        no_gold=no_gold,
+        unknown=unknown,
+        metrics=metrics,
+    )
+
+
+def summarize(
+    ev: SystemEval,
+    *,
+    n_resamples: int = 2000,
+    confidence: float = 0.95,
+    seed: int = 0,
+    by_repo: bool = True,
+) -> SystemSummary:
+    """Macro averages with percentile-bootstrap intervals (seeded, so reruns agree)."""
+    top = _summarize_scores(
+        ev,
+        n_resamples=n_resamples,
+        confidence=confidence,
+        seed=seed,
+        no_gold=len(ev.no_gold),
+        unknown=len(ev.unknown),
+    )
+    if not by_repo:
+        return top
+    per_repo = {}
+    for repo in sorted({s.repo for s in ev.scores}):
+        sub = ev.restrict(lambda s, r=repo: s.repo == r, name=repo)  # type: ignore[misc]
+        per_repo[repo] = _summarize_scores(
+            sub, n_resamples=n_resamples, confidence=confidence, seed=seed, no_gold=0, unknown=0
+        )
+    return top.model_copy(update={"per_repo": per_repo})
+
+
+class PairedDifference(BaseModel):
+    """Mean of a − b over the instances both were scored on, with a paired bootstrap."""
+
+    model_config = ConfigDict(frozen=True)
+
+    a: str
+    b: str
+    metric: str
+    n: int
+    diff: Estimate
+    p_value: float
+
+
+def paired_difference(
+    a: SystemEval,
+    b: SystemEval,
+    *,
+    metric: str = "fbeta",
+    n_resamples: int = 10_000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> PairedDifference:
+    """Paired bootstrap of the mean difference; instances are resampled jointly for a and b.
+
+    The p-value is two-sided: twice the smaller share of resampled means on either side of 0
+    (at least 1/n_resamples, never exactly 0).
+    """
+    if metric in ("fbeta_median", "turns"):
+        raise ValueError(f"paired difference is defined for per-instance means, not {metric}")
+    ia = {s.instance_id: i for i, s in enumerate(a.scores)}
+    ib = {s.instance_id: i for i, s in enumerate(b.scores)}
+    common = sorted(set(ia) & set(ib))
+    if len(common) < 2:
+        raise ValueError(f"{a.name} and {b.name} share fewer than two scored instances")
+    ca, cb = a.column(metric), b.column(metric)
+    d = np.array([ca[ia[i]] - cb[ib[i]] for i in common])
+    rng = np.random.default_rng(seed)
+    mean = float(d.mean())
+    if np.all(d == d[0]):
+        return PairedDifference(
+            a=a.name,
+            b=b.name,
+            metric=metric,
+            n=len(d),
+            diff=Estimate(value=mean, low=mean, high=mean, n=len(d)),
+            p_value=1.0 if mean == 0 else 1.0 / n_resamples,
+        )
+    from scipy import stats  # type: ignore[import-untyped, unused-ignore]
+
+    res = stats.bootstrap(
+        (d,),
+        np.mean,
+        n_resamples=n_resamples,
+        confidence_level=confidence,
+        method="percentile",
+        vectorized=True,
+        batch=max(1, min(n_resamples, 2_000_000 // len(d))),
+        rng=rng,
+    )
+    dist = res.bootstrap_distribution
+    share = min(float(np.mean(dist <= 0)), float(np.mean(dist >= 0)))
+    p = min(1.0, max(2 * share, 1.0 / n_resamples))
+    return PairedDifference(
+        a=a.name,
+        b=b.name,
+        metric=metric,
+        n=len(d),
+        diff=Estimate(
+            value=mean,
+            low=float(res.confidence_interval.low),
+            high=float(res.confidence_interval.high),
+            n=len(d),
+        ),
+        p_value=p,
+    )
