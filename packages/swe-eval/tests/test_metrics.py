@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
 from swe_eval import (
     GoldLabel,
     Prediction,
@@ -54,9 +53,12 @@ def test_denominator_is_the_gold_set() -> None:
     ]
     ev = evaluate(gold, preds)
     assert [s.status for s in ev.scores] == [ScoreStatus.OK, ScoreStatus.EMPTY, ScoreStatus.MISSING]
-    assert ev.no_gold == ("d",) and ev.unknown == ("zzz",)
+    assert ev.no_gold == ("d",)
+    assert ev.unknown == ("zzz",)
     summary = summarize(ev, n_resamples=200)
-    assert summary.n == 3 and summary.missing == 1 and summary.empty == 1
+    assert summary.n == 3
+    assert summary.missing == 1
+    assert summary.empty == 1
     assert summary.metrics["fbeta"].value == pytest.approx(1 / 3)
     assert summary.metrics["fbeta_ge"].value == pytest.approx(1 / 3)
     assert math.isnan(summary.metrics["turns"].value)
@@ -80,7 +82,8 @@ def test_bootstrap_interval_is_seeded_and_brackets_the_mean() -> None:
     assert est.low < est.value < est.high
     # The interval of a proportion of ~0.4 over 200 instances is about ±0.07.
     assert 0.08 < est.high - est.low < 0.2
-    assert set(a.per_repo) == {"o/r", "o/s"} and a.per_repo["o/r"].n == 100
+    assert set(a.per_repo) == {"o/r", "o/s"}
+    assert a.per_repo["o/r"].n == 100
 
 
 def test_paired_difference_detects_a_better_system() -> None:
@@ -96,9 +99,11 @@ def test_paired_difference_detects_a_better_system() -> None:
     )
     d = paired_difference(good, half, n_resamples=2000)
     assert d.diff.value == pytest.approx(0.5)
-    assert d.diff.low > 0.3 and d.p_value < 0.01
+    assert d.diff.low > 0.3
+    assert d.p_value < 0.01
     same = paired_difference(good, good)
-    assert same.diff.value == 0 and same.p_value == 1.0
+    assert same.diff.value == 0
+    assert same.p_value == 1.0
 
 
 @given(
