@@ -1,5 +1,6 @@
 """worktree-sandbox: read-only grep/glob/read over git repositories at a commit."""
 
+from worktree_sandbox.cache import BareRepoCache, PreparedRepo
 from worktree_sandbox.errors import (
     CommitNotFoundError,
     RepositoryNotFoundError,
@@ -21,26 +22,42 @@ from worktree_sandbox.models import (
     ToolName,
     ToolResult,
 )
+from worktree_sandbox.pool import Materialize, PoolStats, TreePool, default_workdir, prune_workdir
+from worktree_sandbox.sync import SyncSandbox, SyncTree
+from worktree_sandbox.tree import CommitTree, DirectoryTree, Runtime, Tree
 
 __version__ = "0.1.0"
 
 __all__ = [
     "TOOL_ARGS",
+    "BareRepoCache",
     "CommitNotFoundError",
+    "CommitTree",
+    "DirectoryTree",
     "GlobArgs",
     "GlobResult",
     "GrepArgs",
     "GrepMatch",
     "GrepResult",
+    "Materialize",
+    "PoolStats",
+    "PreparedRepo",
     "ReadArgs",
     "ReadResult",
     "RepositoryNotFoundError",
+    "Runtime",
     "SandboxClosedError",
     "SandboxError",
     "SandboxLimits",
+    "SyncSandbox",
+    "SyncTree",
     "ToolArgs",
     "ToolErrorKind",
     "ToolName",
     "ToolResult",
+    "Tree",
+    "TreePool",
     "__version__",
+    "default_workdir",
+    "prune_workdir",
 ]

@@ -1,19 +1,379 @@
-"""Command line of worktree-sandbox."""
+"""Command line of worktree-sandbox: prepare clones, run the agent's tools, clean up, benchmark."""
 
 from __future__ import annotations
 
+import asyncio
+import json
+import os
+import sys
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any
+
 import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
 
-app = typer.Typer(no_args_is_help=True, help="Read-only repository tools at a commit.")
+from worktree_sandbox._git import git
+from worktree_sandbox.cache import BareRepoCache
+from worktree_sandbox.errors import SandboxError
+from worktree_sandbox.models import (
+    GlobArgs,
+    GlobResult,
+    GrepArgs,
+    GrepResult,
+    ReadArgs,
+    ReadResult,
+    SandboxLimits,
+)
+from worktree_sandbox.pool import TreePool, default_workdir, prune_workdir
+from worktree_sandbox.tree import DirectoryTree, Runtime
+
+app = typer.Typer(
+    no_args_is_help=True,
+    add_completion=False,
+    help="Read-only grep/glob/read over git repositories at a commit, without Docker.",
+)
+err = Console(stderr=True)
+
+CacheOpt = Annotated[
+    Path | None, typer.Option("--cache", help="Cache root of bare clones (for --repo owner/name).")
+]
+SourceOpt = Annotated[
+    str,
+    typer.Option(
+        "--source", help="Source template: https://github.com/{repo}.git or /mirrors/{owner}+{name}"
+    ),
+]
+RepoOpt = Annotated[
+    str,
+    typer.Option(
+        "--repo",
+        help="A local repository or folder (a path), or owner/name from --cache.",
+    ),
+]
+CommitOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--commit", help="Revision to serve (sha, HEAD, a tag). Without it: the folder as it is."
+    ),
+]
+TextOpt = Annotated[bool, typer.Option("--text", help="Print what the model sees, not JSON.")]
+TimeoutOpt = Annotated[float, typer.Option("--timeout", help="Per-call timeout in seconds.")]
+
+DEFAULT_SOURCE = "https://github.com/{repo}.git"
 
 
-@app.command()
-def version() -> None:
-    """Print the package version."""
-    from worktree_sandbox import __version__
+# -- prepare -------------------------------------------------------------------------------------
 
-    typer.echo(__version__)
+
+@dataclass
+class _Row:
+    line: int
+    instance_id: str
+    repo: str
+    commit: str
+
+
+def _read_instances(path: Path) -> tuple[list[_Row], list[str]]:
+    rows: list[_Row] = []
+    bad: list[str] = []
+    opener: Any = open
+    if path.suffix == ".gz":
+        import gzip
+
+        opener = gzip.open
+    with opener(path, "rt", encoding="utf-8") as fh:
+        for n, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+                repo, commit = rec["repo"], rec["base_commit"]
+                if not isinstance(repo, str) or not isinstance(commit, str):
+                    raise TypeError("repo and base_commit must be strings")
+                BareRepoCache.check_repo_name(repo)
+            except (ValueError, KeyError, TypeError, SandboxError) as exc:
+                bad.append(f"{path}:{n}: {type(exc).__name__}: {exc}")
+                continue
+            rows.append(_Row(n, str(rec.get("instance_id", f"line-{n}")), repo, commit))
+    return rows, bad
+
+
+@app.command(
+    epilog="Example: worktree-sandbox prepare lite.jsonl --cache ~/.cache/wts "
+    "--source 'https://github.com/{repo}.git'"
+)
+def prepare(
+    instances: Annotated[Path, typer.Argument(help="SWE-bench-style JSONL (repo, base_commit).")],
+    cache_dir: Annotated[Path, typer.Option("--cache", help="Cache root.")],
+    source: SourceOpt = DEFAULT_SOURCE,
+    limit: Annotated[int | None, typer.Option("--limit", help="First N instances only.")] = None,
+    output: Annotated[
+        Path | None, typer.Option("-o", "--output", help="Write the per-repo report as JSON.")
+    ] = None,
+) -> None:
+    """One bare clone per repository and every base commit present, with a disk report."""
+    if not instances.is_file():
+        err.print(f"[red]no such file: {instances}[/red]")
+        raise typer.Exit(2)
+    rows, bad = _read_instances(instances)
+    rows = rows[:limit] if limit is not None else rows
+    for b in bad:
+        err.print(f"[yellow]skipped[/yellow] {b}")
+    cache = BareRepoCache(cache_dir, source)
+    by_repo: dict[str, list[_Row]] = defaultdict(list)
+    for r in rows:
+        by_repo[r.repo].append(r)
+    failures: list[str] = []
+    report: list[dict[str, Any]] = []
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+    ) as progress:
+        task = progress.add_task("preparing", total=len(rows))
+        for repo, items in sorted(by_repo.items()):
+            progress.update(task, description=f"{repo}")
+            commits = sorted({r.commit for r in items})
+            try:
+                prepared = cache.ensure(repo, [])
+            except SandboxError as exc:
+                failures += [f"{r.instance_id}: {exc}" for r in items]
+                progress.advance(task, len(items))
+                continue
+            ok: set[str] = set()
+            for c in commits:
+                try:
+                    cache.ensure(repo, [c])
+                    ok.add(c)
+                except SandboxError as exc:
+                    failures += [f"{r.instance_id}: {exc}" for r in items if r.commit == c]
+                progress.advance(task, sum(1 for r in items if r.commit == c))
+            tree_bytes = [_tree_bytes(prepared.git_dir, c) for c in sorted(ok)[:3]]
+            report.append(
+                {
+                    "repo": repo,
+                    "instances": len(items),
+                    "commits": len(commits),
+                    "commits_ok": len(ok),
+                    "bare_bytes": cache.disk_bytes(repo),
+                    "tree_bytes_mean": int(sum(tree_bytes) / len(tree_bytes)) if tree_bytes else 0,
+                    "cloned": prepared.cloned,
+                    "seconds": round(prepared.seconds, 3),
+                }
+            )
+    table = Table(title=f"prepared {len(rows) - len(failures)}/{len(rows)} instances")
+    for col in ("repo", "instances", "commits", "bare clone", "one tree", "N trees as copies"):
+        table.add_column(col, justify="right" if col != "repo" else "left")
+    for entry in report:
+        table.add_row(
+            entry["repo"],
+            str(entry["instances"]),
+            f"{entry['commits_ok']}/{entry['commits']}",
+            _mib(entry["bare_bytes"]),
+            _mib(entry["tree_bytes_mean"]),
+            _mib(entry["tree_bytes_mean"] * entry["commits_ok"]),
+        )
+    err.print(table)
+    for f in failures:
+        err.print(f"[red]failed[/red] {f}")
+    if output is not None:
+        output.write_text(
+            json.dumps({"repos": report, "failures": failures, "skipped_rows": bad}, indent=2)
+        )
+    if failures or bad:
+        err.print(f"[red]{len(failures)} instance(s) failed, {len(bad)} row(s) skipped[/red]")
+        raise typer.Exit(1)
+
+
+def _tree_bytes(git_dir: Path, commit: str) -> int:
+    out = git(git_dir, "ls-tree", "-r", "-l", "-z", commit).stdout
+    total = 0
+    for rec in out.split(b"\0"):
+        fields = rec.split(b"\t", 1)[0].split()
+        if len(fields) == 4 and fields[3].isdigit():
+            total += int(fields[3])
+    return total
+
+
+def _mib(n: int) -> str:
+    return f"{n / 2**20:,.1f} MiB"
+
+
+# -- the tools -----------------------------------------------------------------------------------
+
+
+def _run_tool(
+    repo: str,
+    commit: str | None,
+    cache_dir: Path | None,
+    source: str,
+    timeout: float,
+    name: str,
+    args: GrepArgs | GlobArgs | ReadArgs,
+) -> GrepResult | GlobResult | ReadResult:
+    limits = SandboxLimits(timeout_s=timeout)
+
+    async def go() -> GrepResult | GlobResult | ReadResult:
+        local = Path(repo)
+        if local.exists():
+            if commit is None:
+                async with DirectoryTree(local, Runtime(limits)) as tree:
+                    return await tree.call(name, args.model_dump())
+            async with (
+                TreePool(limits=limits, materialize="never") as pool,
+                pool.tree_at(local, commit) as ctree,
+            ):
+                return await ctree.call(name, args.model_dump())
+        if cache_dir is None:
+            raise SandboxError(f"{repo!r} is no local path; give --cache DIR for owner/name")
+        cache = BareRepoCache(cache_dir, source)
+        async with (
+            TreePool(cache, limits=limits, materialize="never") as pool,
+            pool.tree(repo, commit or "HEAD") as ctree,
+        ):
+            return await ctree.call(name, args.model_dump())
+
+    try:
+        return asyncio.run(go())
+    except SandboxError as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from None
+
+
+def _emit(result: GrepResult | GlobResult | ReadResult, text: bool) -> None:
+    if text:
+        sys.stdout.write(result.text + "\n")
+    else:
+        sys.stdout.write(result.model_dump_json(indent=2) + "\n")
+    if not result.ok:
+        raise typer.Exit(1)
+
+
+@app.command(
+    epilog="Example: worktree-sandbox grep 'def get\\b' --repo . --commit HEAD --glob '*.py'"
+)
+def grep(
+    pattern: Annotated[str, typer.Argument(help="Regular expression.")],
+    repo: RepoOpt = ".",
+    commit: CommitOpt = None,
+    path: Annotated[str | None, typer.Option("--path", help="Directory or file.")] = None,
+    glob: Annotated[str | None, typer.Option("--glob", help="Only files matching.")] = None,
+    ignore_case: Annotated[bool, typer.Option("-i", "--ignore-case")] = False,
+    max_results: Annotated[int, typer.Option("--max-results")] = 100,
+    cache_dir: CacheOpt = None,
+    source: SourceOpt = DEFAULT_SOURCE,
+    timeout: TimeoutOpt = 10.0,
+    text: TextOpt = False,
+) -> None:
+    """Search file contents (the agent's grep tool); JSON out."""
+    args = GrepArgs(
+        pattern=pattern, path=path, glob=glob, ignore_case=ignore_case, max_results=max_results
+    )
+    _emit(_run_tool(repo, commit, cache_dir, source, timeout, "grep", args), text)
+
+
+@app.command("glob", epilog="Example: worktree-sandbox glob 'test_*.py' --repo . --commit HEAD")
+def glob_cmd(
+    pattern: Annotated[str, typer.Argument(help="Glob over paths ('**' across folders).")],
+    repo: RepoOpt = ".",
+    commit: CommitOpt = None,
+    path: Annotated[str | None, typer.Option("--path", help="Directory to search in.")] = None,
+    cache_dir: CacheOpt = None,
+    source: SourceOpt = DEFAULT_SOURCE,
+    timeout: TimeoutOpt = 10.0,
+    text: TextOpt = False,
+) -> None:
+    """Find files by path pattern (the agent's glob tool); JSON out."""
+    args = GlobArgs(pattern=pattern, path=path)
+    _emit(_run_tool(repo, commit, cache_dir, source, timeout, "glob", args), text)
+
+
+@app.command(epilog="Example: worktree-sandbox read README.md --repo . --commit HEAD --end-line 20")
+def read(
+    file: Annotated[str, typer.Argument(help="File path relative to the repository root.")],
+    repo: RepoOpt = ".",
+    commit: CommitOpt = None,
+    start_line: Annotated[int | None, typer.Option("--start-line")] = None,
+    end_line: Annotated[int | None, typer.Option("--end-line")] = None,
+    cache_dir: CacheOpt = None,
+    source: SourceOpt = DEFAULT_SOURCE,
+    timeout: TimeoutOpt = 10.0,
+    text: TextOpt = False,
+) -> None:
+    """Read a file or a range of its lines (the agent's read tool); JSON out."""
+    args = ReadArgs(path=file, start_line=start_line, end_line=end_line)
+    _emit(_run_tool(repo, commit, cache_dir, source, timeout, "read", args), text)
+
+
+# -- gc ------------------------------------------------------------------------------------------
+
+
+@app.command(epilog="Example: worktree-sandbox gc --cache ~/.cache/wts")
+def gc(
+    cache_dir: CacheOpt = None,
+    workdir: Annotated[
+        Path | None, typer.Option("--workdir", help="Checkout root (default: tmpfs).")
+    ] = None,
+) -> None:
+    """Remove what dead processes left: checkouts, clones in progress."""
+    wd = workdir or default_workdir()
+    folders, freed = prune_workdir(wd)
+    typer.echo(f"checkouts: removed {folders} folder(s) of dead processes, {_mib(freed)} ({wd})")
+    if cache_dir is not None:
+        cache = BareRepoCache(cache_dir, "{repo}")
+        typer.echo(f"cache: {len(cache.repos())} repositories in {cache.root}")
+
+
+# -- bench ---------------------------------------------------------------------------------------
+
+
+@app.command(
+    epilog="Example: worktree-sandbox bench --cache /tmp/wts --source '/mirrors/{owner}+{name}' "
+    "--instances lite.jsonl --repo psf/requests --repo sympy/sympy -o bench.json"
+)
+def bench(
+    cache_dir: Annotated[Path, typer.Option("--cache", help="Cache root.")],
+    source: SourceOpt = DEFAULT_SOURCE,
+    repos: Annotated[
+        list[str] | None, typer.Option("--repo", help="owner/name (repeat); default: all cached.")
+    ] = None,
+    instances: Annotated[
+        Path | None,
+        typer.Option("--instances", help="Take commits per repo from this SWE-bench JSONL."),
+    ] = None,
+    commits: Annotated[int, typer.Option("--commits", help="Commits per repository.")] = 5,
+    concurrency: Annotated[int, typer.Option("--concurrency")] = 64,
+    output: Annotated[Path | None, typer.Option("-o", "--output", help="JSON figures.")] = None,
+    seed: Annotated[int, typer.Option("--seed")] = 0,
+) -> None:
+    """Measure setup, tool latency, throughput under load, disk; print a table."""
+    from worktree_sandbox._bench import run_bench
+
+    cache = BareRepoCache(cache_dir, source)
+    names = repos or cache.repos()
+    if not names:
+        err.print("[red]no repositories: pass --repo owner/name[/red]")
+        raise typer.Exit(2)
+    figures = run_bench(
+        cache,
+        names,
+        instances=instances,
+        commits_per_repo=commits,
+        concurrency=concurrency,
+        seed=seed,
+        console=err,
+    )
+    if output is not None:
+        output.write_text(json.dumps(figures, indent=2))
+        err.print(f"figures written to {output}")
 
 
 def main() -> None:
+    os.environ.setdefault("COLUMNS", "120")
     app()

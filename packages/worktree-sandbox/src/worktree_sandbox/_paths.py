@@ -1,0 +1,60 @@
+"""Path checks for tool arguments: the only way a model-supplied path reaches the filesystem.
+
+A tool path is relative to the repository root, uses '/', and may not leave the root, be absolute,
+or touch `.git`. Normalization is purely lexical; symlinks are checked where a path is resolved.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+
+__all__ = ["PathRefused", "is_within", "normalize_tool_path"]
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+class PathRefused(ValueError):
+    """A tool path that is not allowed; the message is written for the model."""
+
+
+def normalize_tool_path(path: str | None) -> str:
+    """Return the canonical repository-relative form of `path` ('' is the root).
+
+    Accepts './a//b/', 'a/./b'; refuses absolute paths, '..' anywhere, '.git' components, control
+    characters and backslashes (which would mean something else on another platform).
+    """
+    if path is None:
+        return ""
+    raw = path.strip()
+    if _CONTROL.search(raw):
+        raise PathRefused("paths may not contain control characters")
+    if "\\" in raw:
+        raise PathRefused("use '/' as the path separator")
+    if raw.startswith("/") or re.match(r"^[A-Za-z]:", raw) or raw.startswith("~"):
+        raise PathRefused(f"'{path}' is absolute; give a path relative to the repository root")
+    parts = [p for p in raw.split("/") if p not in ("", ".")]
+    if ".." in parts:
+        raise PathRefused(f"'{path}' leaves the repository ('..' is not allowed)")
+    if ".git" in parts:
+        raise PathRefused("paths under .git are not part of the repository's files")
+    return "/".join(parts)
+
+
+def is_within(root_relative_link_dir: str, target: str) -> str | None:
+    """Resolve a symlink `target` found in directory `root_relative_link_dir`.
+
+    Returns the normalized repository-relative path it points to, or None when it points outside
+    the repository (absolute targets, or too many '..').
+    """
+    if target.startswith("/"):
+        return None
+    joined = posixpath.normpath(posixpath.join(root_relative_link_dir or ".", target))
+    if joined == ".":
+        return ""
+    if joined.startswith("../") or joined == ".." or joined.startswith("/"):
+        return None
+    parts = joined.split("/")
+    if ".git" in parts:
+        return None
+    return joined

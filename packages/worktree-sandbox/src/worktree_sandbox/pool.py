@@ -1,0 +1,255 @@
+"""Per-(repo, commit) trees, shared and reference-counted across rollouts, cleaned up always.
+
+GRPO samples several rollouts of one prompt at once: they all get the same `CommitTree` (one file
+list, one checkout, one result memo), never a copy. A tree nobody holds stays warm in a small LRU
+and is closed when evicted or when the pool closes. Checkouts live under
+`<workdir>/<owner-tag>/`; a pool that starts removes the folders of owners that are gone (a
+process killed with SIGKILL cleans up on the next start, whoever starts it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextlib
+import os
+import tempfile
+import time
+from collections import OrderedDict
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Literal, Self
+
+from worktree_sandbox._git import CatFileBatch, git
+from worktree_sandbox._liveness import owner_alive, owner_tag
+from worktree_sandbox.cache import BareRepoCache
+from worktree_sandbox.errors import CommitNotFoundError, SandboxClosedError, SandboxError
+from worktree_sandbox.models import SandboxLimits
+from worktree_sandbox.tree import CommitTree, Runtime, remove_tree
+
+__all__ = ["Materialize", "PoolStats", "TreePool", "default_workdir", "prune_workdir"]
+
+Materialize = Literal["auto", "always", "never"]
+
+
+def default_workdir() -> Path:
+    """Where checkouts go: tmpfs (/dev/shm) when it is there and writable, else the temp dir."""
+    shm = Path("/dev/shm")
+    if shm.is_dir() and os.access(shm, os.W_OK):
+        return shm / f"worktree-sandbox-{os.getuid()}"
+    return Path(tempfile.gettempdir()) / f"worktree-sandbox-{os.getuid()}"
+
+
+def prune_workdir(workdir: Path) -> tuple[int, int]:
+    """Remove checkout folders whose owning process is gone; return (folders, bytes) freed."""
+    if not workdir.is_dir():
+        return 0, 0
+    folders = freed = 0
+    for owner in workdir.iterdir():
+        if owner.is_dir() and not owner_alive(owner.name):
+            freed += sum(
+                os.lstat(os.path.join(r, f)).st_size for r, _, fs in os.walk(owner) for f in fs
+            )
+            remove_tree(owner)
+            folders += 1
+    return folders, freed
+
+
+@dataclass
+class PoolStats:
+    trees_opened: int = 0
+    trees_closed: int = 0
+    checkouts: int = 0
+    checkout_seconds: list[float] = field(default_factory=list)
+    setup_seconds: list[float] = field(default_factory=list)
+
+
+@dataclass
+class _Slot:
+    tree: CommitTree
+    refs: int = 0
+
+
+class TreePool:
+    """Hands out shared `CommitTree`s; the one place that opens and closes them.
+
+    ``materialize``: "auto" makes a read-only checkout in the background (grep then runs
+    ripgrep on it), "always" also makes `tree()` wait for it, "never" serves
+    everything from git objects.
+    """
+
+    def __init__(
+        self,
+        cache: BareRepoCache | None = None,
+        *,
+        limits: SandboxLimits | None = None,
+        workdir: str | os.PathLike[str] | None = None,
+        materialize: Materialize = "auto",
+        max_idle_trees: int = 16,
+    ) -> None:
+        self.cache = cache
+        self.runtime = Runtime(limits)
+        self.workdir = Path(workdir) if workdir is not None else default_workdir()
+        self.materialize = materialize
+        self.max_idle_trees = max_idle_trees
+        self.stats = PoolStats()
+        self._slots: dict[tuple[str, str], _Slot] = {}
+        self._idle: OrderedDict[tuple[str, str], None] = OrderedDict()
+        self._batches: dict[Path, CatFileBatch] = {}
+        self._opening: dict[tuple[str, str], asyncio.Task[_Slot]] = {}
+        self._own_dir: Path | None = None
+        self._closed = False
+
+    @property
+    def limits(self) -> SandboxLimits:
+        return self.runtime.limits
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    def _checkout_parent(self) -> Path | None:
+        if self.materialize == "never":
+            return None
+        if self._own_dir is None:
+            self.workdir.mkdir(parents=True, exist_ok=True)
+            prune_workdir(self.workdir)
+            self._own_dir = self.workdir / owner_tag()
+            self._own_dir.mkdir(exist_ok=True)
+            # A pool nobody closed still leaves nothing behind at interpreter exit.
+            atexit.register(remove_tree, self._own_dir)
+        return self._own_dir
+
+    @contextlib.asynccontextmanager
+    async def tree(self, repo: str, commit: str) -> AsyncIterator[CommitTree]:
+        """A tree of `repo` (a name in the cache) at `commit`, shared while anyone holds it."""
+        if self.cache is None:
+            raise SandboxError("this pool has no BareRepoCache: use tree_at(git_dir, commit)")
+        cache = self.cache
+        git_dir = cache.git_dir(repo)
+        if not cache.has(repo):
+            await asyncio.to_thread(cache.ensure, repo, [commit])
+        async with self._lease(git_dir, commit, label=repo) as tree:
+            yield tree
+
+    @contextlib.asynccontextmanager
+    async def tree_at(
+        self, git_dir: str | os.PathLike[str], commit: str
+    ) -> AsyncIterator[CommitTree]:
+        """A tree of the repository at `git_dir` (bare or not) at `commit`."""
+        path = Path(git_dir).resolve()
+        if (path / ".git").is_dir():
+            path = path / ".git"
+        async with self._lease(path, commit, label=path.parent.name) as tree:
+            yield tree
+
+    @contextlib.asynccontextmanager
+    async def _lease(self, git_dir: Path, commit: str, *, label: str) -> AsyncIterator[CommitTree]:
+        if self._closed:
+            raise SandboxClosedError("the pool is closed")
+        start = time.perf_counter()
+        sha = await self._resolve(git_dir, commit, label)
+        key = (str(git_dir), sha)
+        slot = self._slots.get(key)
+        if slot is None:
+            opening = self._opening.get(key)
+            if opening is None:
+                opening = asyncio.ensure_future(self._open(git_dir, sha, label))
+                self._opening[key] = opening
+                try:
+                    slot = await opening
+                finally:
+                    self._opening.pop(key, None)
+            else:
+                slot = await asyncio.shield(opening)
+        slot.refs += 1
+        self._idle.pop(key, None)
+        self.stats.setup_seconds.append(time.perf_counter() - start)
+        try:
+            if self.materialize == "always":
+                await slot.tree.wait_checkout()
+            yield slot.tree
+        finally:
+            slot.refs -= 1
+            if slot.refs == 0 and not self._closed:
+                self._idle[key] = None
+                await self._evict()
+
+    async def _resolve(self, git_dir: Path, commit: str, label: str) -> str:
+        batch = self._batch(git_dir)
+        if len(commit) == 40:
+            got = await batch.get(f"{commit}^{{commit}}")
+            if got is not None and got[0] == "commit":
+                return commit
+        if self.cache is not None and git_dir.parent == self.cache.root / "repos":
+            # Fetch on demand from the source (blocking git work stays off the loop).
+            return await asyncio.to_thread(self.cache.resolve, label, commit)
+        proc = await asyncio.to_thread(
+            git, git_dir, "rev-parse", "--verify", "--quiet", f"{commit}^{{commit}}", check=False
+        )
+        if proc.returncode != 0:
+            raise CommitNotFoundError(f"{label}: no commit {commit!r} in {git_dir}")
+        return proc.stdout.decode().strip()
+
+    def _batch(self, git_dir: Path) -> CatFileBatch:
+        batch = self._batches.get(git_dir)
+        if batch is None:
+            if not (git_dir / "HEAD").exists():
+                raise SandboxError(f"{git_dir} is not a git repository")
+            batch = self._batches[git_dir] = CatFileBatch(git_dir)
+        return batch
+
+    async def _open(self, git_dir: Path, sha: str, label: str) -> _Slot:
+        tree = CommitTree(
+            git_dir,
+            sha,
+            runtime=self.runtime,
+            batch=self._batch(git_dir),
+            checkout_parent=self._checkout_parent(),
+            label=f"{label}@{sha[:12]}",
+        )
+        tree.start()
+        slot = _Slot(tree)
+        self._slots[(str(git_dir), sha)] = slot
+        self.stats.trees_opened += 1
+        return slot
+
+    async def _evict(self) -> None:
+        while len(self._idle) > self.max_idle_trees:
+            key, _ = self._idle.popitem(last=False)
+            slot = self._slots.pop(key, None)
+            if slot is not None:
+                await self._close_tree(slot.tree)
+
+    async def _close_tree(self, tree: CommitTree) -> None:
+        if tree.checkout_seconds is not None:
+            self.stats.checkouts += 1
+            self.stats.checkout_seconds.append(tree.checkout_seconds)
+        await tree.close()
+        self.stats.trees_closed += 1
+
+    @property
+    def open_trees(self) -> int:
+        return len(self._slots)
+
+    async def close(self) -> None:
+        """Close every tree and checkout; safe to call twice."""
+        if self._closed:
+            return
+        self._closed = True
+        for slot in list(self._slots.values()):
+            await self._close_tree(slot.tree)
+        self._slots.clear()
+        self._idle.clear()
+        for batch in self._batches.values():
+            await batch.close()
+        self._batches.clear()
+        if self._own_dir is not None:
+            remove_tree(self._own_dir)
+            self._own_dir = None

@@ -1,0 +1,972 @@
+"""The three tools over one tree: a commit of a repository, or a directory as it is.
+
+`Tree` implements grep/glob/read once, over a small storage interface (`files`, `_stat`,
+`read_bytes`, `_grep_raw`); `CommitTree` serves it from git objects and, once a read-only checkout
+is ready in the background, greps the checkout with ripgrep; `DirectoryTree` serves a directory.
+Every call goes through `Runtime`: a global concurrency limit (FIFO, so fair), a deadline that
+kills the child, memoized results for immutable trees, and one run for identical calls in flight.
+Not for: cloning or pooling (see `BareRepoCache`, `TreePool`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import shutil
+import stat
+import tempfile
+import threading
+import time
+import uuid
+from abc import ABC, abstractmethod
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Literal, Self, TypeVar
+
+from pydantic import ValidationError
+
+from worktree_sandbox._git import (
+    CatFileBatch,
+    ChildTimeout,
+    TreeEntry,
+    find_rg,
+    git_env,
+    parse_ls_tree,
+    run_capped,
+)
+from worktree_sandbox._globs import GlobSyntaxError, compile_glob
+from worktree_sandbox._materialize import materialize
+from worktree_sandbox._paths import PathRefused, is_within, normalize_tool_path
+from worktree_sandbox._render import cap_line, cap_lines
+from worktree_sandbox.errors import SandboxClosedError, SandboxError
+from worktree_sandbox.models import (
+    TOOL_ARGS,
+    GlobArgs,
+    GlobResult,
+    GrepArgs,
+    GrepMatch,
+    GrepResult,
+    ReadArgs,
+    ReadResult,
+    SandboxLimits,
+    ToolErrorKind,
+)
+
+__all__ = ["CommitTree", "DirectoryTree", "Runtime", "Tree"]
+
+AnyResult = GrepResult | GlobResult | ReadResult
+_R = TypeVar("_R", GrepResult, GlobResult, ReadResult)
+_RAW_CAP = 8 * 1024 * 1024  # bytes of backend output kept per grep; beyond it, "more than N"
+_BINARY_PROBE = 8192
+_ARGV_BYTES = 512 * 1024  # well under Linux's ARG_MAX (2 MiB incl. environment)
+_ARGV_PATHS = 4000
+_UNCACHEABLE = {ToolErrorKind.TIMEOUT, ToolErrorKind.INTERNAL}
+
+
+class Runtime:
+    """What the trees of one pool share: limits, the concurrency gate and the result memo."""
+
+    def __init__(self, limits: SandboxLimits | None = None) -> None:
+        self.limits = limits or SandboxLimits()
+        self.rg = find_rg()
+        self._gate: asyncio.Semaphore | None = None
+        self._memo: OrderedDict[tuple[str, str, str], AnyResult] = OrderedDict()
+        self._inflight: dict[tuple[str, str, str], asyncio.Future[AnyResult]] = {}
+        self.in_flight = 0
+        self.peak_in_flight = 0
+        self.memo_hits = 0
+
+    @property
+    def gate(self) -> asyncio.Semaphore:
+        # Made lazily so that a Runtime can be built outside a running loop.
+        if self._gate is None:
+            self._gate = asyncio.Semaphore(self.limits.max_concurrency)
+        return self._gate
+
+    def _remember(self, key: tuple[str, str, str], result: AnyResult) -> None:
+        if self.limits.cache_entries == 0 or result.error in _UNCACHEABLE:
+            return
+        self._memo[key] = result
+        self._memo.move_to_end(key)
+        while len(self._memo) > self.limits.cache_entries:
+            self._memo.popitem(last=False)
+
+    async def run(
+        self,
+        key: tuple[str, str, str] | None,
+        make: Callable[[float], Awaitable[_R]],
+        on_error: Callable[[ToolErrorKind, str], _R],
+    ) -> _R:
+        """Run one tool call under the gate and the deadline; share it with identical calls."""
+        start = time.perf_counter()
+        if key is not None:
+            hit = self._memo.get(key)
+            if hit is not None:
+                self._memo.move_to_end(key)
+                self.memo_hits += 1
+                return hit.model_copy(  # type: ignore[return-value]
+                    update={"cached": True, "elapsed_ms": _ms(start)}
+                )
+            pending = self._inflight.get(key)
+            if pending is not None:
+                shared = await asyncio.shield(pending)
+                self.memo_hits += 1
+                return shared.model_copy(  # type: ignore[return-value]
+                    update={"cached": True, "elapsed_ms": _ms(start)}
+                )
+        future: asyncio.Future[AnyResult] | None = None
+        if key is not None:
+            future = asyncio.get_running_loop().create_future()
+            self._inflight[key] = future
+        timeout = self.limits.timeout_s
+        try:
+            try:
+                async with asyncio.timeout(timeout):
+                    async with self.gate:
+                        self.in_flight += 1
+                        self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+                        try:
+                            result = await make(start + timeout)
+                        finally:
+                            self.in_flight -= 1
+            except TimeoutError:
+                result = on_error(
+                    ToolErrorKind.TIMEOUT,
+                    f"the call did not finish within {timeout:g} s and was stopped. Narrow it: "
+                    "a more specific pattern, a path=, or a glob=",
+                )
+            except (SandboxError, OSError) as exc:
+                result = on_error(ToolErrorKind.INTERNAL, f"the sandbox failed: {exc}")
+            result = result.model_copy(update={"elapsed_ms": _ms(start)})
+            if key is not None:
+                self._remember(key, result)
+            if future is not None and not future.done():
+                future.set_result(result)
+            return result
+        except BaseException as exc:
+            if future is not None and not future.done():
+                future.set_exception(exc)
+                future.exception()  # retrieved: waiters see it, nobody else must log it
+            raise
+        finally:
+            if key is not None:
+                self._inflight.pop(key, None)
+
+
+def _ms(start: float) -> float:
+    return round((time.perf_counter() - start) * 1000.0, 3)
+
+
+@dataclass(frozen=True)
+class _Stat:
+    kind: Literal["file", "symlink", "dir"]
+    size: int = 0
+    target: str = ""  # symlinks: the link text
+
+
+def _error(kind: ToolErrorKind, message: str, cls: type[_R], **extra: Any) -> _R:
+    return cls(ok=False, error=kind, text=f"Error: {message}", **extra)
+
+
+class Tree(ABC):
+    """grep/glob/read over a tree of files; subclasses provide storage and a grep backend."""
+
+    #: identifies the tree's content in the memo; None disables memoization (mutable trees)
+    memo_key: str | None = None
+
+    def __init__(self, runtime: Runtime | None = None) -> None:
+        self.runtime = runtime or Runtime()
+        self._dirs: frozenset[str] | None = None
+        self._closed = False
+
+    # -- storage interface ----------------------------------------------------------------------
+
+    @abstractmethod
+    async def files(self) -> tuple[str, ...]:
+        """Every file (and symlink) of the tree, repository-relative, sorted."""
+
+    @abstractmethod
+    async def _stat(self, path: str) -> _Stat | None: ...
+
+    @abstractmethod
+    async def read_bytes(self, path: str) -> bytes:
+        """Raw content of a file of the tree (no checks; raises SandboxError when missing)."""
+
+    @abstractmethod
+    async def _grep_raw(
+        self, args: GrepArgs, targets: list[str] | None, deadline: float
+    ) -> tuple[list[tuple[str, int, str]], bool, str]:
+        """Matches as (path, line, text), whether output overflowed, backend name."""
+
+    async def close(self) -> None:
+        self._closed = True
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    # -- shared structure -----------------------------------------------------------------------
+
+    async def _directories(self) -> frozenset[str]:
+        if self._dirs is None:
+            dirs: set[str] = {""}
+            for f in await self.files():
+                parts = f.split("/")[:-1]
+                for i in range(1, len(parts) + 1):
+                    dirs.add("/".join(parts[:i]))
+            self._dirs = frozenset(dirs)
+        return self._dirs
+
+    async def listing(self, directory: str = "", limit: int = 200) -> list[str]:
+        """Immediate children of a directory, directories first with a trailing '/'."""
+        prefix = f"{directory}/" if directory else ""
+        subdirs: set[str] = set()
+        names: list[str] = []
+        for f in await self.files():
+            if not f.startswith(prefix):
+                continue
+            rest = f[len(prefix) :]
+            head, sep, _ = rest.partition("/")
+            if sep:
+                subdirs.add(head + "/")
+            else:
+                names.append(head)
+        return (sorted(subdirs) + sorted(names))[:limit]
+
+    async def _scope(self, path: str | None) -> tuple[str, list[str]]:
+        """The search root and the files under it (the root itself when it is a file)."""
+        root = normalize_tool_path(path)
+        files = await self.files()
+        if root == "":
+            return root, list(files)
+        if root in (await self._directories()):
+            prefix = root + "/"
+            return root, [f for f in files if f.startswith(prefix)]
+        st = await self._stat(root)
+        if st is not None and st.kind != "dir":
+            return root, [root]
+        raise FileNotFoundError(root)
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise SandboxClosedError("the tree was closed")
+
+    def _key(self, tool: str, args: GrepArgs | GlobArgs | ReadArgs) -> tuple[str, str, str] | None:
+        if self.memo_key is None:
+            return None
+        return (self.memo_key, tool, args.model_dump_json())
+
+    # -- the tools ------------------------------------------------------------------------------
+
+    async def call(self, name: str, arguments: Mapping[str, Any] | str | None) -> AnyResult:
+        """Run a tool by name with raw arguments (a dict or a JSON string), as a model sends them.
+
+        Unknown tools and invalid arguments come back as results with INVALID_ARGUMENTS.
+        """
+        model = TOOL_ARGS.get(name)
+        if model is None:
+            known = ", ".join(sorted(TOOL_ARGS))
+            return _error(
+                ToolErrorKind.INVALID_ARGUMENTS,
+                f"unknown tool {name!r}; tools: {known}",
+                GrepResult,
+            )
+        try:
+            raw = json.loads(arguments) if isinstance(arguments, str) else dict(arguments or {})
+            if not isinstance(raw, dict):
+                raise TypeError("arguments must be a JSON object")
+            args = model.model_validate(raw)
+        except (ValueError, TypeError, ValidationError) as exc:
+            message = _explain(name, exc)
+            if name == "grep":
+                return _error(ToolErrorKind.INVALID_ARGUMENTS, message, GrepResult)
+            if name == "glob":
+                return _error(ToolErrorKind.INVALID_ARGUMENTS, message, GlobResult)
+            return _error(ToolErrorKind.INVALID_ARGUMENTS, message, ReadResult)
+        if isinstance(args, GrepArgs):
+            return await self.grep(args)
+        if isinstance(args, GlobArgs):
+            return await self.glob(args)
+        return await self.read(args)
+
+    async def glob(self, args: GlobArgs) -> GlobResult:
+        self._check_open()
+        return await self.runtime.run(
+            self._key("glob", args),
+            lambda deadline: self._glob(args),
+            lambda kind, msg: _error(kind, msg, GlobResult),
+        )
+
+    async def read(self, args: ReadArgs) -> ReadResult:
+        self._check_open()
+        return await self.runtime.run(
+            self._key("read", args),
+            lambda deadline: self._read(args),
+            lambda kind, msg: _error(kind, msg, ReadResult, path=args.path),
+        )
+
+    async def grep(self, args: GrepArgs) -> GrepResult:
+        self._check_open()
+        return await self.runtime.run(
+            self._key("grep", args),
+            lambda deadline: self._grep(args, deadline),
+            lambda kind, msg: _error(kind, msg, GrepResult),
+        )
+
+    async def _glob(self, args: GlobArgs) -> GlobResult:
+        limits = self.runtime.limits
+        try:
+            root, scope = await self._scope(args.path)
+            regex = compile_glob(args.pattern)
+        except PathRefused as exc:
+            return _error(ToolErrorKind.INVALID_PATH, str(exc), GlobResult)
+        except FileNotFoundError:
+            return _error(ToolErrorKind.NOT_FOUND, f"no directory '{args.path}'", GlobResult)
+        except GlobSyntaxError as exc:
+            return _error(ToolErrorKind.INVALID_PATTERN, str(exc), GlobResult)
+        cut = len(root) + 1 if root else 0
+        matched = [f for f in scope if regex.match(f[cut:])]
+        if not matched:
+            where = f" under '{root}'" if root else ""
+            return GlobResult(text=f"No files match '{args.pattern}'{where}.", total_paths=0)
+        lines, truncated = cap_lines(
+            matched, max_lines=limits.max_output_lines, max_bytes=limits.max_output_bytes
+        )
+        text = "\n".join(lines)
+        if truncated:
+            text += (
+                f"\n[truncated: showing {len(lines)} of {len(matched)} paths. Narrow the call: "
+                "a more specific pattern or a path= directory.]"
+            )
+        return GlobResult(
+            text=text, truncated=truncated, paths=tuple(lines), total_paths=len(matched)
+        )
+
+    async def _resolve_file(self, path: str) -> tuple[str, _Stat] | ReadResult:
+        """Follow symlinks inside the tree; a ReadResult error when the path is not a file."""
+        seen = 0
+        current = path
+        while True:
+            st = await self._stat(current)
+            if st is None:
+                return await self._not_found(path)
+            if st.kind == "dir":
+                entries = await self.listing(current)
+                shown = "\n".join(entries) if entries else "(empty)"
+                return _error(
+                    ToolErrorKind.IS_DIRECTORY,
+                    f"'{path}' is a directory. Its entries:\n{shown}",
+                    ReadResult,
+                    path=path,
+                )
+            if st.kind == "file":
+                return current, st
+            seen += 1
+            parent = current.rpartition("/")[0]
+            target = is_within(parent, st.target)
+            if target is None or seen > 8:
+                return _error(
+                    ToolErrorKind.INVALID_PATH,
+                    f"'{path}' is a symlink that points outside the repository",
+                    ReadResult,
+                    path=path,
+                )
+            current = target
+
+    async def _not_found(self, path: str) -> ReadResult:
+        base = path.rsplit("/", 1)[-1]
+        similar = [f for f in await self.files() if f.rsplit("/", 1)[-1] == base][:5]
+        hint = f" Files with that name: {', '.join(similar)}." if similar else ""
+        return _error(ToolErrorKind.NOT_FOUND, f"no file '{path}'.{hint}", ReadResult, path=path)
+
+    async def _read(self, args: ReadArgs) -> ReadResult:
+        limits = self.runtime.limits
+        try:
+            path = normalize_tool_path(args.path)
+        except PathRefused as exc:
+            return _error(ToolErrorKind.INVALID_PATH, str(exc), ReadResult, path=args.path)
+        if path == "":
+            entries = "\n".join(await self.listing(""))
+            return _error(
+                ToolErrorKind.IS_DIRECTORY,
+                f"the repository root is a directory. Its entries:\n{entries}",
+                ReadResult,
+                path=args.path,
+            )
+        resolved = await self._resolve_file(path)
+        if isinstance(resolved, ReadResult):
+            return resolved
+        real, st = resolved
+        if st.size > limits.max_file_bytes:
+            return _error(
+                ToolErrorKind.FILE_TOO_LARGE,
+                f"'{path}' has {st.size:,} bytes (limit {limits.max_file_bytes:,}). "
+                f"Search it instead: grep with path='{path}'.",
+                ReadResult,
+                path=path,
+            )
+        data = await self.read_bytes(real)
+        if b"\0" in data[:_BINARY_PROBE]:
+            return _error(
+                ToolErrorKind.BINARY_FILE,
+                f"'{path}' is a binary file ({len(data):,} bytes); only text files can be read",
+                ReadResult,
+                path=path,
+            )
+        lines = data.decode("utf-8", errors="replace").splitlines()
+        total = len(lines)
+        if total == 0:
+            return ReadResult(text="(empty file)", path=path, total_lines=0)
+        start = args.start_line or 1
+        if start > total:
+            return _error(
+                ToolErrorKind.INVALID_ARGUMENTS,
+                f"start_line={start} is past the end: '{path}' has {total} lines",
+                ReadResult,
+                path=path,
+                total_lines=total,
+            )
+        if args.end_line is not None and args.end_line < start:
+            return _error(
+                ToolErrorKind.INVALID_ARGUMENTS,
+                f"end_line={args.end_line} is before start_line={start}",
+                ReadResult,
+                path=path,
+                total_lines=total,
+            )
+        asked_end = min(args.end_line or total, total)
+        end = min(asked_end, start + limits.max_read_lines - 1)
+        width = len(str(end))
+        rendered = [
+            f"{n:>{width}}\t{cap_line(lines[n - 1], limits.max_line_chars)}"
+            for n in range(start, end + 1)
+        ]
+        kept, cut = cap_lines(
+            rendered, max_lines=limits.max_output_lines * 4, max_bytes=limits.max_output_bytes
+        )
+        shown_end = start + len(kept) - 1
+        truncated = cut or shown_end < asked_end
+        text = "\n".join(kept)
+        if truncated:
+            text += (
+                f"\n[truncated: showed lines {start}-{shown_end} of {total}. Read on with "
+                f"start_line={shown_end + 1}, or grep with path='{path}' for the part you need.]"
+            )
+        return ReadResult(
+            text=text,
+            truncated=truncated,
+            path=path,
+            start_line=start,
+            end_line=shown_end,
+            total_lines=total,
+            content="\n".join(lines[start - 1 : shown_end]),
+        )
+
+    async def _grep(self, args: GrepArgs, deadline: float) -> GrepResult:
+        limits = self.runtime.limits
+        targets: list[str] | None = None
+        try:
+            if args.path is not None or args.glob is not None:
+                root, scope = await self._scope(args.path)
+                if args.glob is not None:
+                    regex = compile_glob(args.glob)
+                    cut = len(root) + 1 if root and root in (await self._directories()) else 0
+                    scope = [f for f in scope if regex.match(f[cut:] if cut else f)]
+                targets = await self._regular(scope)
+                if not targets:
+                    return GrepResult(
+                        text=f"No files to search: nothing matches path={args.path!r}, "
+                        f"glob={args.glob!r}.",
+                    )
+        except PathRefused as exc:
+            return _error(ToolErrorKind.INVALID_PATH, str(exc), GrepResult)
+        except FileNotFoundError:
+            return _error(
+                ToolErrorKind.NOT_FOUND, f"no file or directory '{args.path}'", GrepResult
+            )
+        except GlobSyntaxError as exc:
+            return _error(ToolErrorKind.INVALID_PATTERN, str(exc), GrepResult)
+        try:
+            raw, overflowed, backend = await self._grep_raw(args, targets, deadline)
+        except _PatternError as exc:
+            return _error(ToolErrorKind.INVALID_PATTERN, str(exc), GrepResult)
+        except ChildTimeout:
+            raise TimeoutError from None
+        raw.sort(key=lambda m: (m[0], m[1]))
+        total = len(raw)
+        if total == 0:
+            return GrepResult(text=f"No matches for {args.pattern!r}.", backend=backend)
+        shown = raw[: args.max_results]
+        rendered = [f"{p}:{n}: {cap_line(t, limits.max_line_chars)}" for p, n, t in shown]
+        kept, cut = cap_lines(
+            rendered, max_lines=limits.max_output_lines, max_bytes=limits.max_output_bytes
+        )
+        truncated = cut or total > len(kept) or overflowed
+        text = "\n".join(kept)
+        if truncated:
+            files = len({p for p, _, _ in raw})
+            count = f"more than {total:,}" if overflowed else f"{total:,}"
+            text += (
+                f"\n[truncated: showing {len(kept)} of {count} matching lines in {files:,}"
+                f"{'+' if overflowed else ''} files. Narrow the search: a more specific pattern, "
+                "path='dir/', or glob='*.py'.]"
+            )
+        matches = tuple(GrepMatch(path=p, line=n, text=t) for p, n, t in shown[: len(kept)])
+        return GrepResult(
+            text=text,
+            truncated=truncated,
+            matches=matches,
+            total_matches=total,
+            backend=backend,
+        )
+
+    async def _regular(self, paths: list[str]) -> list[str]:
+        """Drop symlinks: grep searches files, never what a link points to (as ripgrep does)."""
+        out = []
+        for p in paths:
+            st = await self._stat(p)
+            if st is not None and st.kind == "file":
+                out.append(p)
+        return out
+
+
+class _PatternError(Exception):
+    pass
+
+
+def _explain(tool: str, exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        problems = "; ".join(
+            f"{'.'.join(str(x) for x in err['loc']) or 'arguments'}: {err['msg']}"
+            for err in exc.errors()
+        )
+        fields = ", ".join(TOOL_ARGS[tool].model_fields)
+        return f"invalid arguments for {tool}: {problems}. Accepted fields: {fields}"
+    return f"invalid arguments for {tool}: {exc}"
+
+
+def _parse_rg(raw: bytes, prefix: str = "") -> list[tuple[str, int, str]]:
+    """Parse `rg --null --line-number` output: 'path\\0line:text' lines."""
+    out: list[tuple[str, int, str]] = []
+    for line in raw.split(b"\n"):
+        path, sep, rest = line.partition(b"\0")
+        if not sep:
+            continue
+        num, sep, text = rest.partition(b":")
+        if not sep or not num.isdigit():
+            continue
+        name = path.decode("utf-8", errors="surrogateescape").removeprefix("./")
+        out.append((prefix + name, int(num), text.decode("utf-8", errors="replace").rstrip("\r")))
+    return out
+
+
+def _parse_git_grep(raw: bytes, rev_prefix: str) -> list[tuple[str, int, str]]:
+    """Parse `git grep -z -n` output: '[rev:]path\\0line\\0text' lines."""
+    out: list[tuple[str, int, str]] = []
+    cut = len(rev_prefix)
+    for line in raw.split(b"\n"):
+        parts = line.split(b"\0", 2)
+        if len(parts) != 3 or not parts[1].isdigit():
+            continue
+        name = parts[0][cut:].decode("utf-8", errors="surrogateescape")
+        out.append((name, int(parts[1]), parts[2].decode("utf-8", errors="replace").rstrip("\r")))
+    return out
+
+
+def _pattern_message(stderr: bytes) -> str:
+    msg = stderr.decode(errors="replace").strip()
+    msg = msg.replace("rg: ", "").replace("fatal: ", "")
+    return f"invalid regular expression: {msg[:400]}" if msg else "invalid regular expression"
+
+
+async def _rg(
+    rg: str,
+    cwd: Path,
+    args: GrepArgs,
+    targets: list[str] | None,
+    deadline: float,
+    max_file_bytes: int,
+    extra: tuple[str, ...] = (),
+) -> tuple[list[tuple[str, int, str]], bool]:
+    argv = [
+        rg, "--no-config", "--hidden", "--no-messages", "--line-number", "--with-filename",
+        "--no-heading", "--color=never", "--null", "--max-columns=2000",
+        "--max-columns-preview", f"--max-filesize={max_file_bytes}", *extra,
+    ]  # fmt: skip
+    if args.ignore_case:
+        argv.append("--ignore-case")
+    argv += ["--regexp", args.pattern]
+    if targets is not None and sum(len(t) + 1 for t in targets) > _ARGV_BYTES:
+        # Too many paths for one command line: search them in slices, one after the other.
+        found: list[tuple[str, int, str]] = []
+        overflowed = False
+        for i in range(0, len(targets), _ARGV_PATHS):
+            part, over = await _rg(
+                rg, cwd, args, targets[i : i + _ARGV_PATHS], deadline, max_file_bytes, extra
+            )
+            found += part
+            overflowed = overflowed or over
+            if overflowed:
+                break
+        return found, overflowed
+    if targets is not None:
+        argv += ["--", *targets]
+    out = await run_capped(
+        argv, cwd=cwd, timeout=max(0.05, deadline - time.perf_counter()), max_stdout=_RAW_CAP
+    )
+    if out.overflowed:
+        # Parallel output was cut at an arbitrary place: again in path order, so the kept
+        # prefix (and so the answer) is the same on every run.
+        out = await run_capped(
+            [*argv[:1], "--sort=path", *argv[1:]],
+            cwd=cwd,
+            timeout=max(0.05, deadline - time.perf_counter()),
+            max_stdout=_RAW_CAP,
+        )
+        matches = _parse_rg(out.stdout)
+        if out.overflowed and matches:
+            matches = matches[:-1]  # the last line may be cut
+        return matches, True
+    if out.returncode == 2 and not out.stdout:
+        raise _PatternError(_pattern_message(out.stderr))
+    return _parse_rg(out.stdout), False
+
+
+class CommitTree(Tree):
+    """A repository at one commit: reads from git objects, grep on a background checkout.
+
+    Setup costs only a commit check; the file list (`git ls-tree`) and a read-only checkout
+    (`git archive | tar` into `checkout_parent`, tmpfs by default) are made in the background.
+    Until the checkout is ready, grep runs `git grep` on the commit object; then ripgrep.
+    """
+
+    def __init__(
+        self,
+        git_dir: Path,
+        commit: str,
+        *,
+        runtime: Runtime | None = None,
+        batch: CatFileBatch | None = None,
+        checkout_parent: Path | None = None,
+        label: str | None = None,
+    ) -> None:
+        super().__init__(runtime)
+        self.git_dir = git_dir
+        self.commit = commit
+        self.label = label or f"{git_dir.name}@{commit[:12]}"
+        self.memo_key = f"{git_dir}@{commit}"
+        self._batch = batch or CatFileBatch(git_dir)
+        self._own_batch = batch is None
+        self._entries: dict[str, TreeEntry] | None = None
+        self._sorted: tuple[str, ...] | None = None
+        self._list_task: asyncio.Task[dict[str, TreeEntry]] | None = None
+        self._checkout_parent = checkout_parent
+        self._checkout_task: asyncio.Task[Path | None] | None = None
+        self.checkout: Path | None = None
+        self.checkout_seconds: float | None = None
+
+    def start(self) -> None:
+        """Begin the background work (file list, checkout); called by the pool on setup."""
+        loop = asyncio.get_running_loop()
+        if self._list_task is None:
+            self._list_task = loop.create_task(self._list())
+        if self._checkout_parent is not None and self._checkout_task is None:
+            self._checkout_task = loop.create_task(self._materialize(self._checkout_parent))
+
+    async def wait_checkout(self) -> Path | None:
+        """The checkout folder once ready (None when there is none to wait for)."""
+        return await self._checkout_task if self._checkout_task is not None else None
+
+    async def _list(self) -> dict[str, TreeEntry]:
+        out = await run_capped(
+            ["git", f"--git-dir={self.git_dir}", "ls-tree", "-r", "-z", "-l", "--full-tree",
+             self.commit],
+            cwd=None, timeout=120.0, max_stdout=1 << 30,
+        )  # fmt: skip
+        if out.returncode != 0:
+            raise SandboxError(f"git ls-tree {self.commit} failed: {out.stderr.decode().strip()}")
+        return parse_ls_tree(out.stdout)
+
+    async def _entries_map(self) -> dict[str, TreeEntry]:
+        if self._entries is None:
+            if self._list_task is None:
+                self.start()
+            assert self._list_task is not None
+            self._entries = await asyncio.shield(self._list_task)
+        return self._entries
+
+    async def files(self) -> tuple[str, ...]:
+        if self._sorted is None:
+            self._sorted = tuple(sorted(await self._entries_map()))
+        return self._sorted
+
+    async def _stat(self, path: str) -> _Stat | None:
+        entries = await self._entries_map()
+        entry = entries.get(path)
+        if entry is not None:
+            if entry.is_symlink:
+                got = await self._batch.get(entry.oid)
+                target = got[1].decode("utf-8", errors="surrogateescape") if got else ""
+                return _Stat("symlink", entry.size, target)
+            return _Stat("file", entry.size)
+        if path in await self._directories():
+            return _Stat("dir")
+        return None
+
+    async def read_bytes(self, path: str) -> bytes:
+        entry = (await self._entries_map()).get(path)
+        got = await self._batch.get(entry.oid) if entry is not None else None
+        if got is None:
+            raise SandboxError(f"no file {path!r} at {self.label}")
+        return got[1]
+
+    async def _materialize(self, parent: Path) -> Path | None:
+        """Write the commit read-only into a fresh folder; None when that failed."""
+        entries = await self._entries_map()
+        start = time.perf_counter()
+        dest = parent / f"{self.commit[:12]}-{uuid.uuid4().hex[:8]}"
+        dest.mkdir(parents=True)
+        stop = threading.Event()
+        work = asyncio.ensure_future(
+            asyncio.to_thread(materialize, self.git_dir, sorted(entries.items()), dest, stop)
+        )
+        try:
+            done = await asyncio.shield(work)
+        except asyncio.CancelledError:
+            stop.set()
+            with contextlib.suppress(BaseException):
+                await work
+            remove_tree(dest)
+            raise
+        except (OSError, ValueError, IndexError):
+            done = False
+        if not done:
+            remove_tree(dest)
+            return None
+        self.checkout = dest
+        self.checkout_seconds = time.perf_counter() - start
+        return dest
+
+    @property
+    def checkout_ready(self) -> bool:
+        return self.checkout is not None
+
+    async def _grep_raw(
+        self, args: GrepArgs, targets: list[str] | None, deadline: float
+    ) -> tuple[list[tuple[str, int, str]], bool, str]:
+        rg = self.runtime.rg
+        if self.checkout is not None and rg is not None:
+            matches, overflowed = await _rg(
+                rg, self.checkout, args, targets, deadline, self.runtime.limits.max_file_bytes,
+                extra=("--no-ignore",),
+            )  # fmt: skip
+            return matches, overflowed, "ripgrep"
+        if rg is not None:
+            await _check_pattern(rg, args.pattern)
+        return await self._git_grep(args, targets, deadline)
+
+    async def _git_grep(
+        self, args: GrepArgs, targets: list[str] | None, deadline: float
+    ) -> tuple[list[tuple[str, int, str]], bool, str]:
+        flavour = "-P" if await _git_has_pcre() else "-E"
+        argv = ["git", f"--git-dir={self.git_dir}", "grep", "-n", "-z", "-I", "--no-color",
+                flavour]  # fmt: skip
+        if args.ignore_case:
+            argv.append("-i")
+        argv += ["-e", args.pattern, self.commit, "--"]
+        if targets is not None:
+            argv += targets
+        out = await run_capped(
+            argv, cwd=None, timeout=max(0.05, deadline - time.perf_counter()), max_stdout=_RAW_CAP
+        )
+        if out.returncode not in (0, 1) and not out.overflowed:
+            raise _PatternError(_pattern_message(out.stderr))
+        matches = _parse_git_grep(out.stdout, f"{self.commit}:")
+        if out.overflowed and matches:
+            matches = matches[:-1]
+        entries = await self._entries_map()
+        # git grep searches symlink blobs (the link text); ripgrep does not. Keep them equal.
+        matches = [m for m in matches if not entries[m[0]].is_symlink] if entries else matches
+        return matches, out.overflowed, "git-grep"
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        for task in (self._list_task, self._checkout_task):
+            if task is not None and not task.done():
+                task.cancel()
+                with contextlib.suppress(BaseException):
+                    await task
+        if self._checkout_task is not None and self._checkout_task.done():
+            with contextlib.suppress(BaseException):
+                self._checkout_task.result()
+        if self.checkout is not None:
+            remove_tree(self.checkout)
+            self.checkout = None
+        if self._own_batch:
+            await self._batch.close()
+
+
+_PCRE: bool | None = None
+
+
+async def _git_has_pcre() -> bool:
+    """Whether this git was built with PCRE (`grep -P`); asked once, in an empty folder."""
+    global _PCRE
+    if _PCRE is None:
+        with tempfile.TemporaryDirectory() as empty:
+            probe = Path(empty) / "probe"
+            probe.write_text("x\n")
+            proc = await asyncio.create_subprocess_exec(
+                "git", "grep", "--no-index", "-q", "-P", "-e", r"\x78", "--", "probe",
+                cwd=empty, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
+                env=git_env(),
+            )  # fmt: skip
+            _PCRE = (await proc.wait()) == 0
+    return _PCRE
+
+
+async def _check_pattern(rg: str, pattern: str) -> None:
+    """Refuse what ripgrep would refuse, so a call's answer never depends on which backend ran."""
+    out = await run_capped(
+        [rg, "--no-config", "--quiet", "--regexp", pattern, "--", os.devnull],
+        cwd=None,
+        timeout=5.0,
+        max_stdout=1 << 16,
+    )
+    if out.returncode == 2:
+        raise _PatternError(_pattern_message(out.stderr))
+
+
+def remove_tree(path: Path) -> None:
+    """Remove a read-only checkout (restoring write bits where removal needs them)."""
+
+    def fix(func: Callable[..., Any], target: str, _exc: object) -> None:
+        with contextlib.suppress(OSError):
+            os.chmod(os.path.dirname(target), stat.S_IRWXU)
+            os.chmod(target, stat.S_IRWXU)
+        with contextlib.suppress(OSError):
+            func(target)
+
+    if not os.path.lexists(path):
+        return
+    for root, dirs, _files in os.walk(path):
+        with contextlib.suppress(OSError):
+            os.chmod(root, stat.S_IRWXU)
+        for d in dirs:
+            with contextlib.suppress(OSError):
+                full = os.path.join(root, d)
+                if not os.path.islink(full):
+                    os.chmod(full, stat.S_IRWXU)
+    shutil.rmtree(path, onerror=fix)  # onexc is 3.12+
+
+
+class DirectoryTree(Tree):
+    """A directory as it is (a git working tree with its uncommitted changes, or any folder).
+
+    In a git working tree the files are the tracked and untracked-but-not-ignored ones; elsewhere
+    every file below the root except `.git`. The file list is read once, when first needed.
+    Results are not memoized: a working tree can change.
+    """
+
+    def __init__(self, root: str | os.PathLike[str], runtime: Runtime | None = None) -> None:
+        super().__init__(runtime)
+        self.root = Path(root).resolve()
+        if not self.root.is_dir():
+            raise SandboxError(f"{root} is not a directory")
+        self._files: tuple[str, ...] | None = None
+        self._file_set: frozenset[str] = frozenset()
+        self._is_git = (self.root / ".git").exists()
+
+    async def files(self) -> tuple[str, ...]:
+        if self._files is None:
+            self._files = await asyncio.to_thread(self._scan)
+            self._file_set = frozenset(self._files)
+        return self._files
+
+    def _scan(self) -> tuple[str, ...]:
+        names: list[str] = []
+        if self._is_git:
+            import subprocess
+
+            proc = subprocess.run(
+                ["git", "-C", str(self.root), "ls-files", "-z", "--cached", "--others",
+                 "--exclude-standard"],
+                capture_output=True, env=git_env(), check=False, timeout=120,
+            )  # fmt: skip
+            if proc.returncode == 0:
+                for raw in proc.stdout.split(b"\0"):
+                    name = raw.decode("utf-8", errors="surrogateescape")
+                    full = self.root / name
+                    if name and (full.is_symlink() or full.is_file()):
+                        names.append(name)
+                return tuple(sorted(set(names)))
+        for dirpath, dirs, files in os.walk(self.root):
+            dirs[:] = [d for d in dirs if d != ".git"]
+            rel = os.path.relpath(dirpath, self.root)
+            for f in files:
+                names.append(f if rel == "." else f"{rel}/{f}".replace(os.sep, "/"))
+        return tuple(sorted(names))
+
+    async def _stat(self, path: str) -> _Stat | None:
+        full = self.root / path
+        try:
+            st = os.lstat(full)
+        except OSError:
+            return None
+        if stat.S_ISLNK(st.st_mode):
+            return _Stat("symlink", st.st_size, os.readlink(full))
+        if stat.S_ISDIR(st.st_mode):
+            return _Stat("dir") if path in await self._directories() or path == "" else None
+        await self.files()
+        if stat.S_ISREG(st.st_mode) and path in self._file_set:
+            return _Stat("file", st.st_size)
+        return None
+
+    async def read_bytes(self, path: str) -> bytes:
+        full = (self.root / path).resolve()
+        if not full.is_relative_to(self.root):
+            raise SandboxError(f"{path!r} resolves outside {self.root}")
+        try:
+            return await asyncio.to_thread(full.read_bytes)
+        except OSError as exc:
+            raise SandboxError(f"cannot read {path!r}: {exc}") from exc
+
+    async def _grep_raw(
+        self, args: GrepArgs, targets: list[str] | None, deadline: float
+    ) -> tuple[list[tuple[str, int, str]], bool, str]:
+        rg = self.runtime.rg
+        if rg is not None:
+            # The whole tree: ripgrep's own ignore rules (.gitignore, .ignore) stand in for
+            # `git ls-files --exclude-standard`; explicit targets are searched as given.
+            extra = ("--glob=!.git",) if targets is None else ("--no-ignore",)
+            matches, overflowed = await _rg(
+                rg, self.root, args, targets, deadline, self.runtime.limits.max_file_bytes, extra
+            )
+            return matches, overflowed, "ripgrep"
+        if targets is None:
+            targets = await self._regular(list(await self.files()))
+        flavour = "-P" if await _git_has_pcre() else "-E"
+        argv = ["git", "grep", "--no-index", "-n", "-z", "-I", "--no-color", flavour]
+        if args.ignore_case:
+            argv.append("-i")
+        argv += ["-e", args.pattern, "--", *targets]
+        out = await run_capped(
+            argv,
+            cwd=self.root,
+            timeout=max(0.05, deadline - time.perf_counter()),
+            max_stdout=_RAW_CAP,
+        )
+        if out.returncode not in (0, 1) and not out.overflowed:
+            raise _PatternError(_pattern_message(out.stderr))
+        return _parse_git_grep(out.stdout, ""), out.overflowed, "git-grep"
