@@ -1,0 +1,111 @@
+"""Benchmark: scoring 10,000 predictions, and BM25 index + query for one sympy commit.
+
+Prints figures (and writes them as JSON with -o); it is not a timed test.
+
+    python packages/swe-eval/benchmarks/bench_scoring.py \
+        --source "/path/to/mirrors/{owner}+{name}/repo" --cache bench-out/sb-cache -o bench-out/bench.json
+
+Without --source the BM25 part is skipped. The instance file defaults to the shared data
+folder beside the checkout (shared/data/swebench/lite.jsonl).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import time
+from pathlib import Path
+
+from swe_eval import GoldLabel, Prediction, evaluate, load_instances, summarize
+
+DEFAULT_INSTANCES = (
+    Path(__file__).resolve().parents[3] / ".." / "shared" / "data" / "swebench" / "lite.jsonl"
+)
+
+
+def bench_scoring(n: int, seed: int) -> dict[str, float]:
+    rng = random.Random(seed)
+    files = [f"pkg/mod{i}.py" for i in range(400)]
+    gold = {}
+    preds = []
+    for i in range(n):
+        iid = f"inst-{i}"
+        gold[iid] = GoldLabel(
+            instance_id=iid, files=frozenset(rng.sample(files, rng.randint(1, 3))), source="bench"
+        )
+        preds.append(Prediction(instance_id=iid, files=tuple(rng.sample(files, rng.randint(0, 8)))))
+    repos = {iid: f"o/r{i % 12}" for i, iid in enumerate(gold)}
+    t = time.perf_counter()
+    import scipy.stats  # noqa: F401  - the first summarize pays this import; time it apart
+
+    import_s = time.perf_counter() - t
+    runs = []
+    for _ in range(5):
+        t = time.perf_counter()
+        ev = evaluate(gold, preds, repos=repos)
+        runs.append(time.perf_counter() - t)
+    t = time.perf_counter()
+    summarize(ev, n_resamples=0, by_repo=True)
+    means = time.perf_counter() - t
+    t = time.perf_counter()
+    summarize(ev, n_resamples=2000, by_repo=True)
+    with_ci = time.perf_counter() - t
+    return {
+        "n_predictions": n,
+        "scipy_import_s": import_s,
+        "score_s_median_of_5": statistics.median(runs),
+        "summarize_no_ci_s": means,
+        "summarize_2000_bootstrap_with_repos_s": with_ci,
+    }
+
+
+def bench_bm25(instances: Path, source: str, cache: Path, instance_id: str) -> dict[str, float]:
+    from worktree_sandbox import BareRepoCache, SyncSandbox
+
+    from swe_eval._corpus import collect_documents
+    from swe_eval.bm25 import BM25Retriever
+
+    inst = next(i for i in load_instances(instances).records if i.instance_id == instance_id)
+    assert inst.base_commit
+    repo_cache = BareRepoCache(cache, source=source)
+    repo_cache.ensure(inst.repo, commits=[inst.base_commit])
+    with SyncSandbox(repo_cache) as sb, sb.tree(inst.repo, inst.base_commit) as tree:
+        t = time.perf_counter()
+        docs = collect_documents(tree)
+        read_s = time.perf_counter() - t
+        t = time.perf_counter()
+        ranked = BM25Retriever().rank(tree, inst.problem_statement)
+        total_s = time.perf_counter() - t
+    return {
+        "instance": instance_id,  # type: ignore[dict-item]
+        "files_indexed": len(docs),
+        "read_files_s": read_s,
+        "read_index_query_s": total_s,
+        "returned": len(ranked),
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--instances", type=Path, default=DEFAULT_INSTANCES)
+    ap.add_argument("--source", help="clone source template for the sympy tree")
+    ap.add_argument("--cache", type=Path, default=Path("bench-out/sb-cache"))
+    ap.add_argument("--instance", default="sympy__sympy-20590")
+    ap.add_argument("-n", type=int, default=10_000)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("-o", "--output", type=Path)
+    args = ap.parse_args()
+    out: dict[str, object] = {"scoring": bench_scoring(args.n, args.seed)}
+    if args.source:
+        out["bm25"] = bench_bm25(args.instances, args.source, args.cache, args.instance)
+    text = json.dumps(out, indent=2)
+    print(text)
+    if args.output:
+        args.output.parent.mkdir(parents=True, exist_ok=True)
+        args.output.write_text(text + "\n")
+
+
+if __name__ == "__main__":
+    main()
