@@ -62,10 +62,9 @@ def bench_scoring(n: int, seed: int) -> dict[str, float]:
 
 
 def bench_bm25(instances: Path, source: str, cache: Path, instance_id: str) -> dict[str, float]:
-    from worktree_sandbox import BareRepoCache, SyncSandbox
-
     from swe_eval._corpus import collect_documents
     from swe_eval.bm25 import BM25Retriever
+    from worktree_sandbox import BareRepoCache, SyncSandbox
 
     inst = next(i for i in load_instances(instances).records if i.instance_id == instance_id)
     assert inst.base_commit
