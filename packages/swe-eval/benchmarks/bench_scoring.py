@@ -3,7 +3,8 @@
 Prints figures (and writes them as JSON with -o); it is not a timed test.
 
     python packages/swe-eval/benchmarks/bench_scoring.py \
-        --source "/path/to/mirrors/{owner}+{name}/repo" --cache bench-out/sb-cache -o bench-out/bench.json
+        --source "/path/to/mirrors/{owner}+{name}/repo" --cache bench-out/sb-cache \
+        -o bench-out/bench.json
 
 Without --source the BM25 part is skipped. The instance file defaults to the shared data
 folder beside the checkout (shared/data/swebench/lite.jsonl).
