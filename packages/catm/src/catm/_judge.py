@@ -95,8 +95,8 @@ def parse_verdict(answer: str) -> tuple[Verdict, bool]:
     """
     text = _THINK_BLOCK.sub("", answer)
     negatives = len(_NEGATIVE.findall(text))
-    positives = len(_POSITIVE.findall(text))  # also counts the RELEVANT inside NOT RELEVANT
-    if negatives and positives == negatives:
+    positives = len(_POSITIVE.findall(_NEGATIVE.sub(" ", text)))
+    if negatives and not positives:
         return Verdict.NOT_RELEVANT, True
     if positives and not negatives:
         return Verdict.RELEVANT, True

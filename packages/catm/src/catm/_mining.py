@@ -44,6 +44,8 @@ class TrajectoryMining:
     files: dict[str, FileEvidence]
     dropped: Counter[str]
     root: str
+    # Repository files read but not kept because the read failed or the agent made the file.
+    excluded: dict[str, str]
 
     def evidence_text(self, path: str, limit: int = 6000) -> str:
         """The post-reasoning turns that followed reads of `path`, joined, at most `limit` chars."""
@@ -62,6 +64,7 @@ def mine_trajectory(trajectory: Trajectory) -> TrajectoryMining:
     files: dict[str, FileEvidence] = {}
     dropped: Counter[str] = Counter()
     created: set[str] = set()
+    excluded: dict[str, str] = {}
     cwd = root
 
     def keep(raw: str, step: int, observation: str, base: str) -> None:
@@ -72,6 +75,7 @@ def mine_trajectory(trajectory: Trajectory) -> TrajectoryMining:
         reason = classify(relative, observation)
         if reason is None and relative in created:
             reason = DropReason.CREATED
+            excluded.setdefault(relative, reason)
         if reason is not None:
             dropped[reason] += 1
             return
@@ -101,6 +105,9 @@ def mine_trajectory(trajectory: Trajectory) -> TrajectoryMining:
                 if call.command == "view":
                     if call.observation.startswith(_FAILED_PREFIXES):
                         dropped["read_failed"] += 1
+                        relative = to_repo_relative(call.path, root, cwd)
+                        if relative:
+                            excluded.setdefault(relative, "read_failed")
                     else:
                         keep(call.path, index, call.observation, cwd)
                 elif call.command == "create" and "created successfully" in call.observation:
@@ -114,7 +121,7 @@ def mine_trajectory(trajectory: Trajectory) -> TrajectoryMining:
                 for path in effects.reads:
                     keep(path, index, "", cwd)
                 cwd = call.cwd or effects.cwd or cwd
-    return TrajectoryMining(trajectory, reads, files, dropped, root)
+    return TrajectoryMining(trajectory, reads, files, dropped, root, excluded)
 
 
 def _root_from_paths(trajectory: Trajectory) -> str:

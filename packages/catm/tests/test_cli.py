@@ -1,0 +1,134 @@
+"""The `catm` command line on the shared data and on hand-made files."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+from pathlib import Path
+
+import pytest
+from catm import LabelRecord, read_labels
+from catm.cli import app
+from typer.testing import CliRunner
+
+DATA = Path(
+    os.environ.get(
+        "CATM_SHARED_DATA", Path(__file__).resolve().parents[3] / ".." / "shared" / "data"
+    )
+)
+needs_data = pytest.mark.skipif(
+    not (DATA / "swebench" / "lite.jsonl").exists(),
+    reason=f"shared data not found at {DATA} (set CATM_SHARED_DATA)",
+)
+runner = CliRunner()
+
+
+def _write_small_corpus(tmp_path: Path) -> tuple[Path, Path]:
+    ws = "/workspace/o__p__1"
+    call = {
+        "id": "a",
+        "type": "function",
+        "function": {
+            "name": "str_replace_editor",
+            "arguments": json.dumps({"command": "view", "path": f"{ws}/p/a.py"}),
+        },
+    }
+    record = {
+        "instance_id": "o__p-1",
+        "trajectory_id": "t1",
+        "messages": [
+            {"role": "user", "content": f"<uploaded_files>\n{ws}\n</uploaded_files>"},
+            {"role": "assistant", "content": "look", "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "a", "content": "1 x"},
+            {"role": "assistant", "content": "a.py defines the parser that mis-handles tuples"},
+        ],
+    }
+    trajectories = tmp_path / "t.jsonl"
+    trajectories.write_text(json.dumps(record) + "\n{broken\n")
+    instances = tmp_path / "i.jsonl"
+    patch = "diff --git a/p/fix.py b/p/fix.py\n"
+    instances.write_text(
+        json.dumps({"instance_id": "o__p-1", "repo": "o/p", "patch": patch}) + "\n"
+    )
+    return trajectories, instances
+
+
+def test_mine_and_stats(tmp_path: Path) -> None:
+    trajectories, instances = _write_small_corpus(tmp_path)
+    labels = tmp_path / "out" / "labels.jsonl"
+    result = runner.invoke(
+        app, ["mine", str(trajectories), "-i", str(instances), "-o", str(labels), "-v"]
+    )
+    assert result.exit_code == 0, result.output
+    assert "judge: none" in result.output
+    assert "invalid JSON" in result.output  # -v lists the skipped row with file and line
+    [label] = list(read_labels(labels))
+    assert isinstance(label, LabelRecord)
+    assert label.gold == ["p/a.py", "p/fix.py"]
+    stats = json.loads((tmp_path / "out" / "labels.jsonl.stats.json").read_text())
+    assert stats["records_skipped"] == 1
+    result = runner.invoke(app, ["stats", str(labels)])
+    assert result.exit_code == 0, result.output
+    assert "mined, not in patch: o__p-1: p/a.py" in result.output
+
+
+def test_dry_run_writes_nothing(tmp_path: Path) -> None:
+    trajectories, instances = _write_small_corpus(tmp_path)
+    labels = tmp_path / "labels.jsonl"
+    args = ["mine", str(trajectories), "-i", str(instances), "-o", str(labels), "--dry-run"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert not labels.exists()
+
+
+def test_missing_input_is_a_clean_error(tmp_path: Path) -> None:
+    _, instances = _write_small_corpus(tmp_path)
+    args = ["mine", str(tmp_path / "nope.jsonl"), "-i", str(instances), "-o", str(tmp_path / "l")]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2
+    assert "cannot open" in result.output
+
+
+def test_every_command_has_an_example() -> None:
+    for command in ("mine", "stats"):
+        result = runner.invoke(app, [command, "--help"])
+        assert result.exit_code == 0
+        assert "Example: catm " in result.output
+
+
+@pytest.mark.skipif(importlib.util.find_spec("matplotlib") is None, reason="needs catm[plot]")
+def test_histogram_png(tmp_path: Path) -> None:
+    trajectories, instances = _write_small_corpus(tmp_path)
+    labels = tmp_path / "labels.jsonl"
+    runner.invoke(app, ["mine", str(trajectories), "-i", str(instances), "-o", str(labels)])
+    png = tmp_path / "w.png"
+    result = runner.invoke(app, ["stats", str(labels), "--png", str(png)])
+    assert result.exit_code == 0, result.output
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@needs_data
+def test_mine_the_shared_lite_sessions(tmp_path: Path) -> None:
+    labels = tmp_path / "labels.jsonl"
+    args = [
+        "mine",
+        str(DATA / "openhands_glm46_lite" / "sessions.jsonl.gz"),
+        "-i",
+        str(DATA / "swebench" / "lite.jsonl"),
+        "-o",
+        str(labels),
+        "--limit",
+        "40",
+    ]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    stats = json.loads(labels.with_name("labels.jsonl.stats.json").read_text())
+    assert stats["trajectories"] == 40
+    assert stats["records_skipped"] == 0
+    assert stats["mined_not_in_patch"] > 0
+    rows = list(read_labels(labels))
+    assert len(rows) == stats["labels_written"] == stats["instances"]
+    for row in rows:
+        assert isinstance(row, LabelRecord)
+        assert set(row.patch_files) <= set(row.gold)

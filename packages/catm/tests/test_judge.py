@@ -1,0 +1,247 @@
+"""The judge against a real OpenAI-style HTTP server on 127.0.0.1 with scripted behaviour."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+from catm import JudgeCache, JudgeError, JudgeRequest, OpenAIJudge, Verdict, parse_verdict
+
+_PATH = re.compile(r"<file>(.*?)</file>")
+
+
+class ScriptedServer:
+    """Answers /v1/chat/completions according to the file named in the prompt."""
+
+    def __init__(self, delay_s: float = 0.0) -> None:
+        self.hits: Counter[str] = Counter()
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self.delay_s = delay_s
+        self.lock = threading.Lock()
+        self.bodies: list[dict[str, object]] = []
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                prompt = body["messages"][0]["content"]
+                path = _PATH.search(prompt).group(1)  # type: ignore[union-attr]
+                with server.lock:
+                    server.hits[path] += 1
+                    attempt = server.hits[path]
+                    server.in_flight += 1
+                    server.max_in_flight = max(server.max_in_flight, server.in_flight)
+                    server.bodies.append(body)
+                try:
+                    server.answer(self, path, attempt)
+                finally:
+                    with server.lock:
+                        server.in_flight -= 1
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def answer(self, handler: BaseHTTPRequestHandler, path: str, attempt: int) -> None:
+        time.sleep(self.delay_s)
+        name = Path(path).name
+        if name == "flaky.py" and attempt <= 2:
+            return self._send(handler, 503, b'{"error": "overloaded"}')
+        if name == "slow.py" and attempt == 1:
+            time.sleep(1.5)  # longer than the client's timeout
+        if name == "html.py":
+            return self._send(handler, 200, b"<html>bad gateway</html>")
+        if name == "down.py":
+            return self._send(handler, 500, b"{}")
+        if name == "auth.py":
+            return self._send(handler, 401, b'{"error": "bad key"}')
+        content = {
+            "rel.py": "RELEVANT",
+            "not.py": "NOT RELEVANT",
+            "flaky.py": "NOT RELEVANT",
+            "garbage.py": "¯\\_(ツ)_/¯ perhaps",
+            "both.py": "RELEVANT or NOT RELEVANT, hard to say",
+            "think.py": "<think>is it NOT RELEVANT?</think>\nRELEVANT",
+            "slow.py": "RELEVANT",
+        }.get(name, "NOT RELEVANT")
+        payload = {"choices": [{"index": 0, "message": {"role": "assistant", "content": content}}]}
+        self._send(handler, 200, json.dumps(payload).encode())
+
+    @staticmethod
+    def _send(handler: BaseHTTPRequestHandler, status: int, body: bytes) -> None:
+        handler.send_response(status)
+        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Content-Length", str(len(body)))
+        handler.end_headers()
+        handler.wfile.write(body)
+
+
+@pytest.fixture
+def server() -> Iterator[ScriptedServer]:
+    s = ScriptedServer()
+    s.thread.start()
+    yield s
+    s.httpd.shutdown()
+    s.httpd.server_close()
+
+
+def _requests(*names: str) -> list[JudgeRequest]:
+    return [JudgeRequest("org__p-1", f"pkg/{n}", "the issue", f"I read {n}") for n in names]
+
+
+def _judge(server: ScriptedServer, cache: Path | None, **kw: float) -> OpenAIJudge:
+    options: dict[str, float] = {"timeout_s": 0.5, "backoff_s": 0.01, "max_retries": 3}
+    options.update(kw)
+    return OpenAIJudge(
+        server.url,
+        "judge-model",
+        cache=cache,
+        api_key="k",
+        concurrency=4,
+        timeout_s=options["timeout_s"],
+        backoff_s=options["backoff_s"],
+        max_retries=int(options["max_retries"]),
+    )
+
+
+def test_verdicts_retries_and_failures(server: ScriptedServer, tmp_path: Path) -> None:
+    names = [
+        "rel.py",
+        "not.py",
+        "garbage.py",
+        "both.py",
+        "think.py",
+        "flaky.py",
+        "slow.py",
+        "html.py",
+        "down.py",
+        "auth.py",
+    ]
+    judge = _judge(server, tmp_path / "cache.sqlite")
+    results = judge.judge(_requests(*names))
+    verdict = {n: r.verdict for n, r in zip(names, results, strict=True)}
+    assert verdict == {
+        "rel.py": Verdict.RELEVANT,
+        "not.py": Verdict.NOT_RELEVANT,
+        "garbage.py": Verdict.RELEVANT,  # unparseable -> conservative
+        "both.py": Verdict.RELEVANT,  # ambiguous -> conservative
+        "think.py": Verdict.RELEVANT,  # reasoning blocks are not the answer
+        "flaky.py": Verdict.NOT_RELEVANT,  # after two 503s
+        "slow.py": Verdict.RELEVANT,  # after one client timeout
+        "html.py": Verdict.JUDGE_FAILED,
+        "down.py": Verdict.JUDGE_FAILED,
+        "auth.py": Verdict.JUDGE_FAILED,
+    }
+    assert server.hits["pkg/flaky.py"] == 3
+    assert server.hits["pkg/slow.py"] == 2
+    assert server.hits["pkg/down.py"] == 4  # 1 + max_retries
+    assert server.hits["pkg/auth.py"] == 1  # a 401 is not retried
+    assert "HTTP 401" in results[names.index("auth.py")].answer
+    assert server.max_in_flight <= 4
+    body = server.bodies[0]
+    assert body["model"] == "judge-model"
+    assert body["temperature"] == 0.0
+
+    # A rerun asks only what failed; every parsed answer comes from the cache.
+    before = sum(server.hits.values())
+    again = _judge(server, tmp_path / "cache.sqlite").judge(_requests(*names))
+    assert [r.verdict for r in again] == list(verdict.values())
+    asked = sum(server.hits.values()) - before
+    assert asked == 4 + 4 + 1  # html, down (1 + 3 retries each) and auth
+    assert all(
+        r.cached for n, r in zip(names, again, strict=True) if verdict[n] != Verdict.JUDGE_FAILED
+    )
+
+
+def test_cache_key_depends_on_model_and_prompt(tmp_path: Path) -> None:
+    assert JudgeCache.key("m1", "p") != JudgeCache.key("m2", "p")
+    assert JudgeCache.key("m1", "p") != JudgeCache.key("m1", "q")
+    cache = JudgeCache(tmp_path / "c.sqlite")
+    assert len(cache) == 0
+    cache.close()
+
+
+def test_configuration_errors() -> None:
+    with pytest.raises(JudgeError, match="http"):
+        OpenAIJudge("localhost:8000", "m")
+    with pytest.raises(JudgeError, match="template"):
+        OpenAIJudge("http://127.0.0.1:1/v1", "m", template="{unknown}")
+
+
+def test_connection_refused_is_a_counted_failure(tmp_path: Path) -> None:
+    judge = OpenAIJudge("http://127.0.0.1:9/v1", "m", max_retries=1, backoff_s=0.01, timeout_s=1)
+    [result] = judge.judge(_requests("rel.py"))
+    assert result.verdict is Verdict.JUDGE_FAILED
+    assert "transport" in result.answer
+
+
+@pytest.mark.parametrize(
+    ("answer", "verdict", "clean"),
+    [
+        ("RELEVANT", Verdict.RELEVANT, True),
+        ("relevant.", Verdict.RELEVANT, True),
+        ("NOT RELEVANT", Verdict.NOT_RELEVANT, True),
+        ("Not_Relevant", Verdict.NOT_RELEVANT, True),
+        ("irrelevant", Verdict.NOT_RELEVANT, True),
+        ("RELEVANT? NOT RELEVANT", Verdict.RELEVANT, False),
+        ("", Verdict.RELEVANT, False),
+        ("yes", Verdict.RELEVANT, False),
+    ],
+)
+def test_parse_verdict(answer: str, verdict: Verdict, clean: bool) -> None:
+    assert parse_verdict(answer) == (verdict, clean)
+
+
+def test_resume_after_kill(tmp_path: Path) -> None:
+    """Kill a judging process mid-run: the rerun asks only the questions not yet answered."""
+    server = ScriptedServer(delay_s=0.15)
+    server.thread.start()
+    try:
+        cache = tmp_path / "cache.sqlite"
+        names = [f"f{i}.py" for i in range(24)]
+        script = tmp_path / "run_judge.py"
+        script.write_text(
+            textwrap.dedent(f"""
+            from pathlib import Path
+            from catm import JudgeRequest, OpenAIJudge
+            names = {names!r}
+            requests = [JudgeRequest("org__p-1", f"pkg/{{n}}", "issue", "r") for n in names]
+            judge = OpenAIJudge({server.url!r}, "judge-model", cache=Path({str(cache)!r}),
+                                concurrency=2)
+            judge.judge(requests)
+        """)
+        )
+        child = subprocess.Popen([sys.executable, str(script)], env=os.environ.copy())
+        deadline = time.monotonic() + 30
+        while sum(server.hits.values()) < 6 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait()
+        answered_before = len(JudgeCache(cache))
+        assert 1 <= answered_before < len(names)
+        before = sum(server.hits.values())
+        results = OpenAIJudge(server.url, "judge-model", cache=cache).judge(
+            [JudgeRequest("org__p-1", f"pkg/{n}", "issue", "r") for n in names]
+        )
+        assert all(r.verdict is Verdict.NOT_RELEVANT for r in results)
+        assert sum(server.hits.values()) - before == len(names) - answered_before
+        assert sum(r.cached for r in results) == answered_before
+    finally:
+        server.httpd.shutdown()
+        server.httpd.server_close()

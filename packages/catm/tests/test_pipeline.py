@@ -1,0 +1,172 @@
+"""Stages 1-3 end to end on small hand-made trajectories, with the combination rules."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import pytest
+from catm import (
+    Instance,
+    JudgeRequest,
+    JudgeResult,
+    NoJudge,
+    Skip,
+    Step,
+    ToolCall,
+    Trajectory,
+    TrajectoryFormat,
+    Verdict,
+    median_beta,
+    mine_labels,
+    mine_trajectory,
+    saturation_weight,
+)
+
+WS = "/workspace/o__p__1"
+WORDS = "word "  # one token each under the regex tokenizer
+
+
+def view(path: str, observation: str = "Here's the result of running `cat -n`") -> ToolCall:
+    return ToolCall("editor", "view", path, observation)
+
+
+def shell(command: str) -> ToolCall:
+    return ToolCall("shell", command)
+
+
+def trajectory(tid: str, steps: list[Step], instance: str = "o__p-1") -> Trajectory:
+    return Trajectory(instance, tid, TrajectoryFormat.MESSAGES, tuple(steps), workspace_root=WS)
+
+
+def test_stage1_reads_filters_and_post_reasoning() -> None:
+    t = trajectory(
+        "t1",
+        [
+            Step("start", (view(WS), view(f"{WS}/pkg"), view(f"{WS}/pkg/a.py"))),
+            Step(WORDS * 10, (shell("cd pkg && grep -n foo b.py"), view(f"{WS}/README.md"))),
+            Step(
+                WORDS * 4, (shell(f"cat > {WS}/repro.py << 'EOF'\nx\nEOF"), view(f"{WS}/repro.py"))
+            ),
+            Step(WORDS * 3, (view(f"{WS}/pkg/a.py"), shell("cat /usr/lib/x.py"))),
+            Step(WORDS * 2, (view(f"{WS}/nope.py", "ERROR: Invalid `path` parameter"),)),
+            Step("", (view(f"{WS}/pkg/a.py"), view(f"{WS}/pkg/a.py"))),
+        ],
+    )
+    mined = mine_trajectory(t)
+    assert dict(mined.dropped) == {
+        "repository_root": 1,
+        "extensionless": 1,
+        "documentation": 1,
+        "created_by_agent": 1,
+        "outside_repository": 1,
+        "read_failed": 1,
+    }
+    assert sorted(mined.files) == ["pkg/a.py", "pkg/b.py"]
+    a = mined.files["pkg/a.py"]
+    # Read in turns 0, 3 and twice in 5: followed by turns 1 (10 tokens), 4 (2) and nothing.
+    assert (a.n_reads, a.reasoning_tokens, a.steps) == (4, 12, [1, 4])
+    b = mined.files["pkg/b.py"]  # relative to the `cd pkg` of the same line
+    assert (b.n_reads, b.reasoning_tokens) == (1, 4)
+    assert mined.evidence_text("pkg/a.py").count("word") == 12
+
+
+class ScriptedJudge:
+    """A judge with fixed answers per path, behind the same interface as OpenAIJudge."""
+
+    name = "scripted"
+
+    def __init__(self, answers: dict[str, Verdict]) -> None:
+        self.answers = answers
+        self.seen: list[JudgeRequest] = []
+
+    def judge(
+        self,
+        requests: Sequence[JudgeRequest],
+        on_result: Callable[[JudgeResult], None] | None = None,
+    ) -> list[JudgeResult]:
+        self.seen.extend(requests)
+        return [JudgeResult(self.answers.get(r.path, Verdict.RELEVANT), "x") for r in requests]
+
+
+def _corpus() -> list[Trajectory | Skip]:
+    # Instance 1, two trajectories: a.py read in both (l = 30 and 6 -> max 30), c.py in one.
+    t1 = trajectory(
+        "t1",
+        [Step("", (view(f"{WS}/a.py"),)), Step(WORDS * 30, (view(f"{WS}/c.py"),)), Step(WORDS * 1)],
+    )
+    t2 = trajectory("t2", [Step("", (view(f"{WS}/a.py"), view(f"{WS}/x.py"))), Step(WORDS * 6)])
+    # Instance 2: the patch file and a long-reasoned auxiliary file, plus one the judge rejects.
+    t3 = trajectory(
+        "t3",
+        [
+            Step("", (view(f"{WS}/fix.py"),)),
+            Step(WORDS * 20, (view(f"{WS}/aux.py"),)),
+            Step(WORDS * 50, (view(f"{WS}/junk.py"),)),
+            Step(WORDS * 400),
+        ],
+        instance="o__p-2",
+    )
+    orphan = trajectory("t4", [Step("", (view(f"{WS}/a.py"),)), Step("x")], instance="o__p-9")
+    return [t1, t2, Skip("f.jsonl", 3, "invalid JSON: x"), t3, orphan, t1]
+
+
+INSTANCES = {
+    "o__p-1": Instance("o__p-1", "o/p", ("a.py",), "issue one"),
+    "o__p-2": Instance("o__p-2", "o/p", ("fix.py", "never_read.py"), "issue two"),
+}
+
+
+def test_labels_weights_and_gold() -> None:
+    judge = ScriptedJudge({"junk.py": Verdict.NOT_RELEVANT})
+    result = mine_labels(_corpus(), INSTANCES, judge)
+    stats = result.stats
+    assert stats.records_read == 6
+    assert stats.skip_reasons == {
+        "invalid JSON": 1,
+        "no patch files for instance": 1,
+        "duplicate trajectory_id": 1,
+    }
+    assert (stats.trajectories, stats.instances, stats.instances_without_patch) == (3, 2, 1)
+    assert stats.mined_files == 6  # a, c, x | fix, aux, junk
+    assert stats.judged_not_relevant == 1
+    # β is the median over the 5 kept pairs: l = a 30, c 1, x 6, fix 20, aux 50 -> 20.
+    assert stats.beta == 20.0 == median_beta([30, 1, 6, 20, 50])
+    raw = {n: saturation_weight(n, 20.0) for n in (30, 1, 6, 20, 50)}
+    mean = sum(raw.values()) / 5
+    assert stats.mean_weight_raw == pytest.approx(mean)
+    one, two = result.labels
+    by_path = {m.path: m for m in one.mined}
+    assert by_path["a.py"].reasoning_tokens == 30  # max over trajectories, not the sum
+    assert by_path["a.py"].n_reads == 2
+    assert by_path["a.py"].trajectories == ["t1", "t2"]
+    assert by_path["a.py"].weight == pytest.approx(raw[30] / mean, abs=1e-6)
+    # c.py: w = (1 - 2^(-1/20)) / mean ≈ 0.04 < 0.15, so it stays out of gold.
+    c_weight = by_path["c.py"].weight
+    assert c_weight is not None
+    assert c_weight < 0.15
+    assert one.gold == ["a.py", "x.py"]
+    assert two.gold == ["aux.py", "fix.py", "never_read.py"]
+    junk = next(m for m in two.mined if m.path == "junk.py")
+    assert (junk.verdict, junk.weight, junk.in_gold) == (Verdict.NOT_RELEVANT, None, False)
+    assert stats.mined_not_in_patch == 2  # x.py and aux.py
+    assert stats.trajectories_contributing == 3
+    # The judge saw the post-reasoning of the trajectory with the largest l(f).
+    seen = {r.path: r for r in judge.seen}
+    assert seen["a.py"].reasoning.count("word") == 30
+    assert seen["aux.py"].issue == "issue two"
+
+
+def test_judge_none_keeps_everything_and_says_so() -> None:
+    result = mine_labels(_corpus(), INSTANCES, NoJudge())
+    assert result.stats.judge == "none"
+    assert result.stats.unjudged == result.stats.mined_files == 6
+    assert all(m.verdict is Verdict.UNJUDGED for label in result.labels for m in label.mined)
+    assert {label.judge for label in result.labels} == {"none"}
+
+
+def test_limit_stops_early() -> None:
+    from catm import MiningConfig
+
+    result = mine_labels(_corpus(), INSTANCES, NoJudge(), config=MiningConfig(limit=2))
+    assert result.stats.records_read == 2
+    assert result.stats.trajectories == 2

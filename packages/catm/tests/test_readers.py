@@ -1,0 +1,282 @@
+"""Readers: every format, every container, bad records counted and skipped."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from catm import InputError, Skip, Trajectory, TrajectoryFormat, parse_record, read_trajectories
+
+WS = "/workspace/org__proj__1.0"
+
+
+def _response(rid: str, content: str, calls: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "function_name": "x",
+        "tool_call_id": "t",
+        "model_response": {
+            "id": rid,
+            "choices": [{"message": {"content": content, "tool_calls": calls}}],
+        },
+    }
+
+
+def v0_record() -> dict[str, Any]:
+    """An OpenHands V0 event stream shaped like the shared GLM sessions."""
+    think = {"function": {"name": "think", "arguments": json.dumps({"thought": "deep thought"})}}
+    history: list[dict[str, Any]] = [
+        {"id": 0, "source": "agent", "action": "system", "args": {"content": "sys"}},
+        {
+            "id": 1,
+            "source": "user",
+            "action": "message",
+            "message": f"<uploaded_files>\n{WS}\n</uploaded_files>",
+        },
+        {
+            "id": 2,
+            "source": "agent",
+            "action": "read",
+            "args": {"path": f"{WS}/pkg/core.py"},
+            "tool_call_metadata": _response("r1", "<think></think>\nLet me look at core.", []),
+        },
+        {
+            "id": 3,
+            "source": "agent",
+            "observation": "read",
+            "cause": 2,
+            "content": "Here's the result of running `cat -n`",
+            "extras": {"path": f"{WS}/pkg/core.py"},
+        },
+        {
+            "id": 4,
+            "source": "agent",
+            "action": "run",
+            "args": {"command": "cd pkg && grep -n foo util.py"},
+            "tool_call_metadata": _response("r2", "core.py defines Foo which calls util.", []),
+        },
+        {
+            "id": 5,
+            "source": "agent",
+            "observation": "run",
+            "cause": 4,
+            "content": "3: foo",
+            "extras": {"metadata": {"exit_code": 0, "working_dir": f"{WS}/pkg"}},
+        },
+        {
+            "id": 6,
+            "source": "agent",
+            "action": "think",
+            "args": {"thought": "x"},
+            "tool_call_metadata": _response("r3", "util.foo is the culprit", [think]),
+        },
+        {"id": 7, "source": "agent", "observation": "think", "cause": 6, "content": ""},
+        {"id": 8, "source": "agent", "action": "finish", "args": {"final_thought": "done"}},
+    ]
+    return {"instance_id": "org__proj-1", "session_id": "s1", "history": history}
+
+
+def messages_record() -> dict[str, Any]:
+    def call(cid: str, name: str, **args: Any) -> dict[str, Any]:
+        return {
+            "id": cid,
+            "type": "function",
+            "function": {"name": name, "arguments": json.dumps(args)},
+        }
+
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": "sys"},
+        {
+            "role": "user",
+            "content": [{"type": "text", "text": f"<uploaded_files>\n{WS}\n</uploaded_files>"}],
+        },
+        {
+            "role": "assistant",
+            "content": "look",
+            "tool_calls": [
+                call("a", "str_replace_editor", command="view", path=f"{WS}/pkg/core.py"),
+                call("b", "execute_bash", command=f"cat {WS}/pkg/util.py"),
+            ],
+        },
+        {"role": "tool", "tool_call_id": "a", "content": "Here's the result of running `cat -n`"},
+        # litellm dumps sometimes answer with a different id: matched by order instead.
+        {"role": "tool", "tool_call_id": "zzz", "content": "OBSERVATION:\ndef foo(): ..."},
+        {"role": "assistant", "content": [{"type": "text", "text": "both files matter"}]},
+    ]
+    return {
+        "instance_id": "org__proj-1",
+        "attempt": 0,
+        "messages": messages,
+        "final_response": {"choices": [{"message": {"content": "final words"}}]},
+    }
+
+
+def v1_record() -> dict[str, Any]:
+    history: list[dict[str, Any]] = [
+        {"kind": "SystemPromptEvent", "source": "agent"},
+        {
+            "kind": "MessageEvent",
+            "source": "user",
+            "llm_message": {"role": "user", "content": [{"type": "text", "text": "fix"}]},
+        },
+        {
+            "kind": "ActionEvent",
+            "id": "e1",
+            "source": "agent",
+            "llm_response_id": "R1",
+            "thought": [{"type": "text", "text": "open it"}],
+            "tool_name": "file_editor",
+            "action": {
+                "kind": "FileEditorAction",
+                "command": "view",
+                "path": "/workspace/proj/a.py",
+            },
+        },
+        {
+            "kind": "ObservationEvent",
+            "source": "environment",
+            "action_id": "e1",
+            "observation": {
+                "kind": "FileEditorObservation",
+                "content": [{"type": "text", "text": "1 x"}],
+            },
+        },
+        {
+            "kind": "ActionEvent",
+            "id": "e2",
+            "source": "agent",
+            "llm_response_id": "R2",
+            "thought": [{"type": "text", "text": "a.py holds the bug"}],
+            "reasoning_content": "because",
+            "action": {"kind": "TerminalAction", "command": "sed -n 1,9p b.py"},
+        },
+        {
+            "kind": "ObservationEvent",
+            "source": "environment",
+            "action_id": "e2",
+            "observation": {
+                "kind": "TerminalObservation",
+                "content": [{"type": "text", "text": "..."}],
+            },
+        },
+        {
+            "kind": "MessageEvent",
+            "source": "agent",
+            "llm_message": {"role": "assistant", "content": "b too"},
+        },
+    ]
+    return {
+        "instance_id": "org__proj-2",
+        "instance": {"repo_path": "/workspace/proj/"},
+        "history": history,
+    }
+
+
+def test_v0_event_stream() -> None:
+    t = parse_record(v0_record())
+    assert isinstance(t, Trajectory)
+    assert t.format is TrajectoryFormat.OPENHANDS_V0
+    assert t.workspace_root == WS
+    assert [s.reasoning for s in t.steps] == [
+        "Let me look at core.",
+        "core.py defines Foo which calls util.",
+        "util.foo is the culprit\ndeep thought",
+        "",
+    ]
+    assert t.steps[0].calls[0].path == f"{WS}/pkg/core.py"
+    assert t.steps[1].calls[0].cwd == f"{WS}/pkg"
+    assert t.steps[2].calls == ()  # think is reasoning, not a call
+
+
+def test_messages_with_mismatched_tool_ids_and_final_response() -> None:
+    t = parse_record(messages_record())
+    assert isinstance(t, Trajectory)
+    assert t.format is TrajectoryFormat.MESSAGES
+    assert t.trajectory_id == "org__proj-1#attempt0"
+    assert len(t.steps) == 3
+    view, bash = t.steps[0].calls
+    assert (view.tool, view.command) == ("editor", "view")
+    assert bash.observation == "def foo(): ..."
+    assert t.steps[2].reasoning == "final words"
+
+
+def test_v1_events() -> None:
+    t = parse_record(v1_record())
+    assert isinstance(t, Trajectory)
+    assert t.format is TrajectoryFormat.OPENHANDS_V1
+    assert t.workspace_root == "/workspace/proj"
+    assert [s.reasoning for s in t.steps] == ["open it", "a.py holds the bug\nbecause", "b too"]
+    assert t.steps[1].calls[0].command == "sed -n 1,9p b.py"
+
+
+@pytest.mark.parametrize(
+    ("record", "reason"),
+    [
+        ([1, 2], "record is not a JSON object"),
+        ({"history": []}, "no instance_id"),
+        ({"instance_id": "x"}, "no history, messages or trajectory list"),
+        (
+            {"instance_id": "x", "history": [{"action": "run", "args": "oops"}]},
+            "malformed trajectory",
+        ),
+        (
+            {"instance_id": "x", "messages": [{"role": "user", "content": "hi"}]},
+            "no assistant turns",
+        ),
+    ],
+)
+def test_bad_records_become_skips(record: Any, reason: str) -> None:
+    result = parse_record(record, "f.jsonl", 7)
+    assert isinstance(result, Skip)
+    assert (result.file, result.line) == ("f.jsonl", 7)
+    assert reason in result.reason
+
+
+def test_jsonl_gz_json_and_bad_lines(tmp_path: Path) -> None:
+    lines = [
+        json.dumps(v0_record()),
+        "{not json",
+        "",
+        json.dumps([1]),
+        json.dumps(messages_record()),
+    ]
+    plain = tmp_path / "t.jsonl"
+    plain.write_text("\n".join(lines) + "\n")
+    packed = tmp_path / "t.jsonl.gz"
+    with gzip.open(packed, "wt") as out:
+        out.write("\n".join(lines) + "\n")
+    for path in (plain, packed):
+        got = list(read_trajectories(path))
+        assert [type(g).__name__ for g in got] == ["Trajectory", "Skip", "Skip", "Trajectory"]
+        bad = got[1]
+        assert isinstance(bad, Skip)
+        assert bad.line == 2
+        assert bad.reason.startswith("invalid JSON")
+    whole = tmp_path / "t.json"
+    whole.write_text(json.dumps([v0_record(), v1_record()]))
+    assert [type(g).__name__ for g in read_trajectories(whole)] == ["Trajectory", "Trajectory"]
+
+
+def test_truncated_gzip_reports_where(tmp_path: Path) -> None:
+    record = v0_record()
+    rows = []
+    for i in range(400):  # random-looking payloads so the compressed stream is long
+        record["session_id"] = os.urandom(2000).hex() + str(i)
+        rows.append(json.dumps(record))
+    data = gzip.compress(("\n".join(rows) + "\n").encode())
+    broken = tmp_path / "broken.jsonl.gz"
+    broken.write_bytes(data[: len(data) // 2])
+    got: list[object] = []
+
+    def drain() -> None:
+        for item in read_trajectories(broken):
+            got.append(item)
+
+    with pytest.raises(InputError, match="unreadable after line"):
+        drain()
+    assert got  # what came before the break was delivered
+    with pytest.raises(InputError, match="cannot open"):
+        list(read_trajectories(tmp_path / "missing.jsonl"))
