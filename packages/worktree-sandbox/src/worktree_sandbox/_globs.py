@@ -39,6 +39,8 @@ def _translate_component_chars(pattern: str, i: int, out: list[str]) -> int:
         if negate:
             body = body[1:]
         body = body.replace("\\", "\\\\").replace("/", "")
+        for special in "[&~|":  # literal in a glob set; set operators or nesting in `re`
+            body = body.replace(special, "\\" + special)
         out.append(f"[{'^/' if negate else ''}{body}]")
         return j + 1
     else:
