@@ -20,6 +20,7 @@ from pydantic import ValidationError
 
 from catm._readers import open_text_lines
 from catm._records import LabelRecord, MiningStats, Skip
+from catm._weights import GOLD_THRESHOLD
 from catm.errors import InputError, MissingExtraError
 
 HISTOGRAM_BINS = 20
@@ -95,8 +96,8 @@ class LabelReport:
     examples: tuple[MinedExample, ...]
 
 
-def label_report(path: Path, examples: int = 3) -> LabelReport:
-    """Recompute the label-level figures of a labels file."""
+def label_report(path: Path, examples: int = 3, threshold: float = GOLD_THRESHOLD) -> LabelReport:
+    """Recompute the label-level figures of a labels file (`threshold`: the run's gold cut)."""
     n = skipped = patch = mined = weighted = above = gold = only = with_only = patch_mined = 0
     verdicts: Counter[str] = Counter()
     weights: list[float] = []
@@ -117,8 +118,8 @@ def label_report(path: Path, examples: int = 3) -> LabelReport:
                 continue
             weighted += 1
             weights.append(file.weight)
+            above += file.weight >= threshold
             if file.in_gold and not file.in_patch:
-                above += 1
                 only += 1
                 instance_only += 1
                 found.append(
@@ -130,8 +131,6 @@ def label_report(path: Path, examples: int = 3) -> LabelReport:
                         tuple(row.patch_files),
                     )
                 )
-            elif file.in_gold:
-                above += 1
         with_only += instance_only > 0
     top = math.ceil(max(weights)) if weights else 1
     edges = tuple(top * i / HISTOGRAM_BINS for i in range(HISTOGRAM_BINS + 1))

@@ -157,7 +157,8 @@ def stats(
     """Report per-stage counts, retention, the weight histogram and mined-only examples."""
     try:
         run = read_stats(labels)
-        report = label_report(labels, examples=examples)
+        threshold = run.threshold if run is not None else GOLD_THRESHOLD
+        report = label_report(labels, examples=examples, threshold=threshold)
     except CatmError as exc:
         console.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2) from exc
@@ -196,13 +197,12 @@ def stats(
             f"patch: {', '.join(example.patch_files)})"
         )
     if png is not None:
-        threshold = run.threshold if run is not None else GOLD_THRESHOLD
         _plot(labels, png, threshold)
 
 
 def _plot(labels: Path, png: Path, threshold: float) -> None:
     try:
-        plot_histogram(label_report(labels), png, threshold)
+        plot_histogram(label_report(labels, threshold=threshold), png, threshold)
     except CatmError as exc:
         console.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2) from exc
