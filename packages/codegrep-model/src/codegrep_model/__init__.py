@@ -1,0 +1,78 @@
+"""codegrep-model: the CodeGrep retrieval agent at inference time.
+
+Prompts and tool schemas, the answer schema and its tolerant parser, the asyncio rollout engine
+(3 exploration turns of up to 8 concurrent calls, then an answer turn), the policies behind one
+Protocol (`OpenAIPolicy`, `LexicalPolicy`, `ScriptedPolicy`) and a resumable batch runner.
+"""
+
+from codegrep_model.answer import Answer, normalize_path, parse_answer
+from codegrep_model.batch import BatchSummary, run_batch
+from codegrep_model.engine import RolloutConfig, ToolTree, rollout_stats, run_rollout
+from codegrep_model.errors import (
+    CodegrepModelError,
+    EndpointError,
+    EndpointTimeoutError,
+    PolicyError,
+    RecordError,
+)
+from codegrep_model.lexical import LexicalConfig, LexicalPolicy
+from codegrep_model.openai_policy import OpenAIPolicy
+from codegrep_model.policy import Observation, Policy, PolicyReply, PolicyRequest
+from codegrep_model.prompts import PromptSet, render_top_levels
+from codegrep_model.records import (
+    ChatMessage,
+    Instance,
+    Prediction,
+    RolloutRecord,
+    RolloutStats,
+    ToolCall,
+    ToolCallRecord,
+    TurnRecord,
+    Usage,
+    read_jsonl,
+)
+from codegrep_model.scripted import ScriptedPolicy, call
+from codegrep_model.tools import openai_tools, tool_names
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Answer",
+    "BatchSummary",
+    "ChatMessage",
+    "CodegrepModelError",
+    "EndpointError",
+    "EndpointTimeoutError",
+    "Instance",
+    "LexicalConfig",
+    "LexicalPolicy",
+    "Observation",
+    "OpenAIPolicy",
+    "Policy",
+    "PolicyError",
+    "PolicyReply",
+    "PolicyRequest",
+    "Prediction",
+    "PromptSet",
+    "RecordError",
+    "RolloutConfig",
+    "RolloutRecord",
+    "RolloutStats",
+    "ScriptedPolicy",
+    "ToolCall",
+    "ToolCallRecord",
+    "ToolTree",
+    "TurnRecord",
+    "Usage",
+    "__version__",
+    "call",
+    "normalize_path",
+    "openai_tools",
+    "parse_answer",
+    "read_jsonl",
+    "render_top_levels",
+    "rollout_stats",
+    "run_batch",
+    "run_rollout",
+    "tool_names",
+]

@@ -1,0 +1,42 @@
+"""Hermes-style `<tool_call>{...}</tool_call>` blocks in plain text.
+
+Qwen models emit these; vLLM turns them into native tool calls only when started with
+`--enable-auto-tool-choice --tool-call-parser hermes`. Without that flag (or behind a proxy that
+drops `tools`) they arrive as text, and this module recovers them.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from codegrep_model.records import ToolCall
+
+__all__ = ["split_hermes"]
+
+_BLOCK = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.DOTALL)
+
+
+def split_hermes(text: str, *, id_prefix: str = "call") -> tuple[str | None, tuple[ToolCall, ...]]:
+    """The text outside the blocks and the calls inside them.
+
+    A block that is not a JSON object with a `name` still becomes a call (with no name, its raw
+    text as arguments), so the engine answers it with corrective feedback instead of dropping it.
+    """
+    calls: list[ToolCall] = []
+    for i, m in enumerate(_BLOCK.finditer(text)):
+        raw = m.group(1).strip()
+        try:
+            data = json.loads(raw)
+        except ValueError:
+            data = None
+        if isinstance(data, dict) and isinstance(data.get("name"), str):
+            args = data.get("arguments", data.get("parameters", {}))
+            arguments = args if isinstance(args, str) else json.dumps(args)
+            calls.append(ToolCall(id=f"{id_prefix}_{i}", name=data["name"], arguments=arguments))
+        else:
+            calls.append(ToolCall(id=f"{id_prefix}_{i}", name="", arguments=raw))
+    if not calls:
+        return text, ()
+    rest = _BLOCK.sub("", text).strip()
+    return rest or None, tuple(calls)

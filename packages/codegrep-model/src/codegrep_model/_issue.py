@@ -1,0 +1,124 @@
+"""What a lexical search can take from an issue text: paths, traceback frames, identifiers,
+dotted names and error messages. Pure functions; no repository access."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+__all__ = ["IssueClues", "extract_clues"]
+
+# Names too common to say anything about where a change belongs.
+_STOP = frozenset(
+    """
+    self cls none true false print len str int float dict list set tuple bool object type range
+    import from return class def lambda yield with assert raise try except finally else elif
+    while for not and or is in pass break continue global nonlocal async await super isinstance
+    issubclass getattr setattr hasattr open format repr sorted reversed enumerate zip map filter
+    min max sum abs any all iter next hash id input vars dir help main test tests args kwargs
+    value values key keys item items data result results name names path file files func
+    function method module package error errors warning exception traceback python version numpy
+    pandas np pd plt os sys re json time math copy typing self_ obj x y z a b c i j k n foo bar
+    baz spam eggs example examples expected actual output input code issue bug fix
+    """.split()  # noqa: SIM905 (a word list reads better as text)
+)
+_EXT = r"(?:py|pyi|pyx|pxd|c|h|cc|cpp|hpp|js|jsx|ts|tsx|go|rs|java|kt|rb|php|cs|swift|scala|m|"
+_EXT += r"cfg|toml|ini|txt|rst|md|yml|yaml|json|html|css|jinja|j2|sh)"
+_PATH = re.compile(rf"(?<![\w/.-])((?:[\w.-]+/)*[\w.-]+\.{_EXT})(?![\w])")
+_FRAME = re.compile(r'File "([^"]+)", line (\d+)(?:, in (\w+))?')
+_ERROR = re.compile(
+    r"^\s*(?:[\w.]+\.)?(\w*(?:Error|Exception|Warning|Exit|Interrupt))(?::\s*(.+))?$", re.M
+)
+_SPAN = re.compile(r"`([^`\n]{1,200})`")
+_FENCE = re.compile(r"```[^\n]*\n(.*?)```", re.DOTALL)
+_IDENT = re.compile(r"(?<![\w.])([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)")
+_CALL = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*\(")
+_IMPORT = re.compile(r"^\s*(?:from\s+([\w.]+)\s+)?import\s+([\w., ()]+)", re.M)
+
+
+@dataclass
+class IssueClues:
+    paths: list[str] = field(default_factory=list)
+    frames: list[tuple[str, int, str]] = field(default_factory=list)
+    identifiers: dict[str, float] = field(default_factory=dict)
+    dotted: list[str] = field(default_factory=list)
+    messages: list[str] = field(default_factory=list)
+    words: list[str] = field(default_factory=list)
+
+
+def _is_name(tok: str) -> bool:
+    if len(tok) < 3 or tok.lower() in _STOP or tok.isdigit():
+        return False
+    # prose words in code spans: only keep tokens shaped like code
+    return bool(
+        "_" in tok
+        or any(c.isupper() for c in tok[1:])
+        or (tok[0].isupper() and len(tok) > 3)
+        or tok.islower()
+    )
+
+
+def _literal(message: str) -> str | None:
+    """The longest stretch of an error message that is likely verbatim in the source (format
+    placeholders and quoted values differ between the message and the code)."""
+    parts = re.split(r"'[^']*'|\"[^\"]*\"|\{[^}]*\}|%\w|\b\d[\w.]*\b|<[^>]*>|[`()\[\]]", message)
+    best = max((p.strip(" .,:;-") for p in parts), key=len, default="")
+    return best if len(best) >= 12 and " " in best else None
+
+
+def extract_clues(text: str) -> IssueClues:
+    clues = IssueClues()
+    for m in _FRAME.finditer(text):
+        clues.frames.append((m.group(1).replace("\\", "/"), int(m.group(2)), m.group(3) or ""))
+    frame_paths = {f for f, _, _ in clues.frames}
+    for m in _PATH.finditer(text):
+        p = m.group(1).strip(".")
+        if p not in clues.paths and p not in frame_paths and not p.startswith("http"):
+            clues.paths.append(p)
+    for m in _ERROR.finditer(text):
+        if m.group(2):
+            lit = _literal(m.group(2))
+            if lit and lit not in clues.messages:
+                clues.messages.append(lit)
+
+    code = [m.group(1) for m in _FENCE.finditer(text)]
+    spans = [m.group(1) for m in _SPAN.finditer(_FENCE.sub(" ", text))]
+    code += [ln for ln in text.splitlines() if ln.lstrip().startswith((">>>", "In ["))]
+    prose = _FENCE.sub(" ", text)
+    weights: dict[str, float] = {}
+
+    def add(tok: str, w: float) -> None:
+        for part in tok.split("."):
+            if _is_name(part):
+                weights[part] = weights.get(part, 0.0) + w
+        parts = tok.split(".")
+        if len(parts) > 1 and tok not in clues.dotted and all(p.isidentifier() for p in parts):
+            clues.dotted.append(tok)
+
+    for span in spans:
+        for m in _IDENT.finditer(span):
+            add(m.group(1), 1.5)
+    for block in code:
+        for m in _CALL.finditer(block):
+            add(m.group(1), 1.0)
+        for m in _IMPORT.finditer(block):
+            if m.group(1):
+                add(m.group(1), 0.5)
+            for name in re.split(r"[,\s()]+", m.group(2)):
+                if name and name != "as":
+                    add(name, 1.5)
+        for m in _IDENT.finditer(block):
+            add(m.group(1), 0.3)
+    for _, _, fn in clues.frames:
+        if fn and fn != "<module>":
+            add(fn, 1.0)
+    for m in _IDENT.finditer(prose):
+        tok = m.group(1)
+        # in prose only code-shaped tokens count: snake_case, CamelCase, dotted
+        if "_" in tok or "." in tok or (any(c.isupper() for c in tok[1:]) and tok[0].isalpha()):
+            add(tok, 0.7)
+    clues.identifiers = dict(sorted(weights.items(), key=lambda kv: -kv[1]))
+    clues.words = [
+        w.lower() for w in re.findall(r"[A-Za-z][a-z]{3,}", prose) if w.lower() not in _STOP
+    ]
+    return clues

@@ -1,0 +1,261 @@
+"""`LexicalPolicy`: a model-free, deterministic policy that drives the agent's own tools.
+
+It reads the issue the way a careful developer skims it (paths, traceback frames, dotted module
+names, identifiers in code, error messages), greps for where those names are defined and where the
+messages are raised, ranks the candidate files, greps each top candidate for the issue's
+identifiers and reads the best ones to confirm, then answers with the few files whose evidence is
+close to the best. It is the built-in default of `codegrep localize` and the baseline any trained
+policy must beat.
+
+Turn plan (3 exploration turns available; it uses 2 and answers on the third):
+1. definitions of the issue's identifiers, error-message literals (grep, up to 8 calls);
+2. coverage of the issue's identifiers in each top candidate (grep with `path`), reads of the top 2;
+3. answer.
+
+It is stateless: every reply is recomputed from the issue and the observations so far, so one
+instance serves any number of concurrent rollouts.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections import defaultdict
+from dataclasses import dataclass
+
+from worktree_sandbox import GrepResult, ReadResult
+
+from codegrep_model._issue import IssueClues, extract_clues
+from codegrep_model.policy import PolicyReply, PolicyRequest
+from codegrep_model.records import ToolCall
+
+__all__ = ["LexicalConfig", "LexicalPolicy"]
+
+_META = set("\\.^$|?*+()[]{}")
+_DEF = r"(?:def|class|function|fn|func|struct|interface|trait|enum|type)"
+_TEST = re.compile(r"(^|/)(tests?|testing)/|(^|/)test_[^/]*$|_tests?\.py$|(^|/)conftest\.py$")
+_DOCS = re.compile(r"(^|/)(docs?|doc_src|examples?|benchmarks?|asv_bench|tutorials?)/")
+_CODE_EXT = (".py", ".pyx", ".pyi", ".c", ".h", ".js", ".ts", ".go", ".rs", ".java", ".rb")
+
+
+def _escape(text: str) -> str:
+    return "".join("\\" + c if c in _META else c for c in text)
+
+
+@dataclass(frozen=True)
+class LexicalConfig:
+    """Weights of the ranking; tuned on SWE-bench Lite (see the package README)."""
+
+    max_identifiers: int = 24
+    per_def_call: int = 8
+    candidates: int = 6
+    reads: int = 2
+    path_weight: float = 4.0
+    module_weight: float = 3.0
+    frame_weight: float = 1.5
+    last_frame_bonus: float = 1.0
+    message_weight: float = 3.0
+    def_weight: float = 1.0
+    def_spread: float = 0.7
+    word_weight: float = 0.25
+    test_factor: float = 0.25
+    docs_factor: float = 0.3
+    other_ext_factor: float = 0.5
+    coverage_floor: float = 0.4
+    keep_ratio: float = 0.75
+    max_files: int = 3
+
+
+class LexicalPolicy:
+    def __init__(self, config: LexicalConfig | None = None) -> None:
+        self.config = config or LexicalConfig()
+
+    @property
+    def name(self) -> str:
+        return "lexical"
+
+    async def reply(self, request: PolicyRequest) -> PolicyReply:
+        clues = extract_clues(request.instance.problem_statement)
+        idents = self._identifiers(clues)
+        tool_turns = len(request.history)
+        if not request.answer_turn and tool_turns == 0:
+            calls = self._search_calls(clues, idents, request.max_calls)
+            if calls:
+                return PolicyReply(content=None, tool_calls=calls)
+        scores, def_lines = self._rank(request, clues, idents)
+        if not request.answer_turn and tool_turns == 1 and scores:
+            calls = self._confirm_calls(scores, def_lines, idents, request.max_calls)
+            if calls:
+                return PolicyReply(content=None, tool_calls=calls)
+        files = self._choose(scores)
+        return PolicyReply(content=json.dumps({"files": files}))
+
+    # -- turn 1 -------------------------------------------------------------------------------
+
+    def _identifiers(self, clues: IssueClues) -> dict[str, float]:
+        top = list(clues.identifiers.items())[: self.config.max_identifiers]
+        return {k: math.log1p(v) for k, v in top}
+
+    def _search_calls(
+        self, clues: IssueClues, idents: dict[str, float], cap: int
+    ) -> tuple[ToolCall, ...]:
+        calls: list[ToolCall] = []
+        names = list(idents)
+        step = self.config.per_def_call
+        for i in range(0, len(names), step):
+            chunk = "|".join(_escape(n) for n in names[i : i + step])
+            pattern = rf"^\s*(?:export\s+)?(?:pub\s+)?(?:async\s+)?{_DEF}\s+(?:{chunk})\b"
+            calls.append(self._call(len(calls), "grep", {"pattern": pattern, "max_results": 1000}))
+        for msg in clues.messages[:2]:
+            calls.append(
+                self._call(len(calls), "grep", {"pattern": _escape(msg), "max_results": 200})
+            )
+        return tuple(calls[:cap])
+
+    @staticmethod
+    def _call(i: int, name: str, args: dict[str, object]) -> ToolCall:
+        return ToolCall(id=f"lex_{name}_{i}", name=name, arguments=json.dumps(args))
+
+    # -- ranking ------------------------------------------------------------------------------
+
+    def _resolve(
+        self, mention: str, files: tuple[str, ...], by_suffix: dict[str, list[str]]
+    ) -> list[str]:
+        parts = mention.strip("/").split("/")
+        # a traceback path like /usr/lib/python3/site-packages/pkg/mod.py: drop leading parts
+        # until the rest is a suffix of some repository path
+        for k in range(len(parts)):
+            hits = by_suffix.get("/".join(parts[k:]), [])
+            if hits:
+                return hits
+        return []
+
+    def _rank(
+        self, request: PolicyRequest, clues: IssueClues, idents: dict[str, float]
+    ) -> tuple[dict[str, float], dict[str, int]]:
+        c = self.config
+        files = request.repo_files
+        by_suffix: dict[str, list[str]] = defaultdict(list)
+        for f in files:
+            parts = f.split("/")
+            for k in range(len(parts)):
+                by_suffix["/".join(parts[k:])].append(f)
+        score: dict[str, float] = defaultdict(float)
+        for p in clues.paths:
+            hits = self._resolve(p, files, by_suffix)
+            for h in hits:
+                score[h] += c.path_weight / len(hits)
+        repo_frames = []
+        for fp, _, _ in clues.frames:
+            hits = self._resolve(fp, files, by_suffix)
+            if len(hits) == 1:
+                repo_frames.append(hits[0])
+        for h in dict.fromkeys(repo_frames):
+            score[h] += c.frame_weight
+        if repo_frames:
+            score[repo_frames[-1]] += c.last_frame_bonus
+        for dotted in clues.dotted:
+            parts = dotted.split(".")
+            for k in range(len(parts), 1, -1):
+                base = "/".join(parts[:k])
+                hits = by_suffix.get(base + ".py", []) or by_suffix.get(base + "/__init__.py", [])
+                if len(hits) == 1:
+                    score[hits[0]] += c.module_weight * (0.5 if k < len(parts) else 1.0)
+                    break
+        def_lines: dict[str, int] = {}
+        defs: dict[str, set[str]] = defaultdict(set)
+        first_line: dict[tuple[str, str], int] = {}
+        msg_files: dict[int, set[str]] = defaultdict(set)
+        coverage: dict[str, float] = {}
+        reads: set[str] = set()
+        for turn in request.history:
+            for obs in turn:
+                r = obs.result
+                if isinstance(r, ReadResult):
+                    reads.add(r.path)
+                    continue
+                if not isinstance(r, GrepResult) or not r.ok:
+                    continue
+                args = json.loads(obs.call.arguments)
+                if args.get("path"):
+                    found = {
+                        n
+                        for n in idents
+                        if any(re.search(rf"\b{re.escape(n)}\b", m.text) for m in r.matches)
+                    }
+                    total = sum(idents.values()) or 1.0
+                    coverage[args["path"]] = sum(idents[n] for n in found) / total
+                elif obs.call.id.startswith("lex_grep_") and "def|class" in args["pattern"]:
+                    for m in r.matches:
+                        for n in idents:
+                            if re.search(rf"{_DEF}\s+{re.escape(n)}\b", m.text):
+                                defs[n].add(m.path)
+                                first_line.setdefault((n, m.path), m.line)
+                else:
+                    for m in r.matches:
+                        msg_files[hash(args["pattern"])].add(m.path)
+        for n, where in defs.items():
+            w = c.def_weight * idents[n] / len(where) ** c.def_spread
+            for f in where:
+                score[f] += w
+                line = first_line[(n, f)]
+                if f not in def_lines or idents[n] > 0:
+                    def_lines.setdefault(f, line)
+        for where in msg_files.values():
+            for f in where:
+                score[f] += c.message_weight / len(where)
+        words = set(clues.words)
+        for f in list(score):
+            tokens = set(re.split(r"[/_.\-]", f.lower()))
+            score[f] += c.word_weight * len(tokens & words)
+        for f in list(score):
+            if _TEST.search(f):
+                score[f] *= c.test_factor
+            elif _DOCS.search(f):
+                score[f] *= c.docs_factor
+            elif not f.endswith(_CODE_EXT):
+                score[f] *= c.other_ext_factor
+            if f in coverage:
+                score[f] *= c.coverage_floor + (1 - c.coverage_floor) * coverage[f]
+        return dict(score), def_lines
+
+    # -- turn 2 -------------------------------------------------------------------------------
+
+    def _confirm_calls(
+        self,
+        scores: dict[str, float],
+        def_lines: dict[str, int],
+        idents: dict[str, float],
+        cap: int,
+    ) -> tuple[ToolCall, ...]:
+        ranked = sorted(scores, key=lambda f: (-scores[f], f))
+        calls: list[ToolCall] = []
+        alternation = "|".join(_escape(n) for n in idents)
+        if alternation:
+            for f in ranked[: self.config.candidates]:
+                calls.append(
+                    self._call(
+                        len(calls),
+                        "grep",
+                        {"pattern": rf"\b(?:{alternation})\b", "path": f, "max_results": 1000},
+                    )
+                )
+        for f in ranked[: self.config.reads]:
+            start = max(1, def_lines.get(f, 1) - 20)
+            calls.append(
+                self._call(
+                    len(calls), "read", {"path": f, "start_line": start, "end_line": start + 80}
+                )
+            )
+        return tuple(calls[:cap])
+
+    # -- answer -------------------------------------------------------------------------------
+
+    def _choose(self, scores: dict[str, float]) -> list[str]:
+        ranked = sorted(scores, key=lambda f: (-scores[f], f))
+        if not ranked or scores[ranked[0]] <= 0:
+            return []
+        best = scores[ranked[0]]
+        keep = [f for f in ranked if scores[f] >= self.config.keep_ratio * best]
+        return keep[: self.config.max_files]

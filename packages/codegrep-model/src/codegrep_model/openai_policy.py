@@ -1,0 +1,146 @@
+"""`OpenAIPolicy`: any OpenAI-compatible chat-completions endpoint as a policy.
+
+Works with vLLM (`vllm serve MODEL --enable-auto-tool-choice --tool-call-parser hermes`), with
+hosted APIs, and with servers that return hermes `<tool_call>` blocks as plain text. Transient
+failures (connection errors, HTTP 429/5xx) are retried with backoff; a request that outlives
+`timeout_s` raises `EndpointTimeoutError`, which the engine records as an infrastructure error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import httpx
+
+from codegrep_model._hermes import split_hermes
+from codegrep_model.errors import EndpointError, EndpointTimeoutError
+from codegrep_model.policy import PolicyReply, PolicyRequest
+from codegrep_model.records import ToolCall, Usage
+
+__all__ = ["OpenAIPolicy"]
+
+_RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
+
+
+class OpenAIPolicy:
+    """A served model behind `/v1/chat/completions`."""
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        api_key: str | None = None,
+        temperature: float = 0.0,
+        max_tokens: int = 2048,
+        timeout_s: float = 120.0,
+        max_retries: int = 2,
+        backoff_s: float = 0.5,
+        extra_body: dict[str, Any] | None = None,
+        client: httpx.AsyncClient | None = None,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.model = model
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+        self.timeout_s = timeout_s
+        self.max_retries = max_retries
+        self.backoff_s = backoff_s
+        self.extra_body = dict(extra_body or {})
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._client = client or httpx.AsyncClient(
+            headers=headers, timeout=httpx.Timeout(timeout_s)
+        )
+        self._owns_client = client is None
+        self._calls = 0
+
+    @property
+    def name(self) -> str:
+        return f"openai:{self.model}"
+
+    async def aclose(self) -> None:
+        if self._owns_client:
+            await self._client.aclose()
+
+    async def __aenter__(self) -> OpenAIPolicy:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    def _payload(self, request: PolicyRequest) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": [m.to_openai() for m in request.messages],
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+        }
+        if request.tools:
+            body["tools"] = list(request.tools)
+            body["tool_choice"] = "auto"
+            body["parallel_tool_calls"] = True
+        body.update(self.extra_body)
+        return body
+
+    async def _post(self, body: dict[str, Any]) -> dict[str, Any]:
+        url = f"{self.base_url}/chat/completions"
+        last = ""
+        for attempt in range(self.max_retries + 1):
+            if attempt:
+                await asyncio.sleep(self.backoff_s * 2 ** (attempt - 1))
+            try:
+                resp = await self._client.post(url, json=body, timeout=self.timeout_s)
+            except httpx.TimeoutException as exc:
+                # A slow model is not a transient fault: retrying would double the wait.
+                raise EndpointTimeoutError(
+                    f"{url}: no reply within {self.timeout_s} s ({type(exc).__name__})"
+                ) from exc
+            except httpx.TransportError as exc:
+                last = f"{type(exc).__name__}: {exc}"
+                continue
+            if resp.status_code in _RETRY_STATUS:
+                last = f"HTTP {resp.status_code}: {resp.text[:200]}"
+                continue
+            if resp.status_code >= 400:
+                raise EndpointError(f"{url}: HTTP {resp.status_code}: {resp.text[:500]}")
+            try:
+                data = resp.json()
+            except ValueError as exc:
+                raise EndpointError(f"{url}: reply is not JSON: {resp.text[:200]!r}") from exc
+            if not isinstance(data, dict):
+                raise EndpointError(f"{url}: reply is not a JSON object")
+            return data
+        raise EndpointError(f"{url}: failed after {self.max_retries + 1} attempts ({last})")
+
+    async def reply(self, request: PolicyRequest) -> PolicyReply:
+        data = await self._post(self._payload(request))
+        try:
+            message = data["choices"][0]["message"]
+        except (KeyError, IndexError, TypeError) as exc:
+            raise EndpointError(f"reply has no choices[0].message: {str(data)[:200]}") from exc
+        self._calls += 1
+        content = message.get("content")
+        if isinstance(content, list):  # some servers return content parts
+            content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
+        calls: list[ToolCall] = []
+        for i, tc in enumerate(message.get("tool_calls") or []):
+            fn = tc.get("function") or {}
+            args = fn.get("arguments", "{}")
+            calls.append(
+                ToolCall(
+                    id=str(tc.get("id") or f"call_{self._calls}_{i}"),
+                    name=str(fn.get("name", "")),
+                    arguments=args if isinstance(args, str) else json.dumps(args),
+                )
+            )
+        if not calls and isinstance(content, str) and "<tool_call>" in content:
+            content, parsed = split_hermes(content, id_prefix=f"call_{self._calls}")
+            calls.extend(parsed)
+        raw_usage = data.get("usage") or {}
+        usage = Usage(
+            prompt_tokens=int(raw_usage.get("prompt_tokens") or 0),
+            completion_tokens=int(raw_usage.get("completion_tokens") or 0),
+        )
+        return PolicyReply(content=content, tool_calls=tuple(calls), usage=usage)

@@ -1,0 +1,63 @@
+"""The one interface every policy implements, and what flows through it.
+
+A policy sees the whole conversation (`messages`, what an LLM needs) and also the typed results of
+its previous calls (`observations`, what a program needs): the lexical policy reads grep matches
+as data rather than parsing the text a model would see.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from worktree_sandbox import GlobResult, GrepResult, ReadResult
+
+from codegrep_model.records import ChatMessage, Instance, ToolCall, Usage
+
+__all__ = ["Observation", "Policy", "PolicyReply", "PolicyRequest"]
+
+
+@dataclass(frozen=True)
+class Observation:
+    """One call of the previous turn and its typed result (None when it was refused/malformed)."""
+
+    call: ToolCall
+    result: GrepResult | GlobResult | ReadResult | None
+
+
+@dataclass(frozen=True)
+class PolicyRequest:
+    instance: Instance
+    messages: tuple[ChatMessage, ...]
+    tools: tuple[dict[str, Any], ...] = field(
+        metadata={"doc": "OpenAI function tools offered this turn; empty on the answer turn."}
+    )
+    turn: int
+    exploration_turns: int
+    max_calls: int
+    observations: tuple[Observation, ...] = ()
+    history: tuple[tuple[Observation, ...], ...] = field(
+        default=(), metadata={"doc": "Observations of every earlier tool turn, oldest first."}
+    )
+    repo_files: tuple[str, ...] = ()
+
+    @property
+    def answer_turn(self) -> bool:
+        return not self.tools
+
+
+@dataclass(frozen=True)
+class PolicyReply:
+    content: str | None
+    tool_calls: tuple[ToolCall, ...] = ()
+    usage: Usage = field(default_factory=Usage)
+
+
+@runtime_checkable
+class Policy(Protocol):
+    """Anything that turns a conversation into the next assistant message."""
+
+    @property
+    def name(self) -> str: ...
+
+    async def reply(self, request: PolicyRequest) -> PolicyReply: ...

@@ -1,0 +1,112 @@
+"""The agent's prompts, shipped as templates in `codegrep_model/prompts/*.md`.
+
+A `PromptSet` renders them; pass another directory to try a variant without touching code. The
+templates use `str.format` fields, so literal braces in them are doubled.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+__all__ = ["PromptSet", "render_top_levels"]
+
+_NAMES = ("system", "user", "reminder", "answer", "rescue", "no_calls", "too_many_calls")
+
+
+def _load(directory: Path | None) -> dict[str, str]:
+    if directory is None:
+        base = resources.files("codegrep_model") / "prompts"
+        return {n: (base / f"{n}.md").read_text(encoding="utf-8") for n in _NAMES}
+    return {n: (directory / f"{n}.md").read_text(encoding="utf-8") for n in _NAMES}
+
+
+def render_top_levels(paths: tuple[str, ...] | list[str], *, max_entries: int = 60) -> str:
+    """The repository's first two levels as an indented listing, for the user turn.
+
+    Two levels say where the package lives (`src/flask/`, `sympy/core/`) without spending the
+    context on every file; directories show how many files they hold.
+    """
+    top: dict[str, set[str]] = {}
+    counts: dict[str, int] = {}
+    for p in paths:
+        parts = p.split("/")
+        head = parts[0] + ("/" if len(parts) > 1 else "")
+        top.setdefault(head, set())
+        counts[head] = counts.get(head, 0) + 1
+        if len(parts) > 1:
+            top[head].add(parts[1] + ("/" if len(parts) > 2 else ""))
+    lines: list[str] = []
+    for head in sorted(top, key=lambda h: (not h.endswith("/"), h)):
+        if len(lines) >= max_entries:
+            lines.append(f"... ({len(top) - len(lines)} more entries)")
+            break
+        lines.append(head + (f"  ({counts[head]} files)" if head.endswith("/") else ""))
+        children = sorted(top[head], key=lambda c: (not c.endswith("/"), c))
+        shown = children[:12]
+        lines.extend(f"  {c}" for c in shown)
+        if len(children) > len(shown):
+            lines.append(f"  ... ({len(children) - len(shown)} more)")
+    return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class PromptSet:
+    """The rendered texts of one harness configuration."""
+
+    system_template: str
+    user_template: str
+    reminder_template: str
+    answer_template: str
+    rescue_template: str
+    no_calls_template: str
+    too_many_calls_template: str
+
+    @classmethod
+    def load(cls, directory: Path | None = None) -> PromptSet:
+        """The shipped templates, or those in `directory` (same file names)."""
+        t = _load(directory)
+        return cls(
+            system_template=t["system"],
+            user_template=t["user"],
+            reminder_template=t["reminder"],
+            answer_template=t["answer"],
+            rescue_template=t["rescue"],
+            no_calls_template=t["no_calls"],
+            too_many_calls_template=t["too_many_calls"],
+        )
+
+    def system(self, *, max_calls: int, exploration_turns: int) -> str:
+        return self.system_template.format(
+            max_calls=max_calls, exploration_turns=exploration_turns
+        ).strip()
+
+    def user(self, *, repo: str, issue: str, top_levels: str) -> str:
+        return self.user_template.format(repo=repo, issue=issue.strip(), tree=top_levels).strip()
+
+    def reminder(self, *, turns_left: int) -> str:
+        """Said after each exploration turn; the count and the advice follow the budget."""
+        if turns_left <= 0:
+            return self.answer()
+        advice = (
+            "Use it to confirm your best candidates; the turn after it has no tools."
+            if turns_left == 1
+            else "Keep several calls per turn going."
+        )
+        word = "turn" if turns_left == 1 else "turns"
+        return self.reminder_template.format(
+            turns_left=turns_left, turns_word=word, advice=advice
+        ).strip()
+
+    def answer(self) -> str:
+        return self.answer_template.format().strip()
+
+    def rescue(self) -> str:
+        return self.rescue_template.format().strip()
+
+    def no_calls(self) -> str:
+        return self.no_calls_template.format().strip()
+
+    def too_many_calls(self, *, max_calls: int, index: int) -> str:
+        return self.too_many_calls_template.format(max_calls=max_calls, index=index).strip()
