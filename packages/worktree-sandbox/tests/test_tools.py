@@ -4,6 +4,7 @@ checkout (ripgrep) and a directory as it is. Each backend must give the same ans
 from __future__ import annotations
 
 import json
+import subprocess
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -242,3 +243,24 @@ async def test_older_commit_is_served_as_it_was(repo: Any, workdir: Path) -> Non
         r = await t.grep(GrepArgs(pattern="parse_args"))
         assert r.matches == ()
         assert "big/lines.txt" not in await t.files()
+
+
+async def test_partial_clone_missing_blob(repo: Any, workdir: Path) -> None:
+    # Mirrors that leave large files out have tree entries whose blob is absent.
+    sha = repo.commit({"data/large.csv": "a,b\n" + "1,2\n" * 100, "data/small.csv": "needle\n"})
+    oid = subprocess.run(
+        ["git", "rev-parse", f"{sha}:data/large.csv"],
+        cwd=repo.path, capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    (repo.path / ".git" / "objects" / oid[:2] / oid[2:]).unlink()
+    for materialize in ("always", "never"):
+        async with (
+            TreePool(workdir=workdir, materialize=materialize) as pool,
+            pool.tree_at(repo.path, sha) as tree,
+        ):
+            assert "data/large.csv" in await tree.files()
+            r = await tree.read(ReadArgs(path="data/large.csv"))
+            assert r.error is ToolErrorKind.NOT_FOUND
+            assert "not in this clone" in r.text
+            g = await tree.grep(GrepArgs(pattern="needle"))
+            assert [m.path for m in g.matches] == ["data/small.csv"]

@@ -145,7 +145,7 @@ async def run_capped(
 class TreeEntry:
     mode: str
     oid: str
-    size: int
+    size: int  # -1: the blob is not in this clone (partial mirrors leave large files out)
 
     @property
     def is_symlink(self) -> bool:
@@ -162,7 +162,7 @@ def parse_ls_tree(raw: bytes) -> dict[str, TreeEntry]:
         fields = meta.split()
         if len(fields) != 4 or fields[1] != b"blob":
             continue  # submodules ("commit") have no content here
-        size = int(fields[3]) if fields[3] != b"-" else 0
+        size = int(fields[3]) if fields[3].isdigit() else -1
         name = path.decode("utf-8", errors="surrogateescape")
         entries[name] = TreeEntry(fields[0].decode(), fields[2].decode(), size)
     return entries

@@ -55,6 +55,8 @@ def materialize(
             if stop.is_set():
                 return False
             header = out.readline().split()
+            if header[-1] == b"missing":
+                continue  # not in this clone; `read` says so, grep cannot see it
             size = int(header[2])
             data = out.read(size)
             out.read(1)

@@ -140,7 +140,7 @@ class Runtime:
                     f"the call did not finish within {timeout:g} s and was stopped. Narrow it: "
                     "a more specific pattern, a path=, or a glob=",
                 )
-            except (SandboxError, OSError) as exc:
+            except Exception as exc:  # a tool call never ends a rollout
                 result = on_error(ToolErrorKind.INTERNAL, f"the sandbox failed: {exc}")
             result = result.model_copy(update={"elapsed_ms": _ms(start)})
             if key is not None:
@@ -406,6 +406,13 @@ class Tree(ABC):
         if isinstance(resolved, ReadResult):
             return resolved
         real, st = resolved
+        if st.size < 0:
+            return _error(
+                ToolErrorKind.NOT_FOUND,
+                f"the content of '{path}' is not in this clone (a partial mirror)",
+                ReadResult,
+                path=path,
+            )
         if st.size > limits.max_file_bytes:
             return _error(
                 ToolErrorKind.FILE_TOO_LARGE,
@@ -772,6 +779,14 @@ class CommitTree(Tree):
             return matches, overflowed, "ripgrep"
         if rg is not None:
             await _check_pattern(rg, args.pattern)
+            # git grep stops at a blob the clone lacks; the checkout simply has no such file.
+            partial = any(e.size < 0 for e in (await self._entries_map()).values())
+            if (
+                partial
+                and self._checkout_task is not None
+                and await asyncio.shield(self._checkout_task) is not None
+            ):
+                return await self._grep_raw(args, targets, deadline)
         return await self._git_grep(args, targets, deadline)
 
     async def _git_grep(
@@ -789,6 +804,11 @@ class CommitTree(Tree):
             argv, cwd=None, timeout=max(0.05, deadline - time.perf_counter()), max_stdout=_RAW_CAP
         )
         if out.returncode not in (0, 1) and not out.overflowed:
+            if b"unable to read" in out.stderr or b"bad object" in out.stderr:
+                raise SandboxError(
+                    f"{self.label} lacks objects git grep needs: "
+                    f"{out.stderr.decode(errors='replace').strip()[:300]}"
+                )
             raise _PatternError(_pattern_message(out.stderr))
         matches = _parse_git_grep(out.stdout, f"{self.commit}:")
         if out.overflowed and matches:
