@@ -69,10 +69,10 @@ def plot_precision(
     title: str | None = None,
 ) -> Path:
     try:
-        import matplotlib
+        import matplotlib  # type: ignore[import-not-found, unused-ignore]
 
         matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        import matplotlib.pyplot as plt  # type: ignore[import-not-found, unused-ignore]
     except ImportError as exc:
         raise MissingExtraError("plot", "matplotlib") from exc
 
