@@ -8,7 +8,8 @@ Prints figures and writes them to a JSON file; it asserts nothing (not a test).
 Throughput is one process on one core, `--judge none`, end to end from the compressed files:
 gunzip, decode, stage 1, combination, stage 3. The scale run streams the shared sample again and
 again (each pass gives every trajectory a new id, and with --distinct-instances a new instance
-id too) until it has fed `--scale` records, sampling the resident set size as it goes.
+id too) until it has fed `--scale` records, sampling the resident set size as it goes, then
+writes the labels the way `catm mine` does.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import dataclasses
 import json
 import os
 import resource
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,6 +32,7 @@ from catm import (
     iter_records,
     load_instances,
     mine_labels,
+    write_labels,
 )
 
 DEFAULT_DATA = Path(__file__).resolve().parents[3] / ".." / "shared" / "data"
@@ -104,6 +107,12 @@ def scale(
     wall = time.perf_counter()
     cpu = time.process_time()
     result = mine_labels(replicated(), table, NoJudge())
+    rss_mined = _rss_mib()
+    with tempfile.TemporaryDirectory() as tmp:
+        # Written as `catm mine` writes them: streamed, one label object at a time.
+        labels = Path(tmp) / "labels.jsonl"
+        write_labels(labels, result.iter_labels(), result.stats)
+        labels_mb = labels.stat().st_size / 1e6
     cpu = time.process_time() - cpu
     wall = time.perf_counter() - wall
     return {
@@ -115,7 +124,9 @@ def scale(
         "trajectories_per_second_per_core": round(result.stats.trajectories / cpu, 1),
         "rss_mib_start": round(start_rss, 1),
         "rss_mib_samples": samples,
-        "rss_mib_end": round(_rss_mib(), 1),
+        "rss_mib_after_stage3": round(rss_mined, 1),
+        "rss_mib_after_writing": round(_rss_mib(), 1),
+        "labels_megabytes": round(labels_mb, 1),
         "max_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
         "beta": result.stats.beta,
         "mean_weight_raw": round(result.stats.mean_weight_raw, 4),

@@ -132,3 +132,17 @@ def test_mine_the_shared_lite_sessions(tmp_path: Path) -> None:
     for row in rows:
         assert isinstance(row, LabelRecord)
         assert set(row.patch_files) <= set(row.gold)
+
+
+def test_missing_plot_extra_names_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    from catm import MissingExtraError
+    from catm._output import label_report, plot_histogram
+
+    trajectories, instances = _write_small_corpus(tmp_path)
+    labels = tmp_path / "labels.jsonl"
+    runner.invoke(app, ["mine", str(trajectories), "-i", str(instances), "-o", str(labels)])
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # makes `import matplotlib` fail
+    with pytest.raises(MissingExtraError, match=r"catm\[plot\]"):
+        plot_histogram(label_report(labels), tmp_path / "w.png", 0.15)

@@ -170,3 +170,12 @@ def test_limit_stops_early() -> None:
     result = mine_labels(_corpus(), INSTANCES, NoJudge(), config=MiningConfig(limit=2))
     assert result.stats.records_read == 2
     assert result.stats.trajectories == 2
+    assert all(m.reasoning == "" for label in result.labels for m in label.mined)
+
+
+def test_keep_reasoning_writes_the_evidence() -> None:
+    from catm import MiningConfig
+
+    result = mine_labels(_corpus(), INSTANCES, NoJudge(), config=MiningConfig(keep_reasoning=True))
+    aux = next(m for label in result.labels for m in label.mined if m.path == "aux.py")
+    assert aux.reasoning.split() == ["word"] * 50

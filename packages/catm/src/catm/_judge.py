@@ -70,6 +70,9 @@ class Judge(Protocol):
     ) -> list[JudgeResult]: ...
 
 
+_UNJUDGED = JudgeResult(Verdict.UNJUDGED, "")
+
+
 class NoJudge:
     """`--judge none`: every mined file is kept and marked UNJUDGED."""
 
@@ -80,7 +83,7 @@ class NoJudge:
         requests: Sequence[JudgeRequest],
         on_result: Callable[[JudgeResult], None] | None = None,
     ) -> list[JudgeResult]:
-        results = [JudgeResult(Verdict.UNJUDGED, "") for _ in requests]
+        results = [_UNJUDGED] * len(requests)  # one shared frozen result: no per-file objects
         if on_result is not None:
             for result in results:
                 on_result(result)

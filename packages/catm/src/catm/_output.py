@@ -8,11 +8,12 @@ files someone else produced); the per-stage read counts come from the stats file
 
 from __future__ import annotations
 
+import importlib
 import itertools
 import math
 import os
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,7 +32,7 @@ def stats_path(labels: Path) -> Path:
     return labels.with_name(labels.name + ".stats.json")
 
 
-def write_labels(path: Path, labels: list[LabelRecord], stats: MiningStats) -> None:
+def write_labels(path: Path, labels: Iterable[LabelRecord], stats: MiningStats) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     with tmp.open("w", encoding="utf-8") as out:
@@ -167,10 +168,10 @@ def label_report(path: Path, examples: int = 3, threshold: float = GOLD_THRESHOL
 def plot_histogram(report: LabelReport, out: Path, threshold: float) -> None:
     """Write the weight histogram as a PNG (needs the `plot` extra: matplotlib)."""
     try:
-        import matplotlib
-
+        # Through importlib: matplotlib is an optional extra, absent where type checks run.
+        matplotlib = importlib.import_module("matplotlib")
         matplotlib.use("Agg")  # no display on batch machines
-        import matplotlib.pyplot as plt
+        plt = importlib.import_module("matplotlib.pyplot")
     except ImportError as exc:
         raise MissingExtraError(
             "the weight histogram needs matplotlib: pip install 'catm[plot]'"

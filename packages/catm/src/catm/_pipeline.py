@@ -38,6 +38,7 @@ class MiningConfig:
     threshold: float = GOLD_THRESHOLD
     evidence_chars: int = 6000  # post-reasoning shown to the judge, per file
     limit: int | None = None  # stop after this many trajectory records (`--limit`)
+    keep_reasoning: bool = False  # write the post-reasoning text into the labels (audits)
 
 
 @dataclass(slots=True)
@@ -58,13 +59,30 @@ class _InstanceAggregate:
     files: dict[str, _FileAggregate] = field(default_factory=dict)
 
 
-@dataclass(slots=True)
 class MiningResult:
-    """Labels (sorted by instance), run statistics, and the first skipped records in detail."""
+    """Run statistics, the first skipped records in detail, and the labels on demand.
 
-    labels: list[LabelRecord]
-    stats: MiningStats
-    skips: list[Skip]
+    Labels are built one instance at a time by `iter_labels()` (what `catm mine` writes), so a
+    corpus of 60K instances never holds 60K label objects; `labels` builds them all as a list.
+    """
+
+    def __init__(
+        self,
+        stats: MiningStats,
+        skips: list[Skip],
+        build: Callable[[], Iterator[LabelRecord]],
+    ) -> None:
+        self.stats = stats
+        self.skips = skips
+        self._build = build
+
+    def iter_labels(self) -> Iterator[LabelRecord]:
+        """Labels sorted by instance_id, built lazily."""
+        return self._build()
+
+    @property
+    def labels(self) -> list[LabelRecord]:
+        return list(self._build())
 
 
 @dataclass(slots=True)
@@ -105,7 +123,7 @@ def mine_labels(
     aggregates: dict[str, _InstanceAggregate] = {}
     seen_trajectories: set[str] = set()
     missing: set[str] = set()  # instances with trajectories but neither --instances row nor patch
-    keep_evidence = judge.name != "none"
+    keep_evidence = judge.name != "none" or config.keep_reasoning
     for record in records:
         if config.limit is not None and counts.records_read >= config.limit:
             break
@@ -183,47 +201,57 @@ def _finish(
     if on_judge_start is not None:
         on_judge_start(len(requests))
     verdicts = judge.judge(requests, on_judged)
+    del requests
     # Stage 3: β and the mean over every pair the judge kept.
     kept = [i for i, r in enumerate(verdicts) if r.verdict is not Verdict.NOT_RELEVANT]
     beta = median_beta([pairs[i][2].reasoning_tokens for i in kept])
     raw = [saturation_weight(pairs[i][2].reasoning_tokens, beta) for i in kept]
     weights, mean_raw = normalized_weights(raw)
-    weight_of = {i: (raw[k], weights[k]) for k, i in enumerate(kept)}
+    weight_of: list[tuple[float, float] | None] = [None] * len(pairs)
+    for k, i in enumerate(kept):
+        weight_of[i] = (raw[k], weights[k])
+    del raw, weights
+    passes = [w is not None and w[1] >= config.threshold for w in weight_of]
 
-    labels: list[LabelRecord] = []
-    mined_by_instance: dict[str, list[MinedFile]] = {}
     contributing: set[str] = set()
     above = mined_only = 0
+    mined_gold: dict[str, int] = {}
     for index, (aggregate, path, file) in enumerate(pairs):
-        result = verdicts[index]
-        weight_raw, weight = weight_of.get(index, (None, None))
-        passes = weight is not None and weight >= config.threshold
-        in_patch = path in aggregate.patch_files
-        above += passes
-        mined_only += passes and not in_patch
-        if passes:
+        if passes[index]:
+            above += 1
             contributing.update(file.trajectories)
-        mined_by_instance.setdefault(aggregate.instance_id, []).append(
-            MinedFile(
-                path=path,
-                reasoning_tokens=file.reasoning_tokens,
-                n_reads=file.n_reads,
-                verdict=result.verdict,
-                judge_answer=result.answer,
-                weight_raw=None if weight_raw is None else round(weight_raw, 6),
-                weight=None if weight is None else round(weight, 6),
-                in_patch=in_patch,
-                in_gold=passes or in_patch,
-                trajectories=file.trajectories,
-            )
-        )
-    gold_total = 0
-    for aggregate in ordered:
-        mined = mined_by_instance.get(aggregate.instance_id, [])
-        gold = sorted(set(aggregate.patch_files) | {m.path for m in mined if m.in_gold})
-        gold_total += len(gold)
-        labels.append(
-            LabelRecord(
+            if path not in aggregate.patch_files:
+                mined_only += 1
+                mined_gold[aggregate.instance_id] = mined_gold.get(aggregate.instance_id, 0) + 1
+    gold_total = sum(len(set(a.patch_files)) for a in ordered) + mined_only
+
+    def build() -> Iterator[LabelRecord]:
+        index = 0
+        for aggregate in ordered:
+            mined: list[MinedFile] = []
+            while index < len(pairs) and pairs[index][0] is aggregate:
+                _, path, file = pairs[index]
+                result = verdicts[index]
+                weight = weight_of[index]
+                in_patch = path in aggregate.patch_files
+                mined.append(
+                    MinedFile(
+                        path=path,
+                        reasoning_tokens=file.reasoning_tokens,
+                        n_reads=file.n_reads,
+                        verdict=result.verdict,
+                        judge_answer=result.answer,
+                        weight_raw=None if weight is None else round(weight[0], 6),
+                        weight=None if weight is None else round(weight[1], 6),
+                        in_patch=in_patch,
+                        in_gold=passes[index] or in_patch,
+                        trajectories=file.trajectories,
+                        reasoning=file.evidence if config.keep_reasoning else "",
+                    )
+                )
+                index += 1
+            gold = sorted(set(aggregate.patch_files) | {m.path for m in mined if m.in_gold})
+            yield LabelRecord(
                 instance_id=aggregate.instance_id,
                 repo=aggregate.repo,
                 patch_files=list(aggregate.patch_files),
@@ -232,7 +260,7 @@ def _finish(
                 trajectories=aggregate.trajectories,
                 judge=judge.name,
             )
-        )
+
     by_verdict = Counter(r.verdict for r in verdicts)
     stats = MiningStats(
         judge=judge.name,
@@ -258,8 +286,8 @@ def _finish(
         above_threshold=above,
         mined_not_in_patch=mined_only,
         gold_files=gold_total,
-        labels_written=len(labels),
+        labels_written=len(ordered),
         trajectories_contributing=len(contributing),
         retention=len(contributing) / counts.trajectories if counts.trajectories else 0.0,
     )
-    return MiningResult(labels, stats, counts.skips)
+    return MiningResult(stats, counts.skips, build)

@@ -106,6 +106,7 @@ class MinedFile(BaseModel):
     in_patch: bool
     in_gold: bool
     trajectories: list[str]
+    reasoning: str = ""  # the post-reasoning the judge saw; only with `--keep-reasoning`
 
 
 class LabelRecord(BaseModel):

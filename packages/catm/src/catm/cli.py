@@ -79,6 +79,9 @@ def mine(
         int | None, typer.Option(help="Stop after this many trajectory records.")
     ] = None,
     plot: Annotated[Path | None, typer.Option(help="Also write the weight histogram PNG.")] = None,
+    keep_reasoning: Annotated[
+        bool, typer.Option("--keep-reasoning", help="Write each file's post-reasoning text.")
+    ] = False,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Mine and report, but write nothing.")
     ] = False,
@@ -121,7 +124,9 @@ def mine(
                 iter_records(trajectories),
                 table,
                 judge_impl,
-                config=MiningConfig(threshold=threshold, limit=limit),
+                config=MiningConfig(
+                    threshold=threshold, limit=limit, keep_reasoning=keep_reasoning
+                ),
                 on_trajectory=lambda: progress.advance(reading),
                 on_judge_start=judge_start,
                 on_judged=judged,
@@ -129,7 +134,7 @@ def mine(
         if isinstance(judge_impl, OpenAIJudge):
             judge_impl.close()
         if not dry_run:
-            write_labels(output, result.labels, result.stats)
+            write_labels(output, result.iter_labels(), result.stats)
     except CatmError as exc:
         console.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2) from exc
