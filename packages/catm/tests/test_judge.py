@@ -245,3 +245,70 @@ def test_resume_after_kill(tmp_path: Path) -> None:
     finally:
         server.httpd.shutdown()
         server.httpd.server_close()
+
+
+def test_cli_with_a_judge_endpoint(server: ScriptedServer, tmp_path: Path) -> None:
+    """`catm mine --judge M --endpoint URL`: verdicts land in the labels, reruns hit the cache."""
+    from catm import LabelRecord, read_labels
+    from catm.cli import app
+    from typer.testing import CliRunner
+
+    ws = "/workspace/o__p__1"
+
+    def view(cid: str, path: str) -> dict[str, object]:
+        args = json.dumps({"command": "view", "path": f"{ws}/{path}"})
+        return {"id": cid, "function": {"name": "str_replace_editor", "arguments": args}}
+
+    record = {
+        "instance_id": "o__p-1",
+        "trajectory_id": "t1",
+        "messages": [
+            {"role": "user", "content": f"<uploaded_files>\n{ws}\n</uploaded_files>"},
+            {"role": "assistant", "content": "", "tool_calls": [view("a", "pkg/rel.py")]},
+            {"role": "tool", "tool_call_id": "a", "content": "1 x"},
+            {
+                "role": "assistant",
+                "content": "rel.py matters " * 5,
+                "tool_calls": [view("b", "pkg/not.py")],
+            },
+            {"role": "tool", "tool_call_id": "b", "content": "1 y"},
+            {"role": "assistant", "content": "not.py was a dead end " * 3},
+        ],
+    }
+    trajectories = tmp_path / "t.jsonl"
+    trajectories.write_text(json.dumps(record) + "\n")
+    instances = tmp_path / "i.jsonl"
+    row = {
+        "instance_id": "o__p-1",
+        "patch": "diff --git a/pkg/fix.py b/pkg/fix.py\n",
+        "problem_statement": "it breaks",
+    }
+    instances.write_text(json.dumps(row) + "\n")
+    labels = tmp_path / "labels.jsonl"
+    args = [
+        "mine",
+        str(trajectories),
+        "-i",
+        str(instances),
+        "-o",
+        str(labels),
+        "--judge",
+        "judge-model",
+        "--endpoint",
+        server.url,
+        "-j",
+        "2",
+    ]
+    runner = CliRunner()
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    [label] = list(read_labels(labels))
+    assert isinstance(label, LabelRecord)
+    verdicts = {m.path: m.verdict for m in label.mined}
+    assert verdicts == {"pkg/rel.py": Verdict.RELEVANT, "pkg/not.py": Verdict.NOT_RELEVANT}
+    assert label.gold == ["pkg/fix.py", "pkg/rel.py"]
+    assert label.judge == "judge-model"
+    assert (tmp_path / "labels.jsonl.judge-cache.sqlite").exists()
+    before = sum(server.hits.values())
+    assert runner.invoke(app, args).exit_code == 0
+    assert sum(server.hits.values()) == before  # the rerun cost nothing
