@@ -35,6 +35,16 @@ class Answer(BaseModel):
 
     files: tuple[str, ...] = Field(description="Files to edit, most important first.")
     line_ranges: dict[str, tuple[LineRange, ...]] = Field(default_factory=dict)
+    reasons: dict[str, str] = Field(
+        default_factory=dict, description="Optional: why each file (shown to people, not scored)."
+    )
+
+    @field_validator("reasons", mode="before")
+    @classmethod
+    def _reasons(cls, v: Any) -> Any:
+        if not isinstance(v, dict):
+            return {}
+        return {normalize_path(str(k)): str(r)[:300] for k, r in v.items() if r}
 
     @field_validator("files", mode="before")
     @classmethod
@@ -138,6 +148,14 @@ def _load(blob: str) -> Any:
         return None
 
 
+def _find_reasons(text: str) -> dict[str, str]:
+    for blob in _candidates(text):
+        data = _load(blob)
+        if isinstance(data, dict) and isinstance(data.get("reasons"), dict):
+            return {str(k): str(v) for k, v in data["reasons"].items()}
+    return {}
+
+
 def parse_answer(text: str | None) -> Answer | None:
     """The answer in a model reply, or None when the reply holds no list of files.
 
@@ -148,21 +166,26 @@ def parse_answer(text: str | None) -> Answer | None:
     if not text:
         return None
     strict = rewards.parse_answer(text).answer
+    text = _THINK.sub("", text)
     if strict is not None:
         return Answer(
             files=strict.files,
             line_ranges={
                 f: tuple((r.start, r.end) for r in rs) for f, rs in strict.line_ranges.items()
             },
+            reasons=_find_reasons(text),
         )
-    text = _THINK.sub("", text)
     for blob in _candidates(text):
         data = _load(blob)
         if isinstance(data, dict):
             files = data.get("files", data.get("locations", data.get("paths")))
             if files is None:
                 continue
-            data = {"files": files, "line_ranges": data.get("line_ranges", {})}
+            data = {
+                "files": files,
+                "line_ranges": data.get("line_ranges", {}),
+                "reasons": data.get("reasons", {}),
+            }
         elif isinstance(data, list) and all(isinstance(x, str) for x in data):
             data = {"files": data}
         else:

@@ -58,7 +58,10 @@ class LexicalConfig:
     message_weight: float = 3.0
     def_weight: float = 1.0
     def_spread: float = 0.7
-    word_weight: float = 0.25
+    word_weight: float = 0.05
+    prefixed_factor: float = 0.5
+    init_factor: float = 0.5
+    init_file_factor: float = 1.0
     test_factor: float = 0.25
     docs_factor: float = 0.3
     other_ext_factor: float = 0.5
@@ -83,13 +86,14 @@ class LexicalPolicy:
             calls = self._search_calls(clues, idents, request.max_calls)
             if calls:
                 return PolicyReply(content=None, tool_calls=calls)
-        scores, def_lines = self._rank(request, clues, idents)
+        scores, def_lines, why = self._rank(request, clues, idents)
         if not request.answer_turn and tool_turns == 1 and scores:
             calls = self._confirm_calls(scores, def_lines, idents, request.max_calls)
             if calls:
                 return PolicyReply(content=None, tool_calls=calls)
         files = self._choose(scores)
-        return PolicyReply(content=json.dumps({"files": files}))
+        reasons = {f: "; ".join(dict.fromkeys(why[f])) or "matches issue words" for f in files}
+        return PolicyReply(content=json.dumps({"files": files, "reasons": reasons}))
 
     # -- turn 1 -------------------------------------------------------------------------------
 
@@ -105,7 +109,7 @@ class LexicalPolicy:
         step = self.config.per_def_call
         for i in range(0, len(names), step):
             chunk = "|".join(_escape(n) for n in names[i : i + step])
-            pattern = rf"^\s*(?:export\s+)?(?:pub\s+)?(?:async\s+)?{_DEF}\s+(?:{chunk})\b"
+            pattern = rf"^\s*(?:export\s+)?(?:pub\s+)?(?:async\s+)?{_DEF}\s+(?:\w+_)?(?:{chunk})\b"
             calls.append(self._call(len(calls), "grep", {"pattern": pattern, "max_results": 1000}))
         for msg in clues.messages[:2]:
             calls.append(
@@ -133,8 +137,9 @@ class LexicalPolicy:
 
     def _rank(
         self, request: PolicyRequest, clues: IssueClues, idents: dict[str, float]
-    ) -> tuple[dict[str, float], dict[str, int]]:
+    ) -> tuple[dict[str, float], dict[str, int], dict[str, list[str]]]:
         c = self.config
+        why: dict[str, list[str]] = defaultdict(list)
         files = request.repo_files
         by_suffix: dict[str, list[str]] = defaultdict(list)
         for f in files:
@@ -146,6 +151,7 @@ class LexicalPolicy:
             hits = self._resolve(p, files, by_suffix)
             for h in hits:
                 score[h] += c.path_weight / len(hits)
+                why[h].append("named in the issue")
         repo_frames = []
         for fp, _, _ in clues.frames:
             hits = self._resolve(fp, files, by_suffix)
@@ -153,6 +159,7 @@ class LexicalPolicy:
                 repo_frames.append(hits[0])
         for h in dict.fromkeys(repo_frames):
             score[h] += c.frame_weight
+            why[h].append("in the traceback")
         if repo_frames:
             score[repo_frames[-1]] += c.last_frame_bonus
         for dotted in clues.dotted:
@@ -161,12 +168,16 @@ class LexicalPolicy:
                 base = "/".join(parts[:k])
                 hits = by_suffix.get(base + ".py", []) or by_suffix.get(base + "/__init__.py", [])
                 if len(hits) == 1:
-                    score[hits[0]] += c.module_weight * (0.5 if k < len(parts) else 1.0)
+                    w = c.module_weight * (0.5 if k < len(parts) else 1.0)
+                    if hits[0].endswith("__init__.py"):
+                        w *= c.init_factor
+                    score[hits[0]] += w
+                    why[hits[0]].append(f"module `{'.'.join(parts[:k])}`")
                     break
         def_lines: dict[str, int] = {}
         defs: dict[str, set[str]] = defaultdict(set)
         first_line: dict[tuple[str, str], int] = {}
-        msg_files: dict[int, set[str]] = defaultdict(set)
+        msg_files: dict[str, set[str]] = defaultdict(set)
         coverage: dict[str, float] = {}
         reads: set[str] = set()
         for turn in request.history:
@@ -189,26 +200,28 @@ class LexicalPolicy:
                 elif obs.call.id.startswith("lex_grep_") and "def|class" in args["pattern"]:
                     for m in r.matches:
                         for n in idents:
-                            if re.search(rf"{_DEF}\s+{re.escape(n)}\b", m.text):
-                                defs[n].add(m.path)
-                                first_line.setdefault((n, m.path), m.line)
+                            hit = re.search(rf"{_DEF}\s+(\w+_)?{re.escape(n)}\b", m.text)
+                            if hit:
+                                key = n if hit.group(1) is None else "_" + n
+                                defs[key].add(m.path)
+                                first_line.setdefault((key, m.path), m.line)
                 else:
                     for m in r.matches:
-                        msg_files[hash(args["pattern"])].add(m.path)
+                        msg_files[args["pattern"].replace("\\", "")].add(m.path)
         for n, where in defs.items():
-            w = c.def_weight * idents[n] / len(where) ** c.def_spread
+            # "_X" stands for prefixed definitions such as `_print_X`: weaker evidence
+            strength = idents[n] if n in idents else c.prefixed_factor * idents[n[1:]]
+            weight = c.def_weight * strength / len(where) ** c.def_spread
+            shown = n if n in idents else f"*_{n[1:]}"
             for f in where:
-                score[f] += w
-                line = first_line[(n, f)]
-                if f not in def_lines or idents[n] > 0:
-                    def_lines.setdefault(f, line)
-        for where in msg_files.values():
+                score[f] += weight
+                why[f].append(f"defines `{shown}`")
+                def_lines.setdefault(f, first_line[(n, f)])
+        for pattern, where in msg_files.items():
             for f in where:
                 score[f] += c.message_weight / len(where)
-        words = set(clues.words)
-        for f in list(score):
-            tokens = set(re.split(r"[/_.\-]", f.lower()))
-            score[f] += c.word_weight * len(tokens & words)
+                why[f].append(f"has the message '{pattern[:40]}'")
+        self._path_prior(score, files, clues)
         for f in list(score):
             if _TEST.search(f):
                 score[f] *= c.test_factor
@@ -216,9 +229,39 @@ class LexicalPolicy:
                 score[f] *= c.docs_factor
             elif not f.endswith(_CODE_EXT):
                 score[f] *= c.other_ext_factor
+            if f.endswith("/__init__.py"):
+                score[f] *= c.init_file_factor
             if f in coverage:
                 score[f] *= c.coverage_floor + (1 - c.coverage_floor) * coverage[f]
-        return dict(score), def_lines
+                if coverage[f] > 0:
+                    why[f].append(f"mentions {coverage[f]:.0%} of the issue's names")
+        return dict(score), def_lines, why
+
+    def _path_prior(
+        self, score: dict[str, float], files: tuple[str, ...], clues: IssueClues
+    ) -> None:
+        """Issue words that name path components ("latex", "napoleon", "junitxml"), weighted by
+        how rare the component is in the repository: a prior over every source file."""
+        c = self.config
+        tf: dict[str, int] = defaultdict(int)
+        for w in clues.words:
+            tf[w] += 1
+        if not tf:
+            return
+        token_sets: dict[str, set[str]] = {}
+        df: dict[str, int] = defaultdict(int)
+        for f in files:
+            if not f.endswith(_CODE_EXT):
+                continue
+            toks = {t for t in re.split(r"[/_.\-]", f.lower()) if len(t) > 3}
+            token_sets[f] = toks
+            for t in toks:
+                df[t] += 1
+        n = max(1, len(token_sets))
+        for f, toks in token_sets.items():
+            s = sum(math.log(n / df[t]) * math.log1p(tf[t]) for t in toks if t in tf)
+            if s > 0:
+                score[f] += c.word_weight * s
 
     # -- turn 2 -------------------------------------------------------------------------------
 

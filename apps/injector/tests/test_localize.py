@@ -1,0 +1,116 @@
+"""`codegrep localize` on small real git repositories made here, and on the example issue."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+from injector.cli import app
+from typer.testing import CliRunner
+
+ROOT = Path(__file__).resolve().parents[3]
+
+FILES = {
+    "README.md": "# billing\n",
+    "billing/__init__.py": "",
+    "billing/invoice.py": (
+        "class Invoice:\n"
+        "    def add_line(self, amount):\n"
+        "        if amount < 0:\n"
+        "            raise ValueError('negative amounts are not allowed on an invoice')\n"
+        "        self.lines.append(amount)\n"
+    ),
+    "billing/tax.py": "def vat_rate(country):\n    return {'de': 0.19}.get(country, 0.0)\n",
+    "tests/test_invoice.py": "from billing.invoice import Invoice\n\ndef test_add_line():\n"
+    "    Invoice().add_line(1)\n",
+}
+ISSUE = (
+    "Refunds fail: `Invoice.add_line(-5)` raises\n\n"
+    "    ValueError: negative amounts are not allowed on an invoice\n\n"
+    "Credit notes need negative lines."
+)
+
+
+def _git(repo: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", "-C", str(repo), *args], check=True, capture_output=True, text=True
+    ).stdout
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    root = tmp_path / "billing-repo"
+    root.mkdir()
+    _git(root, "init", "-q", "-b", "main")
+    for rel, text in FILES.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    _git(root, "add", "-A")
+    _git(root, "-c", "user.name=t", "-c", "user.email=t@e.com", "commit", "-q", "-m", "init")
+    return root
+
+
+def test_localize_json_on_a_working_tree(repo: Path, tmp_path: Path) -> None:
+    issue = tmp_path / "issue.md"
+    issue.write_text(ISSUE)
+    res = CliRunner().invoke(
+        app, ["localize", "--repo", str(repo), "--issue", str(issue), "--json"]
+    )
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.output)
+    assert data["files"] == ["billing/invoice.py"]
+    assert "Invoice" in data["reasons"]["billing/invoice.py"]
+    assert data["status"] == "answered"
+    assert data["policy"] == "lexical"
+    assert 1 <= data["turns"] <= 4
+
+
+def test_localize_reads_stdin_and_prints_reasons(repo: Path) -> None:
+    res = CliRunner().invoke(app, ["localize", "--repo", str(repo), "--issue", "-"], input=ISSUE)
+    assert res.exit_code == 0, res.output
+    first = res.output.splitlines()[0]
+    assert first.startswith("billing/invoice.py")
+    assert "lexical:" in res.output
+
+
+def test_localize_sees_uncommitted_changes_and_commits(repo: Path, tmp_path: Path) -> None:
+    # a new, uncommitted module that defines the name the issue talks about
+    (repo / "billing" / "refund.py").write_text("def issue_credit_note(invoice):\n    pass\n")
+    text = "`issue_credit_note` should round to cents"
+    res = CliRunner().invoke(
+        app, ["localize", "--repo", str(repo), "--issue", "-", "--json"], input=text
+    )
+    assert json.loads(res.output)["files"] == ["billing/refund.py"]
+    # at the commit, the file does not exist yet
+    res = CliRunner().invoke(
+        app,
+        ["localize", "--repo", str(repo), "--commit", "HEAD", "--issue", "-", "--json"],
+        input=text,
+    )
+    assert res.exit_code == 0, res.output
+    assert "billing/refund.py" not in json.loads(res.output)["files"]
+
+
+def test_bad_inputs_exit_2(repo: Path, tmp_path: Path) -> None:
+    runner = CliRunner()
+    res = runner.invoke(app, ["localize", "--repo", str(repo), "--issue", str(tmp_path / "no")])
+    assert res.exit_code == 2
+    res = runner.invoke(app, ["localize", "--repo", str(repo), "--issue", "-"], input="  \n")
+    assert res.exit_code == 2
+    res = runner.invoke(app, ["localize", "--repo", "not/here", "--issue", "-"], input="x y z")
+    assert res.exit_code == 2
+    assert "needs --commit" in res.output
+
+
+def test_the_example_issue_on_this_repository() -> None:
+    example = ROOT / "apps" / "injector" / "examples" / "issue.md"
+    if not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout")
+    res = CliRunner().invoke(
+        app, ["localize", "--repo", str(ROOT), "--issue", str(example), "--json"]
+    )
+    assert res.exit_code == 0, res.output
+    files = json.loads(res.output)["files"]
+    assert "packages/codegrep-model/src/codegrep_model/answer.py" in files
