@@ -117,12 +117,33 @@ def test_kill_during_prepare_leaves_a_consistent_cache(tmp_path: Path, repo: Any
     assert any(tmp.iterdir()), "the clone finished before it could be interrupted"
     proc.send_signal(signal.SIGKILL)
     proc.wait()
+    # git's own helpers (index-pack, upload-pack) notice the dead pipe and exit; wait for that,
+    # as a restart after a crash would come later anyway.
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and _processes_mentioning(str(cache_dir)):
+        time.sleep(0.05)
+    assert _processes_mentioning(str(cache_dir)) == []
     cache = BareRepoCache(cache_dir, source)  # a restart prunes the dead clone
     assert os.listdir(tmp) == []
     assert not cache.has("someone/proj")
     rerun = subprocess.run(argv, capture_output=True, text=True, timeout=120)
     assert rerun.returncode == 0, rerun.stderr
     assert cache.ensure("someone/proj", [repo.commits[-1]]).commits == (repo.commits[-1],)
+
+
+def _processes_mentioning(text: str) -> list[int]:
+    found = []
+    for pid in os.listdir("/proc"):
+        if pid.isdigit() and int(pid) != os.getpid():
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                    cmdline = fh.read()
+                cwd = os.readlink(f"/proc/{pid}/cwd")
+            except OSError:
+                continue
+            if text.encode() in cmdline or cwd.startswith(text):
+                found.append(int(pid))
+    return found
 
 
 _HOLDER = textwrap.dedent(

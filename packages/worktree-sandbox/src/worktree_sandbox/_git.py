@@ -46,6 +46,18 @@ def git_env() -> dict[str, str]:
     return env
 
 
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child
+    """Linux: the child gets SIGKILL when its parent dies, so a killed `prepare` strands no
+    `git clone` that keeps writing into the cache after the restart pruned it."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
 def git(
     git_dir: Path, *args: str, timeout: float = 600.0, check: bool = True
 ) -> subprocess.CompletedProcess[bytes]:
@@ -56,6 +68,7 @@ def git(
         timeout=timeout,
         env=git_env(),
         check=False,
+        preexec_fn=_die_with_parent if sys.platform == "linux" else None,
     )
     if check and proc.returncode != 0:
         msg = proc.stderr.decode(errors="replace").strip()
