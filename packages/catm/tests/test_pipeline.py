@@ -179,3 +179,28 @@ def test_keep_reasoning_writes_the_evidence() -> None:
     result = mine_labels(_corpus(), INSTANCES, NoJudge(), config=MiningConfig(keep_reasoning=True))
     aux = next(m for label in result.labels for m in label.mined if m.path == "aux.py")
     assert aux.reasoning.split() == ["word"] * 50
+
+
+def test_eval_output_records_carry_their_own_patch() -> None:
+    """An OpenHands eval `output.jsonl` row has `instance.patch`: no instance file is needed."""
+    from catm import parse_record
+
+    row = {
+        "instance_id": "o__p-3",
+        "instance": {"repo": "o/p", "version": "1", "patch": "diff --git a/m.py b/m.py\n"},
+        "history": [
+            {
+                "id": 1,
+                "source": "agent",
+                "action": "read",
+                "args": {"path": "/workspace/o__p__1/m.py", "thought": "open"},
+            },
+            {"id": 2, "source": "agent", "action": "message", "args": {"content": "m.py it is"}},
+        ],
+    }
+    record = parse_record(row)
+    assert isinstance(record, Trajectory)
+    assert record.workspace_root == "/workspace/o__p__1"
+    [label] = mine_labels([record], {}, NoJudge()).labels
+    assert label.patch_files == ["m.py"]
+    assert [m.path for m in label.mined] == ["m.py"]

@@ -9,7 +9,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from catm import InputError, Skip, Trajectory, TrajectoryFormat, parse_record, read_trajectories
+from catm import (
+    InputError,
+    Skip,
+    Trajectory,
+    TrajectoryFormat,
+    mine_trajectory,
+    parse_record,
+    read_trajectories,
+)
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 WS = "/workspace/org__proj__1.0"
 
@@ -280,3 +290,64 @@ def test_truncated_gzip_reports_where(tmp_path: Path) -> None:
     assert got  # what came before the break was delivered
     with pytest.raises(InputError, match="cannot open"):
         list(read_trajectories(tmp_path / "missing.jsonl"))
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=20),
+    lambda children: (
+        st.lists(children, max_size=4)
+        | st.dictionaries(
+            st.sampled_from(
+                [
+                    "instance_id",
+                    "history",
+                    "messages",
+                    "action",
+                    "observation",
+                    "args",
+                    "content",
+                    "tool_calls",
+                    "function",
+                    "arguments",
+                    "role",
+                    "kind",
+                    "cause",
+                    "id",
+                    "source",
+                    "tool_call_metadata",
+                    "model_response",
+                    "choices",
+                    "message",
+                    "extras",
+                    "path",
+                ]
+            ),
+            children,
+            max_size=6,
+        )
+    ),
+    max_leaves=30,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_json)
+def test_any_json_is_a_trajectory_or_a_skip(record: Any) -> None:
+    """Readers never raise on data: whatever the shape, the answer is a Trajectory or a Skip."""
+    if isinstance(record, dict):
+        record.setdefault("instance_id", "x")
+    result = parse_record(record)
+    assert isinstance(result, Trajectory | Skip)
+    if isinstance(result, Trajectory):
+        mine_trajectory(result)  # and stage 1 copes with whatever came through
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(_json, min_size=1, max_size=4))
+def test_broken_v0_events_never_raise(events: list[Any]) -> None:
+    record = v0_record()
+    record["history"] = record["history"][:4] + events
+    result = parse_record(record)
+    assert isinstance(result, Trajectory | Skip)
+    if isinstance(result, Trajectory):
+        assert mine_trajectory(result).root == WS
