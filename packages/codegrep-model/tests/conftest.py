@@ -6,7 +6,7 @@ import json
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -56,6 +56,12 @@ SMALL_REPO = {
         "    c.total_price({'a': 1})\n"
     ),
 }
+
+
+@pytest.fixture(scope="session")
+def repo_factory() -> Callable[[Path, dict[str, str]], tuple[Path, str]]:
+    """`make_repo` for tests in other modules (importlib mode cannot import conftest)."""
+    return make_repo
 
 
 @pytest.fixture

@@ -36,6 +36,9 @@ _CALL = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*\(")
 _IMPORT = re.compile(r"^\s*(?:from\s+([\w.]+)\s+)?import\s+([\w., ()]+)", re.M)
 
 
+TITLE_BOOST = 2.0
+
+
 @dataclass
 class IssueClues:
     paths: list[str] = field(default_factory=list)
@@ -117,6 +120,12 @@ def extract_clues(text: str) -> IssueClues:
         # in prose only code-shaped tokens count: snake_case, CamelCase, dotted
         if "_" in tok or "." in tok or (any(c.isupper() for c in tok[1:]) and tok[0].isalpha()):
             add(tok, 0.7)
+    # the title usually names the thing that is broken
+    title = text.strip().splitlines()[0] if text.strip() else ""
+    for m in _IDENT.finditer(title):
+        for part in m.group(1).split("."):
+            if part in weights:
+                weights[part] *= TITLE_BOOST
     clues.identifiers = dict(sorted(weights.items(), key=lambda kv: -kv[1]))
     clues.words = [
         w.lower() for w in re.findall(r"[A-Za-z][a-z]{3,}", prose) if w.lower() not in _STOP

@@ -58,16 +58,16 @@ class LexicalConfig:
     message_weight: float = 3.0
     def_weight: float = 1.0
     def_spread: float = 0.7
-    word_weight: float = 0.05
+    word_weight: float = 0.1
     prefixed_factor: float = 0.5
     init_factor: float = 0.5
-    init_file_factor: float = 1.0
-    test_factor: float = 0.25
-    docs_factor: float = 0.3
-    other_ext_factor: float = 0.5
-    coverage_floor: float = 0.4
-    keep_ratio: float = 0.75
-    max_files: int = 3
+    init_file_factor: float = 0.6
+    test_factor: float = 0.1
+    docs_factor: float = 0.1
+    other_ext_factor: float = 0.2
+    coverage_floor: float = 0.2
+    keep_ratio: float = 0.9
+    max_files: int = 2
 
 
 class LexicalPolicy:
@@ -231,6 +231,10 @@ class LexicalPolicy:
                 score[f] *= c.other_ext_factor
             if f.endswith("/__init__.py"):
                 score[f] *= c.init_file_factor
+            if coverage and f not in coverage:
+                # not confirmed: rank it as if it matched nothing, or unconfirmed files would
+                # overtake the confirmed ones whose coverage is below 1
+                score[f] *= c.coverage_floor
             if f in coverage:
                 score[f] *= c.coverage_floor + (1 - c.coverage_floor) * coverage[f]
                 if coverage[f] > 0:

@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from codegrep_model._hermes import split_hermes
 from codegrep_model.errors import EndpointError, EndpointTimeoutError
 from codegrep_model.policy import PolicyReply, PolicyRequest
 from codegrep_model.records import ToolCall, Usage
+
+if TYPE_CHECKING:
+    import httpx
 
 __all__ = ["OpenAIPolicy"]
 
@@ -41,6 +42,8 @@ class OpenAIPolicy:
         extra_body: dict[str, Any] | None = None,
         client: httpx.AsyncClient | None = None,
     ) -> None:
+        import httpx  # deferred: `codegrep localize` with the lexical default never needs it
+
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.temperature = temperature
@@ -85,6 +88,8 @@ class OpenAIPolicy:
         return body
 
     async def _post(self, body: dict[str, Any]) -> dict[str, Any]:
+        import httpx
+
         url = f"{self.base_url}/chat/completions"
         last = ""
         for attempt in range(self.max_retries + 1):
