@@ -104,10 +104,10 @@ def mine_trajectory(trajectory: Trajectory) -> TrajectoryMining:
             if call.tool == "editor":
                 if call.command == "view":
                     if call.observation.startswith(_FAILED_PREFIXES):
-                        dropped["read_failed"] += 1
+                        dropped[DropReason.FAILED] += 1
                         relative = to_repo_relative(call.path, root, cwd)
                         if relative:
-                            excluded.setdefault(relative, "read_failed")
+                            excluded.setdefault(relative, DropReason.FAILED)
                     else:
                         keep(call.path, index, call.observation, cwd)
                 elif call.command == "create" and "created successfully" in call.observation:

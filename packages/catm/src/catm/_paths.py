@@ -34,6 +34,7 @@ class DropReason(StrEnum):
     EXTENSIONLESS = "extensionless"
     ARTIFACT = "build_artifact"
     CREATED = "created_by_agent"
+    FAILED = "read_failed"  # the editor answered with an error (the path does not exist)
     EMPTY = "empty_path"
 
 
