@@ -39,14 +39,20 @@ class PacedPolicy:
         self.inner = LexicalPolicy()
         self.delay_s = delay_s
         self.replies = 0
+        self.compute_s = 0.0
 
     @property
     def name(self) -> str:
         return f"lexical+{self.delay_s:g}s"
 
     async def reply(self, request: PolicyRequest) -> PolicyReply:
+        # The reply takes `delay_s` in all, its own compute included, as a served model's
+        # latency would: the policy's thinking is model time, not environment time.
         self.replies += 1
-        reply, _ = await asyncio.gather(self.inner.reply(request), asyncio.sleep(self.delay_s))
+        started = time.perf_counter()
+        reply = await self.inner.reply(request)
+        self.compute_s += time.perf_counter() - started
+        await asyncio.sleep(max(0.0, self.delay_s - (time.perf_counter() - started)))
         return reply
 
 
@@ -73,6 +79,7 @@ async def run(args: argparse.Namespace, instances: list[Instance]) -> list[dict[
                     "turns": rec.stats.turns,
                     "calls": rec.stats.tool_calls,
                     "tools_s": sum(t.tools_s for t in rec.turns),
+                    "policy_compute_s": policy.compute_s,
                 }
             )
             print(

@@ -180,6 +180,11 @@ class LexicalPolicy:
         msg_files: dict[str, set[str]] = defaultdict(set)
         coverage: dict[str, float] = {}
         reads: set[str] = set()
+        # one compiled alternation per reply: the matches of a big repository are thousands of
+        # lines, and a regex per (line, name) pair would cost more than the tools themselves
+        alternation = "|".join(re.escape(n) for n in sorted(idents, key=len, reverse=True))
+        names_re = re.compile(rf"\b({alternation})\b" if alternation else r"(?!)")
+        def_res = {n: re.compile(rf"{_DEF}\s+(\w+_)?{re.escape(n)}\b") for n in idents}
         for turn in request.history:
             for obs in turn:
                 r = obs.result
@@ -190,17 +195,15 @@ class LexicalPolicy:
                     continue
                 args = json.loads(obs.call.arguments)
                 if args.get("path"):
-                    found = {
-                        n
-                        for n in idents
-                        if any(re.search(rf"\b{re.escape(n)}\b", m.text) for m in r.matches)
-                    }
+                    found = {h for m in r.matches for h in names_re.findall(m.text)}
                     total = sum(idents.values()) or 1.0
                     coverage[args["path"]] = sum(idents[n] for n in found) / total
                 elif obs.call.id.startswith("lex_grep_") and "def|class" in args["pattern"]:
                     for m in r.matches:
-                        for n in idents:
-                            hit = re.search(rf"{_DEF}\s+(\w+_)?{re.escape(n)}\b", m.text)
+                        # a substring test first (cheap), the exact pattern only for the names
+                        # the line contains
+                        for n in (n for n in idents if n in m.text):
+                            hit = def_res[n].search(m.text)
                             if hit:
                                 key = n if hit.group(1) is None else "_" + n
                                 defs[key].add(m.path)
