@@ -9,7 +9,6 @@ concurrent load against raw ripgrep on the same trees. Figures, not pass/fail.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
 import random
@@ -26,6 +25,7 @@ from rich.console import Console
 from rich.table import Table
 
 from worktree_sandbox._git import find_rg, git, git_env
+from worktree_sandbox._liveness import dir_bytes
 from worktree_sandbox.cache import BareRepoCache
 from worktree_sandbox.models import GlobArgs, GrepArgs, ReadArgs, SandboxLimits
 from worktree_sandbox.pool import TreePool
@@ -52,15 +52,6 @@ def _summary(values_ms: list[float]) -> dict[str, float]:
         "p99": round(_pct(values_ms, 99), 3),
         "max": round(max(values_ms), 3) if values_ms else float("nan"),
     }
-
-
-def _du(path: Path) -> int:
-    total = 0
-    for root, _dirs, files in os.walk(path):
-        for f in files:
-            with contextlib.suppress(OSError):
-                total += os.lstat(os.path.join(root, f)).st_size
-    return total
 
 
 def _commits_for(repo: str, git_dir: Path, instances: Path | None, n: int) -> list[str]:
@@ -115,7 +106,7 @@ async def _bench_repo(
 ) -> dict[str, Any]:
     git_dir = cache.git_dir(repo)
     fig: dict[str, Any] = {"repo": repo, "commits": len(commits)}
-    fig["bare_bytes"] = _du(git_dir)
+    fig["bare_bytes"] = dir_bytes(git_dir)
     shm = "/dev/shm" if Path("/dev/shm").is_dir() else None
     workdir = Path(tempfile.mkdtemp(prefix="wts-bench-", dir=shm))
     rg = find_rg()
@@ -148,7 +139,7 @@ async def _bench_repo(
                 await tree.wait_checkout()
                 if tree.checkout_seconds is not None and tree.checkout is not None:
                     checkout_s.append(tree.checkout_seconds * 1000)
-                    tree_bytes.append(_du(tree.checkout))
+                    tree_bytes.append(dir_bytes(tree.checkout))
                 files_n.append(len(await tree.files()))
                 for p in pats:
                     warm.append((await tree.grep(GrepArgs(pattern=p))).elapsed_ms)
@@ -255,12 +246,12 @@ def _alternatives(git_dir: Path, sha: str, scratch: Path) -> dict[str, Any]:
     out["full_clone_ms"] = round(
         _timed(["git", "clone", "--quiet", "--no-hardlinks", str(git_dir), str(clone)]), 1
     )
-    out["full_clone_bytes"] = _du(clone)
+    out["full_clone_bytes"] = dir_bytes(clone)
     shutil.rmtree(clone, ignore_errors=True)
     wt = scratch / "worktree"
     add = ["git", f"--git-dir={git_dir}", "worktree", "add", "--quiet", "--detach", str(wt), sha]
     out["worktree_add_ms"] = round(_timed(add), 1)
-    out["worktree_admin_bytes"] = _du(git_dir / "worktrees")
+    out["worktree_admin_bytes"] = dir_bytes(git_dir / "worktrees")
     _timed(["git", f"--git-dir={git_dir}", "worktree", "remove", "--force", str(wt)])
     arch = scratch / "archive"
     arch.mkdir()

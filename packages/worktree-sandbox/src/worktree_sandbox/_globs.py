@@ -41,7 +41,10 @@ def _translate_component_chars(pattern: str, i: int, out: list[str]) -> int:
         body = body.replace("\\", "\\\\").replace("/", "")
         for special in "[&~|":  # literal in a glob set; set operators or nesting in `re`
             body = body.replace(special, "\\" + special)
-        out.append(f"[{'^/' if negate else ''}{body}]")
+        if not body:  # e.g. '[/]': a set of nothing a path component can hold
+            out.append("[^/]" if negate else "(?!)")
+        else:
+            out.append(f"[{'^/' if negate else ''}{body}]")
         return j + 1
     else:
         out.append(re.escape(c))

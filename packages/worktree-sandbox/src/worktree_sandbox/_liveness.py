@@ -1,4 +1,5 @@
-"""Who owns a folder: a tag naming a live process, so that a restart can prune what the dead left.
+"""Who owns a folder (a tag naming a live process), so a restart can prune what the dead left;
+and how much such a folder holds.
 
 A tag is '<pid>-<start>' where <start> is the process start time from /proc (Linux), which makes
 a recycled pid look dead, as it should. Elsewhere the start part is 0 and only the pid is checked.
@@ -9,7 +10,7 @@ from __future__ import annotations
 import os
 from functools import cache
 
-__all__ = ["owner_alive", "owner_tag"]
+__all__ = ["dir_bytes", "owner_alive", "owner_tag"]
 
 
 def _start_time(pid: int) -> str | None:
@@ -50,3 +51,15 @@ def owner_alive(tag: str) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def dir_bytes(path: str | os.PathLike[str]) -> int:
+    """Bytes of the files below `path` (links not followed; vanishing files ignored)."""
+    total = 0
+    for root, _dirs, files in os.walk(path):
+        for f in files:
+            try:
+                total += os.lstat(os.path.join(root, f)).st_size
+            except OSError:
+                continue
+    return total

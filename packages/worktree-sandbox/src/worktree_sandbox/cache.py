@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from worktree_sandbox._git import git
-from worktree_sandbox._liveness import owner_alive, owner_tag
+from worktree_sandbox._liveness import dir_bytes, owner_alive, owner_tag
 from worktree_sandbox.errors import CommitNotFoundError, RepositoryNotFoundError, SandboxError
 
 __all__ = ["BareRepoCache", "PreparedRepo"]
@@ -44,15 +44,6 @@ class PreparedRepo:
     cloned: bool  # False when the clone already existed
     fetched: bool  # a missing commit was fetched from the source
     seconds: float
-
-
-def _dir_bytes(path: Path) -> int:
-    total = 0
-    for root, _dirs, files in os.walk(path):
-        for f in files:
-            with contextlib.suppress(OSError):
-                total += os.lstat(os.path.join(root, f)).st_size
-    return total
 
 
 class BareRepoCache:
@@ -171,7 +162,7 @@ class BareRepoCache:
         return self.ensure(repo, [commit]).commits[0]
 
     def disk_bytes(self, repo: str) -> int:
-        return _dir_bytes(self.git_dir(repo))
+        return dir_bytes(self.git_dir(repo))
 
     def _clone(self, repo: str) -> None:
         source = self.source_for(repo)

@@ -23,7 +23,7 @@ from types import TracebackType
 from typing import Literal, Self
 
 from worktree_sandbox._git import CatFileBatch, git
-from worktree_sandbox._liveness import owner_alive, owner_tag
+from worktree_sandbox._liveness import dir_bytes, owner_alive, owner_tag
 from worktree_sandbox.cache import BareRepoCache
 from worktree_sandbox.errors import CommitNotFoundError, SandboxClosedError, SandboxError
 from worktree_sandbox.models import SandboxLimits
@@ -49,9 +49,7 @@ def prune_workdir(workdir: Path) -> tuple[int, int]:
     folders = freed = 0
     for owner in workdir.iterdir():
         if owner.is_dir() and not owner_alive(owner.name):
-            freed += sum(
-                os.lstat(os.path.join(r, f)).st_size for r, _, fs in os.walk(owner) for f in fs
-            )
+            freed += dir_bytes(owner)
             remove_tree(owner)
             folders += 1
     return folders, freed
