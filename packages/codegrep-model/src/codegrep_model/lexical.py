@@ -39,6 +39,15 @@ _DOCS = re.compile(r"(^|/)(docs?|doc_src|examples?|benchmarks?|asv_bench|tutoria
 _CODE_EXT = (".py", ".pyx", ".pyi", ".c", ".h", ".js", ".ts", ".go", ".rs", ".java", ".rb")
 
 
+def _reason(evidence: list[str]) -> str:
+    """ "defines `a`", "defines `b`", "in the traceback" -> "defines `a`, `b`; in the traceback"."""
+    items = list(dict.fromkeys(evidence))
+    names = [e.removeprefix("defines ") for e in items if e.startswith("defines ")]
+    rest = [e for e in items if not e.startswith("defines ")]
+    parts = ([f"defines {', '.join(names[:4])}"] if names else []) + rest
+    return "; ".join(parts) or "its path matches the issue's words"
+
+
 def _escape(text: str) -> str:
     return "".join("\\" + c if c in _META else c for c in text)
 
@@ -92,7 +101,7 @@ class LexicalPolicy:
             if calls:
                 return PolicyReply(content=None, tool_calls=calls)
         files = self._choose(scores)
-        reasons = {f: "; ".join(dict.fromkeys(why[f])) or "matches issue words" for f in files}
+        reasons = {f: _reason(why[f]) for f in files}
         return PolicyReply(content=json.dumps({"files": files, "reasons": reasons}))
 
     # -- turn 1 -------------------------------------------------------------------------------
