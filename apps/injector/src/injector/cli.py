@@ -10,17 +10,27 @@ from typing import Annotated
 
 import typer
 
-app = typer.Typer(no_args_is_help=True, help="CodeGrep: the files an issue needs, for an agent.")
+app = typer.Typer(
+    no_args_is_help=True,
+    help="CodeGrep: the files an issue needs, for a coding agent.\n\n"
+    "Example: codegrep localize --repo . --issue issue.md",
+)
 
 
 @app.callback()
 def _root() -> None:
-    """CodeGrep: the files an issue needs, for a coding agent."""
+    """CodeGrep: the files an issue needs, for a coding agent.
+
+    Example: codegrep localize --repo . --issue issue.md
+    """
 
 
 @app.command()
 def version() -> None:
-    """Print the version."""
+    """Print the version.
+
+    Example: codegrep version
+    """
     from injector import __version__
 
     typer.echo(__version__)

@@ -10,12 +10,19 @@ from typing import Annotated
 
 import typer
 
-app = typer.Typer(no_args_is_help=True, help="The CodeGrep retrieval agent.")
+app = typer.Typer(
+    no_args_is_help=True,
+    help="The CodeGrep retrieval agent.\n\nExample: codegrep-model batch lite.jsonl -o pred.jsonl "
+    "--cache ~/.cache/cg -j 4",
+)
 
 
 @app.command()
 def version() -> None:
-    """Print the package version."""
+    """Print the package version.
+
+    Example: codegrep-model version
+    """
     from codegrep_model import __version__
 
     typer.echo(__version__)

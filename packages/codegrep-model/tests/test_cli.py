@@ -1,0 +1,50 @@
+"""`codegrep-model batch` end to end: a local repository as the clone source, resumable."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+from codegrep_model.cli import app
+from typer.testing import CliRunner
+
+
+def test_batch_cli_runs_resumes_and_dry_runs(tmp_path: Path, small_repo: Path) -> None:
+    sha = subprocess.run(
+        ["git", "-C", str(small_repo), "rev-parse", "HEAD"], capture_output=True, text=True
+    ).stdout.strip()
+    rows = [
+        {
+            "instance_id": f"shop-{i}",
+            "repo": "acme/shop",
+            "base_commit": sha,
+            "problem_statement": "`Cart.total_price` ignores discounts",
+        }
+        for i in range(3)
+    ]
+    instances = tmp_path / "instances.jsonl"
+    instances.write_text("".join(json.dumps(r) + "\n" for r in rows) + "{broken\n")
+    out = tmp_path / "out" / "pred.jsonl"
+    base = [
+        "batch", str(instances), "-o", str(out), "--cache", str(tmp_path / "cache"),
+        "--source", str(small_repo.parent / "{name}"), "-j", "2",
+    ]  # fmt: skip
+    runner = CliRunner()
+    res = runner.invoke(app, [*base, "--limit", "2"])
+    assert res.exit_code == 0, res.output
+    assert "skipped bad row" in res.output  # the broken line is reported, not fatal
+    preds = [json.loads(x) for x in out.read_text().splitlines()]
+    assert [p["files"] for p in preds] == [["shop/cart.py"]] * 2
+    rollouts = (tmp_path / "out" / "pred.rollouts.jsonl").read_text().splitlines()
+    assert len(rollouts) == 2
+    res = runner.invoke(app, [*base, "--dry-run"])
+    assert "2 already done, 1 to run" in res.output
+    assert len(out.read_text().splitlines()) == 2
+    res = runner.invoke(app, base)
+    assert res.exit_code == 0, res.output
+    assert sorted(json.loads(x)["instance_id"] for x in out.read_text().splitlines()) == [
+        "shop-0",
+        "shop-1",
+        "shop-2",
+    ]
