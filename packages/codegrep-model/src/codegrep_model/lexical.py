@@ -35,7 +35,10 @@ __all__ = ["LexicalConfig", "LexicalPolicy"]
 _META = set("\\.^$|?*+()[]{}")
 _DEF = r"(?:def|class|function|fn|func|struct|interface|trait|enum|type)"
 _TEST = re.compile(r"(^|/)(tests?|testing)/|(^|/)test_[^/]*$|_tests?\.py$|(^|/)conftest\.py$")
-_DOCS = re.compile(r"(^|/)(docs?|doc_src|examples?|benchmarks?|asv_bench|tutorials?)/")
+# docs, examples and generated code (schema migrations) are rarely where a fix belongs
+_DOCS = re.compile(
+    r"(^|/)(docs?|doc_src|examples?|benchmarks?|asv_bench|tutorials?|migrations|vendor(ed)?)/"
+)
 _CODE_EXT = (".py", ".pyx", ".pyi", ".c", ".h", ".js", ".ts", ".go", ".rs", ".java", ".rb")
 
 
