@@ -66,6 +66,9 @@ _BINARY_PROBE = 8192
 _ARGV_BYTES = 512 * 1024  # well under Linux's ARG_MAX (2 MiB incl. environment)
 _ARGV_PATHS = 4000
 _UNCACHEABLE = {ToolErrorKind.TIMEOUT, ToolErrorKind.INTERNAL}
+# (path, line, raw text): the text is decoded only for the lines shown, since a broad pattern
+# can match tens of thousands of lines of which a hundred are kept.
+_RawMatch = tuple[str, int, bytes]
 
 
 class Runtime:
@@ -200,7 +203,7 @@ class Tree(ABC):
     @abstractmethod
     async def _grep_raw(
         self, args: GrepArgs, targets: list[str] | None, deadline: float
-    ) -> tuple[list[tuple[str, int, str]], bool, str]:
+    ) -> tuple[list[_RawMatch], bool, str]:
         """Matches as (path, line, text), whether output overflowed, backend name."""
 
     async def close(self) -> None:
@@ -512,7 +515,10 @@ class Tree(ABC):
         total = len(raw)
         if total == 0:
             return GrepResult(text=f"No matches for {args.pattern!r}.", backend=backend)
-        shown = raw[: args.max_results]
+        shown = [
+            (p, n, t.decode("utf-8", errors="replace").rstrip("\r"))
+            for p, n, t in raw[: args.max_results]
+        ]
         rendered = [f"{p}:{n}: {cap_line(t, limits.max_line_chars)}" for p, n, t in shown]
         kept, cut = cap_lines(
             rendered, max_lines=limits.max_output_lines, max_bytes=limits.max_output_bytes
@@ -561,9 +567,9 @@ def _explain(tool: str, exc: Exception) -> str:
     return f"invalid arguments for {tool}: {exc}"
 
 
-def _parse_rg(raw: bytes, prefix: str = "") -> list[tuple[str, int, str]]:
+def _parse_rg(raw: bytes, prefix: str = "") -> list[_RawMatch]:
     """Parse `rg --null --line-number` output: 'path\\0line:text' lines."""
-    out: list[tuple[str, int, str]] = []
+    out: list[_RawMatch] = []
     for line in raw.split(b"\n"):
         path, sep, rest = line.partition(b"\0")
         if not sep:
@@ -572,20 +578,20 @@ def _parse_rg(raw: bytes, prefix: str = "") -> list[tuple[str, int, str]]:
         if not sep or not num.isdigit():
             continue
         name = path.decode("utf-8", errors="surrogateescape").removeprefix("./")
-        out.append((prefix + name, int(num), text.decode("utf-8", errors="replace").rstrip("\r")))
+        out.append((prefix + name, int(num), text))
     return out
 
 
-def _parse_git_grep(raw: bytes, rev_prefix: str) -> list[tuple[str, int, str]]:
+def _parse_git_grep(raw: bytes, rev_prefix: str) -> list[_RawMatch]:
     """Parse `git grep -z -n` output: '[rev:]path\\0line\\0text' lines."""
-    out: list[tuple[str, int, str]] = []
+    out: list[_RawMatch] = []
     cut = len(rev_prefix)
     for line in raw.split(b"\n"):
         parts = line.split(b"\0", 2)
         if len(parts) != 3 or not parts[1].isdigit():
             continue
         name = parts[0][cut:].decode("utf-8", errors="surrogateescape")
-        out.append((name, int(parts[1]), parts[2].decode("utf-8", errors="replace").rstrip("\r")))
+        out.append((name, int(parts[1]), parts[2]))
     return out
 
 
@@ -603,7 +609,7 @@ async def _rg(
     deadline: float,
     max_file_bytes: int,
     extra: tuple[str, ...] = (),
-) -> tuple[list[tuple[str, int, str]], bool]:
+) -> tuple[list[_RawMatch], bool]:
     argv = [
         rg, "--no-config", "--hidden", "--no-messages", "--line-number", "--with-filename",
         "--no-heading", "--color=never", "--null", "--max-columns=2000",
@@ -614,7 +620,7 @@ async def _rg(
     argv += ["--regexp", args.pattern]
     if targets is not None and sum(len(t) + 1 for t in targets) > _ARGV_BYTES:
         # Too many paths for one command line: search them in slices, one after the other.
-        found: list[tuple[str, int, str]] = []
+        found: list[_RawMatch] = []
         overflowed = False
         for i in range(0, len(targets), _ARGV_PATHS):
             part, over = await _rg(
@@ -769,7 +775,7 @@ class CommitTree(Tree):
 
     async def _grep_raw(
         self, args: GrepArgs, targets: list[str] | None, deadline: float
-    ) -> tuple[list[tuple[str, int, str]], bool, str]:
+    ) -> tuple[list[_RawMatch], bool, str]:
         rg = self.runtime.rg
         if self.checkout is not None and rg is not None:
             matches, overflowed = await _rg(
@@ -791,7 +797,7 @@ class CommitTree(Tree):
 
     async def _git_grep(
         self, args: GrepArgs, targets: list[str] | None, deadline: float
-    ) -> tuple[list[tuple[str, int, str]], bool, str]:
+    ) -> tuple[list[_RawMatch], bool, str]:
         flavour = "-P" if await _git_has_pcre() else "-E"
         argv = ["git", f"--git-dir={self.git_dir}", "grep", "-n", "-z", "-I", "--no-color",
                 flavour]  # fmt: skip
@@ -964,7 +970,7 @@ class DirectoryTree(Tree):
 
     async def _grep_raw(
         self, args: GrepArgs, targets: list[str] | None, deadline: float
-    ) -> tuple[list[tuple[str, int, str]], bool, str]:
+    ) -> tuple[list[_RawMatch], bool, str]:
         rg = self.runtime.rg
         if rg is not None:
             # The whole tree: ripgrep's own ignore rules (.gitignore, .ignore) stand in for
