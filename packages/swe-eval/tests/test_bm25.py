@@ -100,3 +100,18 @@ def test_predict_over_a_sandbox_tree_at_the_base_commit(
     assert len(ok.prediction.scores) == len(ok.prediction.files)
     assert failed.prediction is None
     assert failed.error
+
+
+def test_files_the_clone_lacks_are_left_out() -> None:
+    # Partial mirrors list blobs they do not hold; the sandbox raises for those reads.
+    from swe_eval._corpus import MappingTree, collect_documents
+    from worktree_sandbox import SandboxError
+
+    class PartialTree(MappingTree):
+        def read_bytes(self, path: str) -> bytes:
+            if path == "data/huge.csv":
+                raise SandboxError("no file 'data/huge.csv'")
+            return super().read_bytes(path)
+
+    tree = PartialTree({"a.py": b"def a(): pass\n", "data/huge.csv": b"", "b.py": b"x = 1\n"})
+    assert [d.path for d in collect_documents(tree)] == ["a.py", "b.py"]

@@ -11,6 +11,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from worktree_sandbox import SandboxError
+
 from swe_eval.gold import is_test_path
 
 __all__ = ["Document", "FileSource", "MappingTree", "code_tokens", "collect_documents"]
@@ -102,13 +104,17 @@ def collect_documents(
     """Text files of `source`, each cut to `max_file_bytes`.
 
     Test files are left out by default because the gold rule never counts them (see
-    `swe_eval.gold`): returning one can only cost precision.
+    `swe_eval.gold`): returning one can only cost precision. Files whose content the clone
+    lacks (partial mirrors leave large data files out) are left out too: nothing to rank.
     """
     docs = []
     for path in source.files():
         if exclude_tests and is_test_path(path):
             continue
-        data = source.read_bytes(path)
+        try:
+            data = source.read_bytes(path)
+        except (KeyError, SandboxError):
+            continue
         if b"\0" in data[:_BINARY_SNIFF]:
             continue
         docs.append(Document(path, data[:max_file_bytes].decode("utf-8", errors="replace")))
