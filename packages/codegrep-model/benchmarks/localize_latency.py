@@ -6,7 +6,7 @@ a commit (`--commit`). The django-size tree comes from worktree-sandbox's
 `benchmarks/make_django_tree.py`.
 
     uv run --all-packages python packages/codegrep-model/benchmarks/localize_latency.py \\
-        --repo /tmp/djb/django --issues ../shared/data/swebench/lite.jsonl --limit 20
+        --repo DJANGO_TREE/django --issues ../shared/data/swebench/lite.jsonl --limit 20
 """
 
 from __future__ import annotations

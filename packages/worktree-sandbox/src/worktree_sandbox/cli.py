@@ -334,7 +334,7 @@ def gc(
 
 
 @app.command(
-    epilog="Example: worktree-sandbox bench --cache /tmp/wts --source '/mirrors/{owner}+{name}' "
+    epilog="Example: worktree-sandbox bench --cache ~/.cache/wts --source '/m/{owner}+{name}' "
     "--instances lite.jsonl --repo psf/requests --repo sympy/sympy -o bench.json"
 )
 def bench(
