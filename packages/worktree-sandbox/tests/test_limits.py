@@ -127,3 +127,21 @@ async def test_trees_are_refcounted_and_closed(repo: Any, workdir: Path) -> None
     await pool.close()
     assert pool.open_trees == 0
     assert list(workdir.iterdir()) == []
+
+
+async def test_queue_is_served_in_arrival_order(repo: Any, workdir: Path) -> None:
+    # One slot: calls from two "rollouts" interleaved on arrival finish in that same order.
+    limits = SandboxLimits(max_concurrency=1, cache_entries=0)
+    finished: list[str] = []
+    async with (
+        TreePool(limits=limits, workdir=workdir, materialize="always") as pool,
+        pool.tree_at(repo.path, repo.commits[-1]) as tree,
+    ):
+
+        async def call(tag: str, i: int) -> None:
+            await tree.grep(GrepArgs(pattern=f"line {i}\\b", path="big"))
+            finished.append(tag)
+
+        order = [f"{r}{i}" for i in range(6) for r in "AB"]
+        await asyncio.gather(*(call(tag, n) for n, tag in enumerate(order)))
+    assert finished == order
