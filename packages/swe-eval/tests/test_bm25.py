@@ -115,3 +115,39 @@ def test_files_the_clone_lacks_are_left_out() -> None:
 
     tree = PartialTree({"a.py": b"def a(): pass\n", "data/huge.csv": b"", "b.py": b"x = 1\n"})
     assert [d.path for d in collect_documents(tree)] == ["a.py", "b.py"]
+
+
+def test_predict_cli_runs_the_lexical_agent(repo: tuple[Path, str], tmp_path: Path) -> None:
+    import json
+
+    from swe_eval.cli import app
+    from typer.testing import CliRunner
+
+    src, base = repo
+    instances = tmp_path / "i.jsonl"
+    instances.write_text(
+        json.dumps(
+            {
+                "instance_id": "acme__widgets-1",
+                "repo": "acme/widgets",
+                "base_commit": base,
+                "problem_statement": "render_widget in widgets/render.py returns the wrong html",
+                "patch": "",
+            }
+        )
+        + "\n"
+    )
+    out = tmp_path / "lex.jsonl"
+    source = str(src) + "/{owner}/{name}"
+    argv = ["predict", "-r", "lexical", "-i", str(instances), "-o", str(out),
+            "--cache", str(tmp_path / "cache"), "--source", source]  # fmt: skip
+    result = CliRunner().invoke(app, argv)
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["instance_id"] for r in rows] == ["acme__widgets-1"]
+    assert rows[0]["retriever"] == "lexical"
+    assert rows[0]["files"][0] == "widgets/render.py"
+    assert (tmp_path / "lex.rollouts.jsonl").is_file()
+    # The agent needs an endpoint: said at once, nothing run.
+    agent = CliRunner().invoke(app, [*argv[:2], "agent", *argv[3:]])
+    assert agent.exit_code == 2

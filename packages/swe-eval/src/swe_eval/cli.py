@@ -6,6 +6,7 @@ stderr, tables to stdout (or `-o`).
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -234,6 +235,8 @@ def convert(
 class RetrieverKind(StrEnum):
     BM25 = "bm25"
     DENSE = "dense"
+    LEXICAL = "lexical"  # codegrep_model.LexicalPolicy through the rollout engine
+    AGENT = "agent"  # a served retrieval model (--base-url/--model) through the same engine
 
 
 @app.command()
@@ -253,8 +256,16 @@ def predict(
     repo: RepoOpt = None,
     exclude_repo: ExcludeRepoOpt = None,
     limit: LimitOpt = None,
+    jobs: Annotated[int, typer.Option("-j", "--jobs", help="Agents: rollouts at a time.")] = 4,
+    base_url: Annotated[
+        str | None, typer.Option(help="Agent: OpenAI-compatible endpoint of the served model.")
+    ] = None,
+    model: Annotated[str, typer.Option(help="Agent: model name at --base-url.")] = "codegrep",
 ) -> None:
-    """Rank files for every instance with a baseline; resumes (skips ids already in -o).
+    """Rank files for every instance with a baseline or run an agent; resumes (skips ids in -o).
+
+    bm25/dense rank every file of the tree; lexical/agent run the retrieval agent's rollout
+    engine (codegrep-model) and also write the full rollouts beside -o.
 
     Example: swe-eval predict -r bm25 -i lite.jsonl --cache sb-cache --repo psf/requests -o b.jsonl
     """
@@ -264,6 +275,27 @@ def predict(
     loaded = load_instances(instances)
     _report_problems(loaded, "instance")  # type: ignore[arg-type]
     chosen = _select(loaded.records, repo, exclude_repo, limit)
+    if retriever in (RetrieverKind.LEXICAL, RetrieverKind.AGENT):
+        if retriever is RetrieverKind.AGENT and base_url is None:
+            err.print("[red]-r agent needs --base-url (and --model) of a served model[/red]")
+            raise typer.Exit(2)
+        from codegrep_model.cli import batch
+
+        # The engine's batch runner selects by repository and limit itself; give it exactly
+        # the repositories chosen here so --exclude-repo means the same for every retriever.
+        batch(
+            instances=instances,
+            output=output,
+            cache=cache,
+            source=source,
+            jobs=jobs,
+            limit=limit,
+            repo=sorted({i.repo for i in chosen}),
+            base_url=base_url if retriever is RetrieverKind.AGENT else None,
+            model=model,
+            api_key=os.environ.get("OPENAI_API_KEY"),
+        )
+        return
     done = {p.instance_id for p in load_predictions(output).records} if output.exists() else set()
     todo = [i for i in chosen if i.instance_id not in done and i.base_commit]
     skipped = sum(1 for i in chosen if not i.base_commit)
