@@ -145,3 +145,22 @@ async def test_queue_is_served_in_arrival_order(repo: Any, workdir: Path) -> Non
         order = [f"{r}{i}" for i in range(6) for r in "AB"]
         await asyncio.gather(*(call(tag, n) for n, tag in enumerate(order)))
     assert finished == order
+
+
+async def test_a_cancelled_call_does_not_cancel_the_calls_sharing_it(
+    repo: Any, workdir: Path
+) -> None:
+    async with (
+        TreePool(workdir=workdir, materialize="always") as pool,
+        pool.tree_at(repo.path, repo.commits[-1]) as tree,
+    ):
+        args = GrepArgs(pattern="parse_config", path="big")
+        first = asyncio.ensure_future(tree.grep(args))
+        await asyncio.sleep(0)  # the first call is in flight
+        second = asyncio.ensure_future(tree.grep(args))
+        await asyncio.sleep(0)
+        first.cancel()
+        result = await second
+        assert first.cancelled()
+        assert result.ok
+        assert result.total_matches == 3000

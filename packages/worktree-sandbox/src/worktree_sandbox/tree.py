@@ -79,7 +79,7 @@ class Runtime:
         self.rg = find_rg()
         self._gate: asyncio.Semaphore | None = None
         self._memo: OrderedDict[tuple[str, str, str], AnyResult] = OrderedDict()
-        self._inflight: dict[tuple[str, str, str], asyncio.Future[AnyResult]] = {}
+        self._inflight: dict[tuple[str, str, str], asyncio.Future[AnyResult | None]] = {}
         self.in_flight = 0
         self.peak_in_flight = 0
         self.memo_hits = 0
@@ -118,11 +118,13 @@ class Runtime:
             pending = self._inflight.get(key)
             if pending is not None:
                 shared = await asyncio.shield(pending)
+                if shared is None:  # the call it waited for was cancelled: run it here
+                    return await self.run(key, make, on_error)
                 self.memo_hits += 1
                 return shared.model_copy(  # type: ignore[return-value]
                     update={"cached": True, "elapsed_ms": _ms(start)}
                 )
-        future: asyncio.Future[AnyResult] | None = None
+        future: asyncio.Future[AnyResult | None] | None = None
         if key is not None:
             future = asyncio.get_running_loop().create_future()
             self._inflight[key] = future
@@ -151,10 +153,11 @@ class Runtime:
             if future is not None and not future.done():
                 future.set_result(result)
             return result
-        except BaseException as exc:
+        except BaseException:
+            # Cancelled (its rollout was stopped): the calls waiting on this one must not be
+            # cancelled with it, so they are told to run it themselves.
             if future is not None and not future.done():
-                future.set_exception(exc)
-                future.exception()  # retrieved: waiters see it, nobody else must log it
+                future.set_result(None)
             raise
         finally:
             if key is not None:
