@@ -69,6 +69,13 @@ class ScriptedServer:
             return self._send(handler, 200, b"<html>bad gateway</html>")
         if name == "down.py":
             return self._send(handler, 500, b"{}")
+        if name == "edge.py" and attempt == 1:
+            return self._send(handler, 520, b"{}")  # a CDN's 5xx: retried like any other
+        if name == "deliberating.py":
+            # vLLM's reasoning parser, cut off by max_tokens: no content, only deliberation.
+            message = {"role": "assistant", "content": None, "reasoning_content": "NOT RELEVANT?"}
+            payload = {"choices": [{"index": 0, "message": message}]}
+            return self._send(handler, 200, json.dumps(payload).encode())
         if name == "auth.py":
             return self._send(handler, 401, b'{"error": "bad key"}')
         content = {
@@ -79,6 +86,7 @@ class ScriptedServer:
             "both.py": "RELEVANT or NOT RELEVANT, hard to say",
             "think.py": "<think>is it NOT RELEVANT?</think>\nRELEVANT",
             "slow.py": "RELEVANT",
+            "edge.py": "NOT RELEVANT",
         }.get(name, "NOT RELEVANT")
         payload = {"choices": [{"index": 0, "message": {"role": "assistant", "content": content}}]}
         self._send(handler, 200, json.dumps(payload).encode())
@@ -169,6 +177,15 @@ def test_verdicts_retries_and_failures(server: ScriptedServer, tmp_path: Path) -
     )
 
 
+def test_any_5xx_is_retried_and_reasoning_content_is_no_verdict(server: ScriptedServer) -> None:
+    names = ["edge.py", "deliberating.py"]
+    results = _judge(server, None).judge(_requests(*names))
+    assert [r.verdict for r in results] == [Verdict.NOT_RELEVANT, Verdict.RELEVANT]
+    assert server.hits["pkg/edge.py"] == 2  # the 520, then the answer
+    assert server.hits["pkg/deliberating.py"] == 1
+    assert results[1].answer == ""
+
+
 def test_cache_key_depends_on_model_and_prompt(tmp_path: Path) -> None:
     assert JudgeCache.key("m1", "p") != JudgeCache.key("m2", "p")
     assert JudgeCache.key("m1", "p") != JudgeCache.key("m1", "q")
@@ -202,6 +219,9 @@ def test_connection_refused_is_a_counted_failure(tmp_path: Path) -> None:
         ("RELEVANT? NOT RELEVANT", Verdict.RELEVANT, False),
         ("", Verdict.RELEVANT, False),
         ("yes", Verdict.RELEVANT, False),
+        # A thinking model cut off by max_tokens: the open block is deliberation, not a verdict.
+        ("<think>\nIs it NOT RELEVANT? The agent", Verdict.RELEVANT, False),
+        ("<think>maybe RELEVANT</think>\nNOT RELEVANT", Verdict.NOT_RELEVANT, True),
     ],
 )
 def test_parse_verdict(answer: str, verdict: Verdict, clean: bool) -> None:

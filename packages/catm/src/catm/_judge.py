@@ -29,10 +29,11 @@ import msgspec
 from catm._records import Verdict
 from catm.errors import JudgeError
 
-_THINK_BLOCK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
+# A closed block, or one cut off by max_tokens: deliberation either way, never the verdict.
+_THINK_BLOCK = re.compile(r"<think>.*?(?:</think>|\Z)", re.DOTALL | re.IGNORECASE)
 _NEGATIVE = re.compile(r"\b(?:NOT[\s_-]*RELEVANT|IRRELEVANT)\b", re.IGNORECASE)
 _POSITIVE = re.compile(r"\bRELEVANT\b", re.IGNORECASE)
-_RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
+_RETRY_STATUS = frozenset({408, 409, 425, 429})  # and every 5xx
 
 
 def default_template() -> str:
@@ -154,7 +155,6 @@ class JudgeCache:
 
 class _ChatMessage(msgspec.Struct):
     content: str | None = None
-    reasoning_content: str | None = None
 
 
 class _ChatChoice(msgspec.Struct):
@@ -293,7 +293,7 @@ class OpenAIJudge:
             raise _Retryable(f"timeout: {type(exc).__name__}") from exc
         except httpx.TransportError as exc:
             raise _Retryable(f"transport: {type(exc).__name__}: {exc}") from exc
-        if response.status_code in _RETRY_STATUS:
+        if response.status_code in _RETRY_STATUS or response.status_code >= 500:
             raise _Retryable(f"HTTP {response.status_code}")
         if response.status_code >= 400:
             # 400/401/404 will not fix themselves, but one bad item must not stop the batch.
@@ -304,5 +304,6 @@ class OpenAIJudge:
             raise _Retryable(f"not a chat completion: {exc}") from exc
         if not completion.choices:
             raise _Retryable("chat completion without choices")
-        message = completion.choices[0].message
-        return message.content or message.reasoning_content or ""
+        # `reasoning_content` (vLLM's reasoning parser) is the model's deliberation, like a
+        # <think> block: a verdict word in it is not an answer. No content = no verdict = RELEVANT.
+        return completion.choices[0].message.content or ""
