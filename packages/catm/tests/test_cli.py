@@ -73,6 +73,31 @@ def test_mine_and_stats(tmp_path: Path) -> None:
     assert "mined, not in patch: o__p-1: p/a.py" in result.output
 
 
+def test_unusable_instance_rows_are_counted_and_listed(tmp_path: Path) -> None:
+    trajectories, instances = _write_small_corpus(tmp_path)
+    with instances.open("a") as f:
+        f.write(json.dumps({"instance_id": "o__p-2", "repo": "o/p", "patch": ""}) + "\n{bad\n")
+    labels = tmp_path / "labels.jsonl"
+    args = ["mine", str(trajectories), "-i", str(instances), "-o", str(labels)]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert "2 --instances rows were not usable" in result.output
+    stats = json.loads((tmp_path / "labels.jsonl.stats.json").read_text())
+    assert stats["instance_rows_skipped"] == 2
+    result = runner.invoke(app, [*args, "-v"])
+    listed = " ".join(result.output.split())  # rich wraps long lines
+    assert "no patch files (no patch, fix_patch or gold_files)" in listed
+    assert "i.jsonl:3: invalid JSON" in listed
+
+
+def test_missing_template_is_a_clear_error(tmp_path: Path) -> None:
+    trajectories, instances = _write_small_corpus(tmp_path)
+    args = ["mine", str(trajectories), "-i", str(instances), "-o", str(tmp_path / "l.jsonl")]
+    result = runner.invoke(app, [*args, "--judge", "m", "--template", str(tmp_path / "no.md")])
+    assert result.exit_code == 2, result.output
+    assert "cannot read judge template" in result.output
+
+
 def test_dry_run_writes_nothing(tmp_path: Path) -> None:
     trajectories, instances = _write_small_corpus(tmp_path)
     labels = tmp_path / "labels.jsonl"

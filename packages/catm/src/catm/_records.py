@@ -139,6 +139,7 @@ class MiningStats(BaseModel):
     trajectories: int
     instances: int
     instances_without_patch: int
+    instance_rows_skipped: int = 0  # --instances rows not usable (no id, no patch, bad JSON)
     reads_total: int
     reads_dropped: dict[str, int]
     reads_kept: int

@@ -26,7 +26,7 @@ from catm._output import (
 )
 from catm._pipeline import MiningConfig, iter_records, mine_labels
 from catm._weights import GOLD_THRESHOLD
-from catm.errors import CatmError
+from catm.errors import CatmError, JudgeError
 
 app = typer.Typer(
     add_completion=False,
@@ -89,7 +89,7 @@ def mine(
 ) -> None:
     """Mine relevance labels from agent trajectories (stages 1-3)."""
     try:
-        table, _ = load_instances(list(instances))
+        table, instance_skips = load_instances(list(instances))
         judge_impl: Judge
         if judge == "none":
             judge_impl = NoJudge()
@@ -99,7 +99,7 @@ def mine(
                 judge,
                 api_key=api_key or os.environ.get("OPENAI_API_KEY", ""),
                 cache=cache or output.with_name(output.name + ".judge-cache.sqlite"),
-                template=template.read_text(encoding="utf-8") if template else None,
+                template=_read_template(template) if template else None,
                 concurrency=jobs,
                 max_retries=retries,
                 timeout_s=timeout,
@@ -133,6 +133,7 @@ def mine(
             )
         if isinstance(judge_impl, OpenAIJudge):
             judge_impl.close()
+        result.stats.instance_rows_skipped = len(instance_skips)
         if not dry_run:
             write_labels(output, result.iter_labels(), result.stats)
     except CatmError as exc:
@@ -141,8 +142,13 @@ def mine(
     stats = result.stats
     if stats.judge == "none":
         console.print("[yellow]judge: none, every mined file was kept (verdict UNJUDGED)[/yellow]")
+    if instance_skips:
+        console.print(
+            f"[yellow]{len(instance_skips)} --instances rows were not usable"
+            f"{'' if verbose else ' (-v lists them)'}[/yellow]"
+        )
     if verbose:
-        for skip in result.skips:
+        for skip in [*instance_skips, *result.skips]:
             console.print(f"skipped {skip.file}:{skip.line}: {skip.reason}")
     _print_stats_table(stats.model_dump())
     if not dry_run:
@@ -203,6 +209,13 @@ def stats(
         )
     if png is not None:
         _plot(labels, png, threshold)
+
+
+def _read_template(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise JudgeError(f"cannot read judge template {path}: {exc}") from exc
 
 
 def _plot(labels: Path, png: Path, threshold: float) -> None:
