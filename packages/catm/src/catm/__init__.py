@@ -18,8 +18,8 @@ from catm._judge import (
     default_template,
     parse_verdict,
 )
-from catm._mining import TrajectoryMining, mine_trajectory
-from catm._output import LabelReport, label_report, read_labels, write_labels
+from catm._mining import FileEvidence, TrajectoryMining, mine_trajectory
+from catm._output import LabelReport, MinedExample, label_report, read_labels, write_labels
 from catm._paths import DropReason, patch_files, to_repo_relative
 from catm._pipeline import MiningConfig, MiningResult, iter_records, mine_labels
 from catm._readers import parse_record, read_trajectories
@@ -49,6 +49,7 @@ __all__ = [
     "TOKENIZER_NAME",
     "CatmError",
     "DropReason",
+    "FileEvidence",
     "FileRead",
     "InputError",
     "Instance",
@@ -59,6 +60,7 @@ __all__ = [
     "JudgeResult",
     "LabelRecord",
     "LabelReport",
+    "MinedExample",
     "MinedFile",
     "MiningConfig",
     "MiningResult",
