@@ -62,6 +62,26 @@ def test_parse_fenced_json_after_think_and_prose() -> None:
     assert parsed.answer.files == ("pkg/core.py",)
 
 
+def test_a_fenced_snippet_without_files_does_not_hide_the_answer() -> None:
+    text = 'The config:\n```json\n{"debug": true}\n```\nAnswer: {"files": ["settings.py"]}'
+    parsed = parse_answer(text)
+    assert parsed.answer is not None
+    assert parsed.answer.files == ("settings.py",)
+
+
+def test_reasoning_is_not_an_answer() -> None:
+    # the chat template opened <think>: only the text after </think> is the answer
+    opened = parse_answer('draft {"files": ["wrong.py"]}</think>\n{"files": ["right.py"]}')
+    assert opened.answer is not None
+    assert opened.answer.files == ("right.py",)
+    gave_up = parse_answer('draft {"files": ["wrong.py"]}</think>\nI could not find it.')
+    assert gave_up.error == "no JSON object in the answer"
+    # cut off while reasoning: the draft inside the open block must not score
+    cut = parse_answer('<think>maybe {"files": ["draft.py"]} but let me check')
+    assert cut.answer is None
+    assert cut.error == "unclosed <think> block: no answer after the reasoning"
+
+
 def test_last_object_with_files_wins() -> None:
     text = 'Draft: {"files": ["a.py"]} final: {"files": ["b.py"]} {"note": 1}'
     parsed = parse_answer(text)

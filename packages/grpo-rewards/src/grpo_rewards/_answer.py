@@ -195,8 +195,11 @@ def _answer_from_object(obj: Mapping[str, object], roots: tuple[str, ...]) -> Pa
 def parse_answer(text: object, *, roots: Iterable[str] = ()) -> ParsedAnswer:
     """Parse the final assistant message of a rollout.
 
-    The last JSON object that has a `files` key wins (code-fenced blocks are searched first, then
-    the whole text, with `<think>` blocks removed). Never raises on model output.
+    The last JSON object that has a `files` key wins: objects in code-fenced blocks first, then
+    anywhere in the text (a fenced snippet without `files` does not hide the answer after it).
+    Reasoning is not an answer: `<think>` blocks are removed, text up to a lone `</think>` (the
+    chat template opened the block) is dropped, and a `<think>` never closed — a rollout cut off
+    while reasoning — is malformed. Never raises on model output.
 
     >>> parse_answer('Done.\\n```json\\n{"files": ["./a.py", "/testbed/b.py"]}\\n```').answer.files
     ('a.py', 'b.py')
@@ -206,15 +209,20 @@ def parse_answer(text: object, *, roots: Iterable[str] = ()) -> ParsedAnswer:
     if not isinstance(text, str):
         return ParsedAnswer(None, f"the answer is not text ({type(text).__name__})")
     body = _THINK_RE.sub("", text)
+    close = body.lower().rfind("</think>")
+    if close != -1:
+        body = body[close + len("</think>") :]
+    if "<think>" in body.lower():
+        return ParsedAnswer(None, "unclosed <think> block: no answer after the reasoning")
     root_list = tuple(roots)
-    candidates: list[object] = []
+    fenced: list[object] = []
     for block in _FENCE_RE.findall(body):
-        candidates.extend(_json_objects(block))
-    if not candidates:
-        candidates = _json_objects(body)
-    if not candidates:
+        fenced.extend(_json_objects(block))
+    anywhere = _json_objects(body)
+    if not fenced and not anywhere:
         return ParsedAnswer(None, "no JSON object in the answer")
-    with_files = [c for c in candidates if isinstance(c, Mapping) and "files" in c]
-    if not with_files:
-        return ParsedAnswer(None, "no JSON object with a `files` key")
-    return _answer_from_object(with_files[-1], root_list)
+    for candidates in (fenced, anywhere):
+        with_files = [c for c in candidates if isinstance(c, Mapping) and "files" in c]
+        if with_files:
+            return _answer_from_object(with_files[-1], root_list)
+    return ParsedAnswer(None, "no JSON object with a `files` key")
