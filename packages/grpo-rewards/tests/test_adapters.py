@@ -98,6 +98,29 @@ def test_swift_subclass_changes_column_and_constants() -> None:
 def test_swift_stats_reject_a_broken_harness() -> None:
     with pytest.raises(InvalidRolloutError):
         swift_rollout_stats({"num_turns": 1, "tool_calls_per_turn": [12]}, None)
+    # the mean (12 / 3 = 4) is within the cap, but one turn issued 12 calls
+    with pytest.raises(InvalidRolloutError, match="more than 8"):
+        swift_rollout_stats({"num_turns": 3, "tool_calls_per_turn": [12, 0]}, None)
+
+
+@pytest.mark.parametrize(
+    ("turns", "calls", "what"),
+    [
+        (2, [1, None], "per-turn tool-call count"),
+        (2, ["x"], "per-turn tool-call count"),
+        (float("nan"), 2, "turn count"),
+        (2.5, 2, "turn count"),
+        (2, 1.5, "tool-call count"),
+    ],
+)
+def test_swift_stats_name_a_bad_count(turns: object, calls: object, what: str) -> None:
+    with pytest.raises(InvalidRolloutError, match=what):
+        swift_rollout_stats({"num_turns": turns, "tool_calls_per_turn": calls}, None)
+
+
+def test_integral_float_counts_are_accepted() -> None:
+    stats = swift_rollout_stats({"num_turns": 3.0, "num_tool_calls": 6.0}, None)
+    assert (stats.turns, stats.tool_calls) == (3, 6)
 
 
 def test_register_into_a_given_registry() -> None:

@@ -24,6 +24,12 @@ def test_contract_violations_raise(turns: int, calls: int) -> None:
         RolloutStats(turns=turns, tool_calls=calls)
 
 
+@pytest.mark.parametrize(("turns", "calls"), [("3", 1), (2.5, 1), (True, 0), (2, None)])
+def test_non_integer_counts_raise_naming_the_field(turns: object, calls: object) -> None:
+    with pytest.raises(InvalidRolloutError, match="must be an integer"):
+        RolloutStats(turns=turns, tool_calls=calls)  # type: ignore[arg-type]
+
+
 def test_a_turn_over_the_cap_raises_even_if_the_mean_is_fine() -> None:
     with pytest.raises(InvalidRolloutError, match="more than 8"):
         RolloutStats.from_calls_per_turn([9, 1])

@@ -41,6 +41,10 @@ class RolloutStats:
     max_calls_per_turn: int = MAX_CALLS_PER_TURN
 
     def __post_init__(self) -> None:
+        for name in ("turns", "tool_calls", "max_calls_per_turn"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise InvalidRolloutError(f"{name} must be an integer, got {value!r}")
         if self.turns < 0 or self.tool_calls < 0:
             raise InvalidRolloutError(
                 f"turns and tool calls must be >= 0, got T={self.turns}, C={self.tool_calls}"

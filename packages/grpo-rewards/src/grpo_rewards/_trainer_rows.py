@@ -8,11 +8,12 @@ the boundary, so nothing loosely typed travels further. It imports no trainer fr
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping, Sequence
 
 from grpo_rewards._rewards import Gold
-from grpo_rewards._rollout import RolloutStats, rollout_stats_from_messages
-from grpo_rewards.errors import GrpoRewardsError
+from grpo_rewards._rollout import MAX_CALLS_PER_TURN, RolloutStats, rollout_stats_from_messages
+from grpo_rewards.errors import GrpoRewardsError, InvalidRolloutError
 
 __all__ = [
     "DEFAULT_FILES_COLUMN",
@@ -77,19 +78,35 @@ def gold_from_values(files: object, line_ranges: object = None) -> Gold | None:
     return Gold.of(files, _maybe_json(line_ranges))
 
 
+def _count(value: object, what: str) -> int:
+    """A whole, non-negative count (an integral float from a JSON or Arrow column is accepted)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InvalidRolloutError(f"{what} must be a whole number, got {value!r}")
+    if isinstance(value, float) and not (math.isfinite(value) and value.is_integer()):
+        raise InvalidRolloutError(f"{what} must be a whole number, got {value!r}")
+    return int(value)
+
+
 def stats_from_counts(turns: object, tool_calls: object) -> RolloutStats | None:
-    """Stats from explicit counts (int, or a per-turn list of call counts); None if absent."""
+    """Stats from explicit counts (int, or a per-turn list of call counts); None if absent.
+
+    A per-turn list is held to the per-turn cap turn by turn, not only on average.
+    """
     if turns is None or tool_calls is None:
         return None
     if isinstance(tool_calls, Sequence) and not isinstance(tool_calls, str | bytes):
-        calls = sum(int(c) for c in tool_calls)
+        per_turn = [_count(c, "a per-turn tool-call count") for c in tool_calls]
+        over = [c for c in per_turn if c > MAX_CALLS_PER_TURN]
+        if over:
+            raise InvalidRolloutError(
+                f"a turn issued more than {MAX_CALLS_PER_TURN} calls: {per_turn}"
+            )
+        calls = sum(per_turn)
     elif isinstance(tool_calls, int | float):
-        calls = int(tool_calls)
+        calls = _count(tool_calls, "the tool-call count")
     else:
         raise GrpoRewardsError(f"tool-call count must be a number or a list, got {tool_calls!r}")
-    if not isinstance(turns, int | float):
-        raise GrpoRewardsError(f"turn count must be a number, got {turns!r}")
-    return RolloutStats(turns=int(turns), tool_calls=calls)
+    return RolloutStats(turns=_count(turns, "the turn count"), tool_calls=calls)
 
 
 def final_text(completion: object) -> object:
