@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import pytest
 from grpo_rewards import (
     CodeLocation,
     LineRange,
@@ -11,6 +12,7 @@ from grpo_rewards import (
     fbeta_line_ranges,
     line_range_scores,
     multilevel_f1,
+    normalize_paths,
     precision,
     recall,
     set_scores,
@@ -37,6 +39,18 @@ def test_empty_sets_score_zero() -> None:
     assert fbeta(set(), set()) == 0.0
     assert precision(set(), {"a"}) == 0.0
     assert recall({"a"}, set()) == 0.0
+
+
+def test_a_single_string_is_not_a_set_of_paths() -> None:
+    with pytest.raises(TypeError, match="gold must be a collection"):
+        fbeta({"a.py"}, "a.py")
+    with pytest.raises(TypeError, match="single string"):
+        normalize_paths("a.py")
+
+
+def test_file_changes_rows_must_be_mappings() -> None:
+    with pytest.raises(TypeError, match=r"file_changes\[1\]"):
+        targets_from_file_changes([{"file": "a.py"}, "b.py"])
 
 
 def test_set_scores_counts() -> None:

@@ -9,6 +9,7 @@ from grpo_rewards import (
     CodeLocation,
     Gold,
     InvalidRolloutError,
+    LineRange,
     RolloutStats,
     UnknownRewardError,
     codegrep_v1,
@@ -29,6 +30,15 @@ GOLD = Gold.of(["a.py"], {"a.py": [[15, 24]]})
 # files: P = 1/2, R = 1 -> F0.5 = 5/9; lines: 5 of 10 predicted, 5 of 10 gold -> F0.5 = 1/2
 ANSWER = parse_answer('{"files": ["a.py", "b.py"], "line_ranges": {"a.py": [[10, 19]]}}')
 F_FILE, F_LR = 5 / 9, 0.5
+
+
+def test_gold_counts_unreadable_line_ranges() -> None:
+    gold = Gold.of(["a.py"], {"a.py": "garbage", "b.py": [[3, 5]], "c.py": [[9, 1]]})
+    assert gold.line_ranges == {"b.py": (LineRange(3, 5),)}
+    assert gold.dropped_line_ranges == 2
+    assert GOLD.dropped_line_ranges == 0
+    with pytest.raises(TypeError, match="single string"):
+        Gold.of("a.py")
 
 
 def test_sigma_v1() -> None:

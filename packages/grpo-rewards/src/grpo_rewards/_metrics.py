@@ -61,6 +61,9 @@ def fbeta_from_counts(true_positives: int, predicted: int, gold: int, beta: floa
 
 def set_scores(predicted: Iterable[str], gold: Iterable[str], *, beta: float = 0.5) -> SetScores:
     """Precision, recall and F-beta of a predicted set against a gold set (duplicates collapse)."""
+    for name, value in (("predicted", predicted), ("gold", gold)):
+        if isinstance(value, str | bytes):
+            raise TypeError(f"{name} must be a collection of paths, got the string {value!r}")
     pred = set(predicted)
     truth = set(gold)
     tp = len(pred & truth)
@@ -207,7 +210,10 @@ def targets_from_file_changes(file_changes: Iterable[Mapping[str, object]]) -> M
     files: set[str] = set()
     modules: set[str] = set()
     entities: set[str] = set()
-    for change in file_changes:
+    for i, change in enumerate(file_changes):
+        if not isinstance(change, Mapping):
+            shown = repr(change)[:120]
+            raise TypeError(f"file_changes[{i}] must be a mapping with 'file', got {shown}")
         path = change.get("file")
         if isinstance(path, str) and normalize_path(path):
             files.add(normalize_path(path))

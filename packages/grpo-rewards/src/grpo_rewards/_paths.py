@@ -72,7 +72,12 @@ def normalize_paths(
     roots: Iterable[str] = (),
     mount_prefixes: Iterable[str] | None = None,
 ) -> frozenset[str]:
-    """Normalize every path and drop empties; duplicates collapse because the result is a set."""
+    """Normalize every path and drop empties; duplicates collapse because the result is a set.
+
+    A single string is refused rather than read as a set of one-character paths.
+    """
+    if isinstance(paths, str | bytes):
+        raise TypeError(f"expected a collection of paths, got the single string {paths!r}")
     root_list = tuple(roots)
     prefix_list = None if mount_prefixes is None else tuple(mount_prefixes)
     out = {normalize_path(p, roots=root_list, mount_prefixes=prefix_list) for p in paths}
