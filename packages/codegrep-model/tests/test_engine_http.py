@@ -242,6 +242,21 @@ def test_no_final_answer_falls_back_to_files_read(
     assert "did not contain a valid answer" in user[-1]
 
 
+def test_a_list_in_prose_is_not_an_answer(chat_server: ChatServer, small_repo: Path) -> None:
+    chat_server.script = [
+        chat_server.text_reply("Maybe `Cart.add_item([])` is the culprit; let me look."),
+        chat_server.tool_reply(("grep", {"pattern": "def add_item"})),
+        chat_server.text_reply('{"files": ["shop/cart.py"]}'),
+    ]
+    rec = run(chat_server, small_repo, config=RolloutConfig(exploration_turns=2))
+    assert rec.status == "answered"
+    assert rec.answer is not None
+    assert rec.answer.files == ("shop/cart.py",)
+    assert [t.kind for t in rec.turns] == ["explore", "explore", "answer"]
+    sent = chat_server.requests[1]["messages"]
+    assert "neither a tool call nor a valid JSON answer" in sent[-1]["content"]
+
+
 def test_hermes_blocks_in_plain_text(chat_server: ChatServer, small_repo: Path) -> None:
     text = (
         "I will search.\n<tool_call>\n"

@@ -30,6 +30,8 @@ from worktree_sandbox import TOOL_ARGS
         ('{"locations": ["a.py:10-20", "b.py:Cls.meth"]}', ("a.py", "b.py")),
         ('<answer>{"files": ["a.py", "a.py"]}</answer>', ("a.py",)),
         ('{"files": []}', ()),
+        ("```json\n[]\n```", ()),  # an empty list presented as the answer
+        ('The files are ["src/a.py", "b.py"].', ("src/a.py", "b.py")),  # paths in prose
     ],
 )
 def test_parse_answer_tolerates_packaging(text: str, files: tuple[str, ...]) -> None:
@@ -38,7 +40,18 @@ def test_parse_answer_tolerates_packaging(text: str, files: tuple[str, ...]) -> 
     assert answer.files == files
 
 
-@pytest.mark.parametrize("text", [None, "", "I could not find anything.", '{"file": "a.py"}'])
+@pytest.mark.parametrize(
+    "text",
+    [
+        None,
+        "",
+        "I could not find anything.",
+        '{"file": "a.py"}',
+        # lists in prose are code under discussion, not answers (an empty one ended rollouts)
+        "Let me check how `foo([])` behaves first.",
+        'It is called as `f(["a", "b"])` in the example.',
+    ],
+)
 def test_parse_answer_none_without_files(text: str | None) -> None:
     assert parse_answer(text) is None
 

@@ -113,13 +113,9 @@ _FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
 _THINK = re.compile(r"<think>.*?</think>", re.DOTALL)
 
 
-def _candidates(text: str) -> list[str]:
-    """Substrings that may hold the answer, most specific first."""
-    out = [m.group(1) for m in _FENCE.finditer(text)]
-    m = re.search(r"<answer>(.*?)</answer>", text, re.DOTALL)
-    if m:
-        out.append(m.group(1))
-    # every balanced {...} or [...] span, outermost first
+def _spans(text: str) -> list[str]:
+    """Every balanced {...} or [...] span of `text`, outermost first."""
+    out: list[str] = []
     for opener, closer in (("{", "}"), ("[", "]")):
         depth, start = 0, -1
         for i, ch in enumerate(text):
@@ -131,8 +127,26 @@ def _candidates(text: str) -> list[str]:
                 depth -= 1
                 if depth == 0:
                     out.append(text[start : i + 1])
+    return out
+
+
+def _wholes(text: str) -> list[str]:
+    """What the reply presents as its answer: a fenced block, an <answer> tag, the whole text."""
+    out = [m.group(1) for m in _FENCE.finditer(text)]
+    m = re.search(r"<answer>(.*?)</answer>", text, re.DOTALL)
+    if m:
+        out.append(m.group(1))
     out.append(text)
     return out
+
+
+def _candidates(text: str) -> list[str]:
+    """Substrings that may hold the answer, most specific first."""
+    wholes = _wholes(text)
+    return wholes[:-1] + _spans(text) + wholes[-1:]
+
+
+_PATHLIKE = re.compile(r"[^\s]*[./][^\s]*")
 
 
 def _load(blob: str) -> Any:
@@ -175,6 +189,7 @@ def parse_answer(text: str | None) -> Answer | None:
             },
             reasons=_find_reasons(text),
         )
+    wholes = {blob.strip() for blob in _wholes(text)}
     for blob in _candidates(text):
         data = _load(blob)
         if isinstance(data, dict):
@@ -187,6 +202,12 @@ def parse_answer(text: str | None) -> Answer | None:
                 "reasons": data.get("reasons", {}),
             }
         elif isinstance(data, list) and all(isinstance(x, str) for x in data):
+            # A list inside prose ("foo([])", "x = ['a']") is code the model is talking about,
+            # not an answer: only a list the reply presents as its answer, or one of paths, is.
+            if blob.strip() not in wholes and not (
+                data and all(_PATHLIKE.fullmatch(x.strip()) for x in data)
+            ):
+                continue
             data = {"files": data}
         else:
             continue
