@@ -7,6 +7,7 @@ import math
 import pytest
 from grpo_rewards import (
     BatchShapeError,
+    InvalidRolloutError,
     RolloutStats,
     degenerate_mask,
     dr_grpo_advantages,
@@ -16,6 +17,7 @@ from grpo_rewards import (
     grpo_advantages,
     informative_groups,
     scale_by_efficiency,
+    sigma_v1,
 )
 from hypothesis import given
 from hypothesis import strategies as st
@@ -74,6 +76,17 @@ def test_shape_errors() -> None:
         grpo_advantages([1.0, 0.0], group_size=2, group_ids=[0, 0])
     with pytest.raises(BatchShapeError):
         scale_by_efficiency([1.0], [1.0, 2.0])
+
+
+def test_bad_rewards_raise_naming_the_rollout() -> None:
+    with pytest.raises(InvalidRolloutError, match="reward 1 is inf"):
+        grpo_advantages([0.0, math.inf], group_size=2)
+    with pytest.raises(TypeError, match="reward 0 is not a number"):
+        grpo_advantages(["0.5", 0.0], group_size=2)  # type: ignore[list-item]
+    with pytest.raises(ValueError, match="saturation"):
+        efficiency_scale(1.0, saturation=0.0)
+    with pytest.raises(ValueError, match="saturation"):
+        sigma_v1(1.0, saturation=0.0)
 
 
 def test_efficiency_scale_paper_values() -> None:

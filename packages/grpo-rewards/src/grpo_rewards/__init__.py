@@ -10,6 +10,7 @@ imports no trainer framework.
 from __future__ import annotations
 
 from grpo_rewards._advantages import (
+    Scale,
     degenerate_mask,
     dr_grpo_advantages,
     efficiency_scale,
@@ -80,6 +81,7 @@ __all__ = [
     "ParsedAnswer",
     "RewardResult",
     "RolloutStats",
+    "Scale",
     "SetScores",
     "UnknownRewardError",
     "__version__",

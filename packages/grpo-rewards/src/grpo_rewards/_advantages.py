@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import importlib
 import math
+import numbers
 from collections.abc import Hashable, Sequence
 from typing import Any, Literal
 
@@ -62,9 +63,23 @@ def _valid(rewards: Sequence[float | None], mask: Sequence[bool] | None) -> list
         raise BatchShapeError(f"{len(mask)} mask entries for {len(rewards)} rewards")
     out: list[float | None] = []
     for i, r in enumerate(rewards):
-        keep = r is not None and not math.isnan(r) and (mask is None or mask[i])
-        out.append(float(r) if keep and r is not None else None)
+        if r is None:
+            out.append(None)
+            continue
+        if isinstance(r, bool) or not isinstance(r, numbers.Real):
+            raise TypeError(f"reward {i} is not a number: {r!r}")
+        if math.isinf(r):
+            raise InvalidRolloutError(
+                f"reward {i} is {r}: it would make its group's advantages NaN"
+            )
+        keep = not math.isnan(r) and (mask is None or mask[i])
+        out.append(float(r) if keep else None)
     return out
+
+
+def _check_saturation(saturation: float) -> None:
+    if not saturation > 0:
+        raise ValueError(f"saturation must be > 0, got {saturation}")
 
 
 def _mean_std(values: list[float], ddof: int) -> tuple[float, float]:
@@ -204,6 +219,7 @@ def efficiency_scale(cbar: float, *, saturation: float = 4.0) -> float:
     """
     if cbar < 0 or math.isnan(cbar):
         raise InvalidRolloutError(f"c̄ must be >= 0, got {cbar}")
+    _check_saturation(saturation)
     return math.sqrt(min(cbar / saturation, 1.0))
 
 

@@ -96,6 +96,8 @@ def _base_parts(answer: Answer | None, gold: Gold, beta: float, with_lr: bool) -
 
 def sigma_v1(cbar: float, *, saturation: float = 4.0) -> float:
     """v1's reward-layer efficiency scale σ(c̄) = 1 / max(1, c̄ / 4)."""
+    if not saturation > 0:
+        raise ValueError(f"saturation must be > 0, got {saturation}")
     return 1.0 / max(1.0, cbar / saturation)
 
 
