@@ -212,6 +212,27 @@ def test_persistent_500_is_an_infrastructure_error(
     assert len(chat_server.requests) == 3
 
 
+@pytest.mark.parametrize(
+    "payload",
+    [
+        {"choices": [{"message": "oops"}]},
+        {"choices": [{"message": {"role": "assistant", "content": None, "tool_calls": ["x"]}}]},
+        {"choices": [{"message": {"role": "assistant", "content": 7}}]},
+        {"choices": [{"message": {"role": "assistant", "content": "{}"}}], "usage": [1]},
+    ],
+)
+def test_a_reply_of_the_wrong_shape_is_an_infrastructure_error(
+    chat_server: ChatServer, small_repo: Path, payload: dict[str, Any]
+) -> None:
+    step = chat_server.text_reply("")
+    step.raw = json.dumps(payload)  # sent as it is, in place of a well-formed completion
+    chat_server.script = [step]
+    rec = run(chat_server, small_repo)
+    assert rec.status == "error"
+    assert rec.error is not None
+    assert "not a chat completion" in rec.error
+
+
 def test_slow_reply_hits_the_timeout(chat_server: ChatServer, small_repo: Path) -> None:
     chat_server.script = [chat_server.text_reply('{"files": ["a.py"]}', delay_s=1.5)]
     t0 = time.perf_counter()

@@ -122,13 +122,24 @@ class OpenAIPolicy:
     async def reply(self, request: PolicyRequest) -> PolicyReply:
         data = await self._post(self._payload(request))
         try:
-            message = data["choices"][0]["message"]
-        except (KeyError, IndexError, TypeError) as exc:
-            raise EndpointError(f"reply has no choices[0].message: {str(data)[:200]}") from exc
+            return self._parse(data)
+        except (AttributeError, KeyError, IndexError, TypeError, ValueError) as exc:
+            # a reply of the wrong shape is the endpoint's failure, not the model's: the engine
+            # records it as an infrastructure error instead of crashing the caller
+            raise EndpointError(
+                f"reply is not a chat completion ({type(exc).__name__}: {exc}): {str(data)[:200]}"
+            ) from exc
+
+    def _parse(self, data: dict[str, Any]) -> PolicyReply:
+        message = data["choices"][0]["message"]
+        if not isinstance(message, dict):
+            raise TypeError("choices[0].message is not an object")
         self._calls += 1
         content = message.get("content")
         if isinstance(content, list):  # some servers return content parts
             content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
+        if content is not None and not isinstance(content, str):
+            raise TypeError(f"content is a {type(content).__name__}")
         calls: list[ToolCall] = []
         for i, tc in enumerate(message.get("tool_calls") or []):
             fn = tc.get("function") or {}
