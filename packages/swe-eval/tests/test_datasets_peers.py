@@ -152,3 +152,54 @@ def test_cross_check_against_independent_figures(shared_data: Path) -> None:
     full = convert_peer("locagent", peers / "codescout_eval" / "locagent_evaluation.json")
     s = summarize(evaluate(gold, full.predictions), n_resamples=0, by_repo=False)
     assert s.metrics["f1"].value == pytest.approx(0.4348, abs=5e-4)
+
+
+def test_a_duplicate_is_reported_at_its_own_line(tmp_path: Path) -> None:
+    p = tmp_path / "i.jsonl"
+    p.write_text(json.dumps(ROW) + "\nnot json\n\n" + json.dumps(ROW) + "\n")
+    (dup,) = [x for x in load_instances(p).problems if "duplicate" in x.message]
+    assert dup.line == 4
+
+
+def test_an_unknown_prediction_schema_version_is_skipped_and_reported(tmp_path: Path) -> None:
+    p = tmp_path / "p.jsonl"
+    rows = [
+        {"instance_id": "a", "files": ["x.py"], "schema_version": 2},
+        {"instance_id": "b", "files": ["y.py"]},
+    ]
+    p.write_text("\n".join(map(json.dumps, rows)) + "\n")
+    loaded = load_predictions(p)
+    assert [r.instance_id for r in loaded.records] == ["b"]
+    (problem,) = loaded.problems
+    assert problem.line == 1
+    assert "schema_version 2" in problem.message
+
+
+def test_an_unreadable_parquet_file_is_a_dataset_error(tmp_path: Path) -> None:
+    p = tmp_path / "i.parquet"
+    p.write_text("not parquet")
+    with pytest.raises(DatasetError, match="parquet"):
+        load_instances(p)
+
+
+def test_a_label_row_with_bad_patch_files_is_reported_not_emptied(tmp_path: Path) -> None:
+    p = tmp_path / "labels.jsonl"
+    p.write_text(json.dumps({"instance_id": "a", "patch_files": [1], "mined": []}) + "\n")
+    loaded = load_labels(p)
+    assert loaded.records == ()
+    assert len(loaded.problems) == 1
+
+
+def test_a_non_numeric_ranking_score_skips_the_row(tmp_path: Path) -> None:
+    chrono = tmp_path / "c.jsonl"
+    rows = [
+        {"instance_id": "a", "bm25": [["x", "high"]]},
+        {"instance_id": "b", "bm25": [["x", None]]},
+        {"instance_id": "c", "bm25": [["x", True]]},
+        {"instance_id": "d", "bm25": [["x", 2]]},
+    ]
+    chrono.write_text("\n".join(map(json.dumps, rows)) + "\n")
+    conv = convert_peer("chronorepo", chrono, ranking="bm25")
+    assert [p.instance_id for p in conv.predictions] == ["d"]
+    assert [x.line for x in conv.problems] == [1, 2, 3]
+    assert all("score" in x.message for x in conv.problems)

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ValidationError
 
 from swe_eval.errors import DatasetError, MissingExtraError
 from swe_eval.gold import GoldRule, files_from_patch
-from swe_eval.models import GoldLabel, Instance, Prediction
+from swe_eval.models import PREDICTION_SCHEMA_VERSION, GoldLabel, Instance, Prediction
 
 __all__ = [
     "CATM_WEIGHT_THRESHOLD",
@@ -85,7 +85,11 @@ def read_rows(path: str | Path) -> Iterator[tuple[int, Any]]:
             import pyarrow.parquet as pq  # type: ignore[import-untyped, unused-ignore]
         except ImportError as exc:  # pragma: no cover - pyarrow is a declared dependency
             raise MissingExtraError("parquet", "pyarrow") from exc
-        for i, row in enumerate(pq.read_table(p).to_pylist(), start=1):
+        try:
+            table = pq.read_table(p)
+        except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError
+            raise DatasetError(f"{p}: cannot read as parquet: {exc}") from exc
+        for i, row in enumerate(table.to_pylist(), start=1):
             yield i, row
         return
     if kind == ".json":
@@ -111,30 +115,35 @@ def read_rows(path: str | Path) -> Iterator[tuple[int, Any]]:
             yield i, RowProblem(str(p), i, f"not JSON: {exc.msg}")
 
 
-def _load(path: str | Path, model: type[T]) -> Loaded[T]:
-    records: list[T] = []
+def _load(path: str | Path, model: type[T]) -> tuple[list[tuple[int, T]], list[RowProblem]]:
+    """Validated records with the line each came from, and the rows that did not validate."""
+    records: list[tuple[int, T]] = []
     problems: list[RowProblem] = []
     for line, row in read_rows(path):
         if isinstance(row, RowProblem):
             problems.append(row)
             continue
         try:
-            records.append(model.model_validate(row))
+            records.append((line, model.model_validate(row)))
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(x) for x in first["loc"]) or "row"
             problems.append(RowProblem(str(path), line, f"{where}: {first['msg']}"))
-    return Loaded(tuple(records), tuple(problems))
+    return records, problems
 
 
-def _dedupe(loaded: Loaded[T], path: str | Path, key: str) -> Loaded[T]:
+def _dedupe(
+    records: list[tuple[int, T]], problems: list[RowProblem], path: str | Path, key: str
+) -> Loaded[T]:
     seen: set[str] = set()
     kept: list[T] = []
-    problems = list(loaded.problems)
-    for n, rec in enumerate(loaded.records, start=1):
+    problems = list(problems)
+    for line, rec in records:
         value = getattr(rec, key)
         if value in seen:
-            problems.append(RowProblem(str(path), n, f"duplicate {key} {value!r}; first one kept"))
+            problems.append(
+                RowProblem(str(path), line, f"duplicate {key} {value!r}; first one kept")
+            )
             continue
         seen.add(value)
         kept.append(rec)
@@ -142,12 +151,30 @@ def _dedupe(loaded: Loaded[T], path: str | Path, key: str) -> Loaded[T]:
 
 
 def load_instances(path: str | Path) -> Loaded[Instance]:
-    return _dedupe(_load(path, Instance), path, "instance_id")
+    return _dedupe(*_load(path, Instance), path, "instance_id")
 
 
 def load_predictions(path: str | Path) -> Loaded[Prediction]:
-    """Predictions with paths normalized and duplicates inside one ranking removed (first kept)."""
-    loaded = _dedupe(_load(path, Prediction), path, "instance_id")
+    """Predictions with paths normalized and duplicates inside one ranking removed (first kept).
+
+    A row whose `schema_version` is not `PREDICTION_SCHEMA_VERSION` is skipped and reported:
+    its fields may not mean what this reader thinks they mean.
+    """
+    records, problems = _load(path, Prediction)
+    current = []
+    for line, pred in records:
+        if pred.schema_version != PREDICTION_SCHEMA_VERSION:
+            problems.append(
+                RowProblem(
+                    str(path),
+                    line,
+                    f"schema_version {pred.schema_version} is not supported "
+                    f"(this reader knows {PREDICTION_SCHEMA_VERSION})",
+                )
+            )
+            continue
+        current.append((line, pred))
+    loaded = _dedupe(current, problems, path, "instance_id")
     cleaned = []
     for pred in loaded.records:
         files: list[str] = []
@@ -216,9 +243,9 @@ def _label_files(row: Mapping[str, Any], threshold: float) -> list[str] | None:
     for key in ("gold", "gold_files"):
         if key in row:
             return _paths(row[key])
-    patch_files = _paths(row.get("patch_files", [])) or []
+    patch_files = _paths(row.get("patch_files", []))
     mined = row.get("mined", row.get("files"))
-    if mined is None and "patch_files" not in row:
+    if patch_files is None or (mined is None and "patch_files" not in row):
         return None
     files = list(patch_files)
     for item in mined or []:
@@ -237,7 +264,7 @@ def load_labels(path: str | Path, *, threshold: float = CATM_WEIGHT_THRESHOLD) -
     `patch_files` plus `mined` (or `files`): a list of `{path, weight}`; gold is then the patch
     files plus every mined file with weight >= `threshold`.
     """
-    records: list[GoldLabel] = []
+    records: list[tuple[int, GoldLabel]] = []
     problems: list[RowProblem] = []
     for line, row in read_rows(path):
         if isinstance(row, RowProblem):
@@ -253,5 +280,7 @@ def load_labels(path: str | Path, *, threshold: float = CATM_WEIGHT_THRESHOLD) -
             )
             continue
         norm = frozenset(n for n in (normalize_path(f) for f in files) if n)
-        records.append(GoldLabel(instance_id=row["instance_id"], files=norm, source=str(path)))
-    return _dedupe(Loaded(tuple(records), tuple(problems)), path, "instance_id")
+        records.append(
+            (line, GoldLabel(instance_id=row["instance_id"], files=norm, source=str(path)))
+        )
+    return _dedupe(records, problems, path, "instance_id")

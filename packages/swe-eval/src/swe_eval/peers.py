@@ -121,6 +121,8 @@ def convert_peer(
         for item in raw:
             if not (isinstance(item, list | tuple) and len(item) == 2 and isinstance(item[0], str)):
                 return f"{ranking}: expected [path, score] pairs"
+            if isinstance(item[1], bool) or not isinstance(item[1], int | float):
+                return f"{ranking}: score of {item[0]!r} is not a number: {item[1]!r}"
             p = normalize_path(item[0])
             if p and p not in seen:
                 seen.add(p)
