@@ -102,6 +102,20 @@ def test_bad_inputs_exit_2(repo: Path, tmp_path: Path) -> None:
     res = runner.invoke(app, ["localize", "--repo", "not/here", "--issue", "-"], input="x y z")
     assert res.exit_code == 2
     assert "needs --commit" in res.output
+    binary = tmp_path / "issue.bin"
+    binary.write_bytes(b"\xff\xfe not utf-8")
+    res = runner.invoke(app, ["localize", "--repo", str(repo), "--issue", str(binary)])
+    assert res.exit_code == 2
+    assert "cannot read --issue" in res.output
+    for flag in ("-o", "--rollout"):
+        target = tmp_path / "no-such-dir" / "out.json"
+        res = runner.invoke(
+            app,
+            ["localize", "--repo", str(repo), "--issue", "-", flag, str(target)],
+            input=ISSUE,
+        )
+        assert res.exit_code == 2
+        assert f"cannot write {flag}" in res.output
 
 
 def test_the_example_issue_on_this_repository() -> None:

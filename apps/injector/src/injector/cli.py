@@ -79,7 +79,7 @@ def localize(
 
     try:
         text = sys.stdin.read() if issue == "-" else Path(issue).read_text(encoding="utf-8")
-    except OSError as exc:
+    except (OSError, UnicodeDecodeError) as exc:
         raise _fail(str(IssueInputError(f"cannot read --issue {issue}: {exc}"))) from exc
     if not text.strip():
         raise _fail("the issue text is empty")
@@ -104,10 +104,16 @@ def localize(
 
     assert isinstance(result, Localization)
     data = result.to_json()
-    if output is not None:
-        output.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-    if rollout is not None:
-        rollout.write_text(result.record.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    for flag, path, body in (
+        ("-o", output, json.dumps(data, indent=2)),
+        ("--rollout", rollout, result.record.model_dump_json(indent=2)),
+    ):
+        if path is None:
+            continue
+        try:
+            path.write_text(body + "\n", encoding="utf-8")
+        except OSError as exc:
+            raise _fail(f"cannot write {flag} {path}: {exc}") from exc
     if as_json:
         typer.echo(json.dumps(data))
     else:
