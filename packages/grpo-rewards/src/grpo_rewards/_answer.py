@@ -65,6 +65,8 @@ class ParsedAnswer:
 
 
 _THINK_RE = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
+_THINK_OPEN_RE = re.compile(r"<think>", re.IGNORECASE)
+_THINK_CLOSE_RE = re.compile(r"</think>", re.IGNORECASE)
 _FENCE_RE = re.compile(r"```[A-Za-z0-9_-]*[ \t]*\n?(.*?)```", re.DOTALL)
 _RANGE_TEXT_RE = re.compile(r"^\s*L?(\d+)\s*(?:[-–:,]|\.\.)\s*L?(\d+)\s*$|^\s*L?(\d+)\s*$")
 
@@ -209,10 +211,10 @@ def parse_answer(text: object, *, roots: Iterable[str] = ()) -> ParsedAnswer:
     if not isinstance(text, str):
         return ParsedAnswer(None, f"the answer is not text ({type(text).__name__})")
     body = _THINK_RE.sub("", text)
-    close = body.lower().rfind("</think>")
-    if close != -1:
-        body = body[close + len("</think>") :]
-    if "<think>" in body.lower():
+    closes = list(_THINK_CLOSE_RE.finditer(body))
+    if closes:
+        body = body[closes[-1].end() :]
+    if _THINK_OPEN_RE.search(body):
         return ParsedAnswer(None, "unclosed <think> block: no answer after the reasoning")
     root_list = tuple(roots)
     fenced: list[object] = []
