@@ -65,3 +65,17 @@ def test_batch_resumes_and_counts_errors(small_repo: Path, tmp_path: Path) -> No
     meta = json.loads((tmp_path / "pred.jsonl.meta.json").read_text())
     assert meta["policy"] == "lexical"
     assert meta["errors"] == 1
+    assert meta["bad_prediction_rows"] == 0
+
+
+def test_a_torn_prediction_row_is_counted_and_rerun(small_repo: Path, tmp_path: Path) -> None:
+    run(small_repo, tmp_path, limit=2)
+    pred = tmp_path / "pred.jsonl"
+    lines = pred.read_text().splitlines()
+    pred.write_text(lines[0] + "\n" + lines[1][:20] + "\n")  # a run killed mid-write
+    again = run(small_repo, tmp_path, limit=1)
+    assert len(again.bad_prediction_rows) == 1  # type: ignore[attr-defined]
+    assert ":2:" in again.bad_prediction_rows[0]  # type: ignore[attr-defined]
+    assert again.skipped == 1  # type: ignore[attr-defined]
+    meta = json.loads((tmp_path / "pred.jsonl.meta.json").read_text())
+    assert meta["bad_prediction_rows"] == 1

@@ -35,17 +35,25 @@ class BatchSummary:
     errors: int = 0
     wall_s: float = 0.0
     error_messages: list[str] = field(default_factory=list)
+    bad_prediction_rows: list[str] = field(
+        default_factory=list,
+        metadata={
+            "doc": "Rows of the existing predictions file that did not parse (their "
+            "instances are run again); file and line each."
+        },
+    )
 
     @property
     def done(self) -> int:
         return self.answered + self.fallback
 
 
-def _finished(path: Path) -> set[str]:
+def _finished(path: Path, bad: list[str] | None = None) -> set[str]:
+    """Instances with a prediction in `path`; rows that do not parse go to `bad`."""
     if not path.exists():
         return set()
-    bad: list[str] = []
-    return {p.instance_id for p in read_jsonl(path, Prediction, bad)}
+    sink: list[str] = [] if bad is None else bad
+    return {p.instance_id for p in read_jsonl(path, Prediction, sink)}
 
 
 async def run_batch(
@@ -64,7 +72,7 @@ async def run_batch(
     """Run `policy` on `instances` (first `limit` not yet done), `jobs` rollouts at a time."""
     started = time.perf_counter()
     summary = BatchSummary()
-    done = _finished(predictions)
+    done = _finished(predictions, summary.bad_prediction_rows)
     todo = [i for i in instances if i.instance_id not in done]
     summary.skipped = len(instances) - len(todo)
     if limit is not None:
@@ -123,6 +131,7 @@ async def run_batch(
         "answered": summary.answered,
         "fallback": summary.fallback,
         "errors": summary.errors,
+        "bad_prediction_rows": len(summary.bad_prediction_rows),
         "wall_s": round(summary.wall_s, 3),
         "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }

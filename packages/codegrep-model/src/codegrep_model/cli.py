@@ -75,7 +75,10 @@ def batch(
     for msg in bad:
         console.print(f"[yellow]skipped bad row[/] {msg}")
     rollouts = rollouts or output.with_name(output.name.removesuffix(".jsonl") + ".rollouts.jsonl")
-    done = _finished(output)
+    unparsed: list[str] = []
+    done = _finished(output, unparsed)
+    for msg in unparsed:
+        console.print(f"[yellow]bad prediction row (its instance runs again)[/] {msg}")
     todo = [r for r in rows if r.instance_id not in done][: limit if limit is not None else None]
     console.print(
         f"{len(rows)} instances, {len(rows) - len([r for r in rows if r.instance_id not in done])}"
