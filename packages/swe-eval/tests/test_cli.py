@@ -181,3 +181,29 @@ def test_precision_curve_stops_when_answers_stop_growing(files: dict[str, Path])
     pts = precision_curve(gold, load_predictions(files["bad"]).records)
     assert [p.top_k for p in pts] == [1, 2]
     assert pts[1].precision == pytest.approx(15 * 0.5 / 20)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["cut", "-p", "{good}"],
+        ["plot", "-p", "{good}", "-o", "{tmp}/x.png"],
+        ["predict", "-r", "bm25", "--cache", "{tmp}/cache", "-o", "{tmp}/o.jsonl"],
+    ],
+)
+def test_a_missing_instance_file_is_a_clear_error(
+    args: list[str], files: dict[str, Path], tmp_path: Path
+) -> None:
+    filled = [a.format(good=files["good"], tmp=tmp_path) for a in args]
+    res = runner.invoke(app, [*filled, "-i", str(tmp_path / "nope.jsonl")])
+    assert res.exit_code == 2
+    assert "no such file" in " ".join(res.output.split())
+    assert res.exception is None or isinstance(res.exception, SystemExit)
+
+
+def test_cut_reports_the_rows_it_skipped(files: dict[str, Path], tmp_path: Path) -> None:
+    with files["good"].open("a") as fh:
+        fh.write("not json\n")
+    res = runner.invoke(app, ["cut", "-i", str(files["inst"]), "-p", str(files["good"])])
+    assert res.exit_code == 0, res.output
+    assert "1 prediction (good.jsonl) row(s) skipped" in " ".join(res.output.split())

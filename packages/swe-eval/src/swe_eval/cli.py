@@ -54,6 +54,16 @@ ExcludeRepoOpt = Annotated[
 LimitOpt = Annotated[int | None, typer.Option("--limit", help="At most this many instances.")]
 
 
+@contextmanager
+def _clear_errors() -> Iterator[None]:
+    """A file that cannot be read (or a bad value) ends the command with its message, exit 2."""
+    try:
+        yield
+    except (SweEvalError, ValueError) as exc:
+        err.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(2) from exc
+
+
 def _report_problems(loaded: Loaded[object], what: str) -> None:  # type: ignore[type-var]
     if loaded.problems:
         err.print(
@@ -272,7 +282,8 @@ def predict(
     from swe_eval.predict import Retriever
     from swe_eval.predict import predict as run_predict
 
-    loaded = load_instances(instances)
+    with _clear_errors():
+        loaded = load_instances(instances)
     _report_problems(loaded, "instance")  # type: ignore[arg-type]
     chosen = _select(loaded.records, repo, exclude_repo, limit)
     if retriever in (RetrieverKind.LEXICAL, RetrieverKind.AGENT):
@@ -296,7 +307,10 @@ def predict(
             api_key=os.environ.get("OPENAI_API_KEY"),
         )
         return
-    done = {p.instance_id for p in load_predictions(output).records} if output.exists() else set()
+    with _clear_errors():
+        done = (
+            {p.instance_id for p in load_predictions(output).records} if output.exists() else set()
+        )
     todo = [i for i in chosen if i.instance_id not in done and i.base_commit]
     skipped = sum(1 for i in chosen if not i.base_commit)
     err.print(f"{len(done)} already done, {len(todo)} to do, {skipped} without base_commit")
@@ -381,10 +395,14 @@ def cut(
 
     Example: swe-eval cut -i lite.jsonl -p bm25-rankings.jsonl --best -o bm25.jsonl
     """
-    loaded = load_instances(instances)
+    with _clear_errors():
+        loaded = load_instances(instances)
+        loaded_preds = load_predictions(predictions)
+    _report_problems(loaded, "instance")  # type: ignore[arg-type]
+    _report_problems(loaded_preds, f"prediction ({predictions.name})")  # type: ignore[arg-type]
     chosen = _select(loaded.records, repo, exclude_repo, None)
     gold = gold_from_instances(chosen)
-    preds = list(load_predictions(predictions).records)
+    preds = list(loaded_preds.records)
     results = sweep_cuts(gold, preds, relatives=(0.5, 0.6, 0.7, 0.8, 0.9, 0.95))
     err.print("cut            Fβ      P      R   files")
     for r in results:
@@ -428,25 +446,27 @@ def plot(
     """
     from swe_eval.plots import plot_precision, precision_curve
 
-    loaded = load_instances(instances)
-    chosen = _select(loaded.records, repo, exclude_repo, None)
-    gold = gold_from_instances(chosen)
-    repos = {i.instance_id: i.repo for i in chosen}
-    systems = _load_systems(predictions, name)
-    summaries = [
-        summarize(
-            evaluate(gold, preds, repos=repos, name=n),
-            n_resamples=resamples,
-            seed=seed,
-            by_repo=False,
-        )
-        for n, preds in systems
-    ]
-    curves = {n: precision_curve(gold, preds) for n, preds in systems}
-    for path in rankings or []:
-        for n, preds in _load_systems([path], None):
-            curves[f"{n} (ranking)"] = precision_curve(gold, preds)
-    plot_precision(summaries, curves, output, title=title)
+    with _clear_errors():
+        loaded = load_instances(instances)
+        _report_problems(loaded, "instance")  # type: ignore[arg-type]
+        chosen = _select(loaded.records, repo, exclude_repo, None)
+        gold = gold_from_instances(chosen)
+        repos = {i.instance_id: i.repo for i in chosen}
+        systems = _load_systems(predictions, name)
+        summaries = [
+            summarize(
+                evaluate(gold, preds, repos=repos, name=n),
+                n_resamples=resamples,
+                seed=seed,
+                by_repo=False,
+            )
+            for n, preds in systems
+        ]
+        curves = {n: precision_curve(gold, preds) for n, preds in systems}
+        for path in rankings or []:
+            for n, preds in _load_systems([path], None):
+                curves[f"{n} (ranking)"] = precision_curve(gold, preds)
+        plot_precision(summaries, curves, output, title=title)
     err.print(f"wrote {output}")
 
 
