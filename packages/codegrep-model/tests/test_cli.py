@@ -38,6 +38,8 @@ def test_batch_cli_runs_resumes_and_dry_runs(tmp_path: Path, small_repo: Path) -
     assert [p["files"] for p in preds] == [["shop/cart.py"]] * 2
     rollouts = (tmp_path / "out" / "pred.rollouts.jsonl").read_text().splitlines()
     assert len(rollouts) == 2
+    res = runner.invoke(app, [*base, "--limit", "-1", "--dry-run"])
+    assert res.exit_code == 2  # rejected, not read as "all but the last"
     res = runner.invoke(app, [*base, "--dry-run"])
     assert "2 already done, 1 to run" in res.output
     assert len(out.read_text().splitlines()) == 2

@@ -70,6 +70,9 @@ async def run_batch(
     on_record: Callable[[RolloutRecord], None] | None = None,
 ) -> BatchSummary:
     """Run `policy` on `instances` (first `limit` not yet done), `jobs` rollouts at a time."""
+    if limit is not None and limit < 0:
+        # a negative slice would silently drop instances from the end instead
+        raise ValueError(f"limit must be >= 0, got {limit}")
     started = time.perf_counter()
     summary = BatchSummary()
     done = _finished(predictions, summary.bad_prediction_rows)

@@ -39,8 +39,10 @@ def batch(
     rollouts: Annotated[
         Path | None, typer.Option(help="Rollouts JSONL (default: beside -o, .rollouts.jsonl)")
     ] = None,
-    jobs: Annotated[int, typer.Option("-j", "--jobs", help="Rollouts at a time.")] = 4,
-    limit: Annotated[int | None, typer.Option(help="At most this many new instances.")] = None,
+    jobs: Annotated[int, typer.Option("-j", "--jobs", min=1, help="Rollouts at a time.")] = 4,
+    limit: Annotated[
+        int | None, typer.Option(min=0, help="At most this many new instances.")
+    ] = None,
     repo: Annotated[
         list[str] | None, typer.Option(help="Only instances of this repository (repeatable).")
     ] = None,
