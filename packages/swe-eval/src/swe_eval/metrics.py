@@ -19,10 +19,12 @@ Pure functions; no I/O.
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 import numpy as np
 from grpo_rewards import fbeta_from_counts
@@ -236,6 +238,32 @@ def _metric_names(ks: Sequence[int]) -> list[str]:
     ]
 
 
+def _scipy_bootstrap(
+    data: NDArray[np.float64],
+    stat: Callable[..., NDArray[np.float64]],
+    *,
+    n_resamples: int,
+    confidence: float,
+    rng: np.random.Generator,
+) -> Any:
+    from scipy import stats  # type: ignore[import-untyped, unused-ignore]
+
+    # scipy 1.15 renamed bootstrap's `random_state` to `rng`; the declared floor (1.11) knows
+    # only the old name, so pass the generator under whichever name this scipy has.
+    params = inspect.signature(stats.bootstrap).parameters
+    seed_kw = "rng" if "rng" in params else "random_state"
+    return stats.bootstrap(
+        (data,),
+        stat,
+        n_resamples=n_resamples,
+        confidence_level=confidence,
+        method="percentile",
+        vectorized=True,
+        batch=max(1, min(n_resamples, 2_000_000 // max(1, len(data)))),
+        **{seed_kw: rng},
+    )
+
+
 def _bootstrap(
     x: NDArray[np.float64],
     stat: Callable[..., NDArray[np.float64]],
@@ -244,24 +272,13 @@ def _bootstrap(
     confidence: float,
     rng: np.random.Generator,
 ) -> tuple[float, float]:
-    from scipy import stats  # type: ignore[import-untyped, unused-ignore]
-
     if len(x) < 2 or n_resamples <= 0:
         v = float(stat(x, axis=-1)) if len(x) else math.nan
         return v, v
     if np.all(x == x[0]):
         # scipy warns and returns NaN on a degenerate distribution; the interval is the point.
         return float(x[0]), float(x[0])
-    res = stats.bootstrap(
-        (x,),
-        stat,
-        n_resamples=n_resamples,
-        confidence_level=confidence,
-        method="percentile",
-        vectorized=True,
-        batch=max(1, min(n_resamples, 2_000_000 // max(1, len(x)))),
-        rng=rng,
-    )
+    res = _scipy_bootstrap(x, stat, n_resamples=n_resamples, confidence=confidence, rng=rng)
     return float(res.confidence_interval.low), float(res.confidence_interval.high)
 
 
@@ -372,18 +389,7 @@ def paired_difference(
             diff=Estimate(value=mean, low=mean, high=mean, n=len(d)),
             p_value=1.0 if mean == 0 else 1.0 / n_resamples,
         )
-    from scipy import stats  # type: ignore[import-untyped, unused-ignore]
-
-    res = stats.bootstrap(
-        (d,),
-        np.mean,
-        n_resamples=n_resamples,
-        confidence_level=confidence,
-        method="percentile",
-        vectorized=True,
-        batch=max(1, min(n_resamples, 2_000_000 // len(d))),
-        rng=rng,
-    )
+    res = _scipy_bootstrap(d, np.mean, n_resamples=n_resamples, confidence=confidence, rng=rng)
     dist = res.bootstrap_distribution
     share = min(float(np.mean(dist <= 0)), float(np.mean(dist >= 0)))
     p = min(1.0, max(2 * share, 1.0 / n_resamples))
