@@ -191,3 +191,11 @@ async def test_pool_serves_cached_repos_by_name(tmp_path: Path, repo: Any) -> No
         with pytest.raises(CommitNotFoundError):
             async with pool.tree("someone/proj", "f" * 40):
                 pass
+
+
+def test_cache_root_expands_home(
+    tmp_path: Path, repo: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    cache = BareRepoCache("~/.cache/wts", _source(repo))
+    assert cache.root == (tmp_path / "home" / ".cache" / "wts").resolve()

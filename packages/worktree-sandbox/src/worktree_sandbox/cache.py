@@ -59,7 +59,7 @@ class BareRepoCache:
                 f"source template {source!r} names no repository: use {{repo}}, {{owner}} "
                 "or {name}, e.g. https://github.com/{repo}.git"
             )
-        self.root = Path(root).resolve()
+        self.root = Path(root).expanduser().resolve()
         self.source = source
         for sub in ("repos", "locks", "tmp"):
             (self.root / sub).mkdir(parents=True, exist_ok=True)

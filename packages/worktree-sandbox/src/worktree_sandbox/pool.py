@@ -89,7 +89,7 @@ class TreePool:
     ) -> None:
         self.cache = cache
         self.runtime = Runtime(limits)
-        self.workdir = Path(workdir) if workdir is not None else default_workdir()
+        self.workdir = Path(workdir).expanduser() if workdir is not None else default_workdir()
         self.materialize = materialize
         self.max_idle_trees = max_idle_trees
         self.stats = PoolStats()
