@@ -264,3 +264,16 @@ async def test_partial_clone_missing_blob(repo: Any, workdir: Path) -> None:
             assert "not in this clone" in r.text
             g = await tree.grep(GrepArgs(pattern="needle"))
             assert [m.path for m in g.matches] == ["data/small.csv"]
+
+
+async def test_directory_without_ripgrep_falls_back_to_git_grep(repo: Any) -> None:
+    plain = Runtime()
+    plain.rg = None  # a machine without ripgrep
+    greps = [args for name, args in CALLS if name == "grep"]
+    async with DirectoryTree(repo.path) as with_rg, DirectoryTree(repo.path, plain) as without:
+        for args in greps:
+            a, b = await with_rg.call("grep", args), await without.call("grep", args)
+            assert b.backend == "git-grep"
+            assert a.text == b.text
+        bad = await without.call("grep", {"pattern": "(unclosed"})
+        assert bad.error is ToolErrorKind.INVALID_PATTERN

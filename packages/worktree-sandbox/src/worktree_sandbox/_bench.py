@@ -29,7 +29,7 @@ from worktree_sandbox._liveness import dir_bytes
 from worktree_sandbox.cache import BareRepoCache
 from worktree_sandbox.models import GlobArgs, GrepArgs, ReadArgs, SandboxLimits
 from worktree_sandbox.pool import TreePool
-from worktree_sandbox.tree import CommitTree
+from worktree_sandbox.tree import CommitTree, rg_flags
 
 __all__ = ["run_bench"]
 
@@ -87,9 +87,7 @@ async def _raw_rg(rg: str, cwd: Path, pattern: str, max_file_bytes: int) -> floa
     """ripgrep alone, with the flags the sandbox passes, on the same checkout."""
     start = time.perf_counter()
     proc = await asyncio.create_subprocess_exec(
-        rg, "--no-config", "--hidden", "--no-ignore", "--no-messages", "--line-number",
-        "--with-filename", "--no-heading", "--color=never", "--null", "--max-columns=2000",
-        "--max-columns-preview", f"--max-filesize={max_file_bytes}", "--regexp", pattern,
+        rg, *rg_flags(max_file_bytes), "--no-ignore", "--regexp", pattern,
         cwd=cwd, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
     )  # fmt: skip
     await proc.communicate()

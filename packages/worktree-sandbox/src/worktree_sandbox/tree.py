@@ -604,6 +604,47 @@ def _pattern_message(stderr: bytes) -> str:
     return f"invalid regular expression: {msg[:400]}" if msg else "invalid regular expression"
 
 
+def rg_flags(max_file_bytes: int) -> list[str]:
+    """ripgrep's flags for a tool call (the benchmark's raw-ripgrep baseline uses them too)."""
+    return [
+        "--no-config", "--hidden", "--no-messages", "--line-number", "--with-filename",
+        "--no-heading", "--color=never", "--null", "--max-columns=2000",
+        "--max-columns-preview", f"--max-filesize={max_file_bytes}",
+    ]  # fmt: skip
+
+
+async def _git_grep(
+    base: list[str],
+    rev: str | None,
+    args: GrepArgs,
+    targets: list[str] | None,
+    *,
+    cwd: Path | None,
+    deadline: float,
+) -> tuple[list[_RawMatch], bool]:
+    """`git grep` on a commit object (`rev`), or on the folder `cwd` when `rev` is None."""
+    flavour = "-P" if await _git_has_pcre() else "-E"
+    argv = [*base, "grep", *([] if rev else ["--no-index"]), "-n", "-z", "-I", "--no-color"]
+    argv.append(flavour)
+    if args.ignore_case:
+        argv.append("-i")
+    argv += ["-e", args.pattern, *([rev] if rev else []), "--", *(targets or [])]
+    out = await run_capped(
+        argv, cwd=cwd, timeout=max(0.05, deadline - time.perf_counter()), max_stdout=_RAW_CAP
+    )
+    if out.returncode not in (0, 1) and not out.overflowed:
+        if b"unable to read" in out.stderr or b"bad object" in out.stderr:
+            raise SandboxError(
+                "the clone lacks objects git grep needs: "
+                f"{out.stderr.decode(errors='replace').strip()[:300]}"
+            )
+        raise _PatternError(_pattern_message(out.stderr))
+    matches = _parse_git_grep(out.stdout, f"{rev}:" if rev else "")
+    if out.overflowed and matches:
+        matches = matches[:-1]  # the last line may be cut
+    return matches, out.overflowed
+
+
 async def _rg(
     rg: str,
     cwd: Path,
@@ -613,11 +654,7 @@ async def _rg(
     max_file_bytes: int,
     extra: tuple[str, ...] = (),
 ) -> tuple[list[_RawMatch], bool]:
-    argv = [
-        rg, "--no-config", "--hidden", "--no-messages", "--line-number", "--with-filename",
-        "--no-heading", "--color=never", "--null", "--max-columns=2000",
-        "--max-columns-preview", f"--max-filesize={max_file_bytes}", *extra,
-    ]  # fmt: skip
+    argv = [rg, *rg_flags(max_file_bytes), *extra]
     if args.ignore_case:
         argv.append("--ignore-case")
     argv += ["--regexp", args.pattern]
@@ -801,31 +838,14 @@ class CommitTree(Tree):
     async def _git_grep(
         self, args: GrepArgs, targets: list[str] | None, deadline: float
     ) -> tuple[list[_RawMatch], bool, str]:
-        flavour = "-P" if await _git_has_pcre() else "-E"
-        argv = ["git", f"--git-dir={self.git_dir}", "grep", "-n", "-z", "-I", "--no-color",
-                flavour]  # fmt: skip
-        if args.ignore_case:
-            argv.append("-i")
-        argv += ["-e", args.pattern, self.commit, "--"]
-        if targets is not None:
-            argv += targets
-        out = await run_capped(
-            argv, cwd=None, timeout=max(0.05, deadline - time.perf_counter()), max_stdout=_RAW_CAP
+        base = ["git", f"--git-dir={self.git_dir}"]
+        matches, overflowed = await _git_grep(
+            base, self.commit, args, targets, cwd=None, deadline=deadline
         )
-        if out.returncode not in (0, 1) and not out.overflowed:
-            if b"unable to read" in out.stderr or b"bad object" in out.stderr:
-                raise SandboxError(
-                    f"{self.label} lacks objects git grep needs: "
-                    f"{out.stderr.decode(errors='replace').strip()[:300]}"
-                )
-            raise _PatternError(_pattern_message(out.stderr))
-        matches = _parse_git_grep(out.stdout, f"{self.commit}:")
-        if out.overflowed and matches:
-            matches = matches[:-1]
         entries = await self._entries_map()
         # git grep searches symlink blobs (the link text); ripgrep does not. Keep them equal.
         matches = [m for m in matches if not entries[m[0]].is_symlink] if entries else matches
-        return matches, out.overflowed, "git-grep"
+        return matches, overflowed, "git-grep"
 
     async def close(self) -> None:
         if self._closed:
@@ -985,17 +1005,7 @@ class DirectoryTree(Tree):
             return matches, overflowed, "ripgrep"
         if targets is None:
             targets = await self._regular(list(await self.files()))
-        flavour = "-P" if await _git_has_pcre() else "-E"
-        argv = ["git", "grep", "--no-index", "-n", "-z", "-I", "--no-color", flavour]
-        if args.ignore_case:
-            argv.append("-i")
-        argv += ["-e", args.pattern, "--", *targets]
-        out = await run_capped(
-            argv,
-            cwd=self.root,
-            timeout=max(0.05, deadline - time.perf_counter()),
-            max_stdout=_RAW_CAP,
+        matches, overflowed = await _git_grep(
+            ["git"], None, args, targets, cwd=self.root, deadline=deadline
         )
-        if out.returncode not in (0, 1) and not out.overflowed:
-            raise _PatternError(_pattern_message(out.stderr))
-        return _parse_git_grep(out.stdout, ""), out.overflowed, "git-grep"
+        return matches, overflowed, "git-grep"
