@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import gzip
 import importlib.util
 import json
 import os
 from pathlib import Path
 
 import pytest
-from catm import LabelRecord, read_labels
+from catm import LabelRecord, label_report, read_labels
 from catm.cli import app
 from typer.testing import CliRunner
 
@@ -113,6 +114,136 @@ def test_missing_input_is_a_clean_error(tmp_path: Path) -> None:
     result = runner.invoke(app, args)
     assert result.exit_code == 2
     assert "cannot open" in result.output
+
+
+# A gzip member with a valid header, then a deflate block of type 3, which does not exist: ISA-L
+# raises IsalError and zlib raises zlib.error, neither of them an OSError.
+_BAD_MEMBER = gzip.compress(b"")[:10] + b"\xff" * 64
+
+
+@pytest.mark.parametrize("broken", ["trajectories", "instances", "labels"])
+def test_corrupt_gzip_is_a_clean_exit_2(tmp_path: Path, broken: str) -> None:
+    trajectories, instances = _write_small_corpus(tmp_path)
+    labels = tmp_path / "labels.jsonl.gz"
+    if broken == "labels":
+        result = runner.invoke(
+            app, ["mine", str(trajectories), "-i", str(instances), "-o", str(tmp_path / "l.jsonl")]
+        )
+        assert result.exit_code == 0, result.output
+        labels.write_bytes(gzip.compress((tmp_path / "l.jsonl").read_bytes()) + _BAD_MEMBER)
+        result = runner.invoke(app, ["stats", str(labels)])
+    else:
+        source = trajectories if broken == "trajectories" else instances
+        packed = source.with_name(source.name + ".gz")
+        packed.write_bytes(gzip.compress(source.read_bytes()) + _BAD_MEMBER)
+        args = [str(packed if broken == "trajectories" else trajectories)]
+        args += ["-i", str(packed if broken == "instances" else instances)]
+        result = runner.invoke(app, ["mine", *args, "-o", str(labels)])
+    assert result.exit_code == 2, result.output
+    assert isinstance(result.exception, SystemExit)  # no traceback
+    output = " ".join(result.output.split())  # rich wraps long lines, paths anywhere
+    assert "error:" in output
+    assert "unreadable after line" in output
+    assert ".gz:unreadableafterline" in "".join(output.split())
+
+
+def test_deeply_nested_rows_are_counted_skips(tmp_path: Path) -> None:
+    trajectories, instances = _write_small_corpus(tmp_path)
+    deep_object = '{"a":' * 1100 + "1" + "}" * 1100
+    deep_list = "[" * 1100 + "]" * 1100
+    with trajectories.open("a") as f:
+        f.write(deep_object + "\n")
+    with instances.open("a") as f:
+        f.write(deep_object + "\n" + deep_list + "\n")
+    labels = tmp_path / "labels.jsonl"
+    args = ["mine", str(trajectories), "-i", str(instances), "-o", str(labels), "-v"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    stats = json.loads((tmp_path / "labels.jsonl.stats.json").read_text())
+    assert stats["records_skipped"] == 2  # the broken row of the corpus and the deep one
+    assert stats["instance_rows_skipped"] == 2
+    assert stats["labels_written"] == 1
+    listed = " ".join(result.output.split())
+    assert "t.jsonl:3: record nested too deeply" in listed
+    assert "i.jsonl:2: row nested too deeply" in listed
+    assert "i.jsonl:3: row nested too deeply" in listed
+
+
+@pytest.mark.parametrize("sidecar", ["directory", "invalid_utf8", "binary", "deep", "not_object"])
+def test_unreadable_stats_sidecar_is_a_clean_exit_2(tmp_path: Path, sidecar: str) -> None:
+    trajectories, instances = _write_small_corpus(tmp_path)
+    labels = tmp_path / "labels.jsonl"
+    runner.invoke(app, ["mine", str(trajectories), "-i", str(instances), "-o", str(labels)])
+    path = tmp_path / "labels.jsonl.stats.json"
+    path.unlink()
+    if sidecar == "directory":
+        path.mkdir()
+    else:
+        path.write_bytes(
+            {
+                "invalid_utf8": b'{"judge": "\xff\xfe"}',
+                "binary": bytes(range(256)),
+                "deep": b"[" * 1100 + b"]" * 1100,
+                "not_object": b"[1, 2]",
+            }[sidecar]
+        )
+    result = runner.invoke(app, ["stats", str(labels)])
+    assert result.exit_code == 2, result.output
+    assert isinstance(result.exception, SystemExit)
+    assert "labels.jsonl.stats.json" in "".join(result.output.split())
+
+
+def test_hostile_label_rows_are_counted_skips(tmp_path: Path) -> None:
+    trajectories, instances = _write_small_corpus(tmp_path)
+    labels = tmp_path / "labels.jsonl"
+    runner.invoke(app, ["mine", str(trajectories), "-i", str(instances), "-o", str(labels)])
+    [good] = labels.read_bytes().splitlines()
+    assert b'"weight":1.0' in good
+    hostile = [
+        bytes(range(1, 10)) + b"\xff",
+        b"[" * 1100 + b"]" * 1100,
+        b'{"instance_id": "\xff\xfe"}',
+        b"42",
+        good.replace(b'"weight":1.0', b'"weight":NaN'),
+        good.replace(b'"weight":1.0', b'"weight":1e999'),  # parses as infinity
+        good.replace(b'"weight":1.0', b'"weight":-Infinity'),
+    ]
+    labels.write_bytes(b"\n".join([*hostile, good]) + b"\n")
+    report = label_report(labels)
+    assert (report.labels, report.skipped_rows) == (1, len(hostile))
+    result = runner.invoke(app, ["stats", str(labels)])
+    assert result.exit_code == 0, result.output
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "message"),
+    [
+        ("dir.jsonl", None, "cannot open"),
+        ("empty.json", b"", "not a JSON document"),
+        ("garbage.json", bytes(range(256)), "not a JSON document"),
+        ("deep.json", b"[" * 1100 + b"]" * 1100, "not a JSON document"),
+        ("garbage.jsonl.gz", bytes(range(256)), "unreadable after line 0"),
+    ],
+)
+def test_unreadable_inputs_are_a_clean_exit_2(
+    tmp_path: Path, name: str, content: bytes | None, message: str
+) -> None:
+    trajectories, instances = _write_small_corpus(tmp_path)
+    bad = tmp_path / name
+    if content is None:
+        bad.mkdir()
+    else:
+        bad.write_bytes(content)
+    out = str(tmp_path / "l.jsonl")
+    for args in (
+        ["mine", str(bad), "-i", str(instances), "-o", out],
+        ["mine", str(trajectories), "-i", str(bad), "-o", out],
+        ["stats", str(bad)],
+    ):
+        result = runner.invoke(app, args)
+        assert result.exit_code == 2, (args, result.output)
+        assert isinstance(result.exception, SystemExit)
+        assert message in " ".join(result.output.split())
 
 
 def test_every_command_has_an_example() -> None:

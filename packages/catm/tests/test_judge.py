@@ -6,6 +6,7 @@ import json
 import os
 import re
 import signal
+import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -17,7 +18,15 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from catm import JudgeCache, JudgeError, JudgeRequest, OpenAIJudge, Verdict, parse_verdict
+from catm import (
+    JudgeCache,
+    JudgeError,
+    JudgeRequest,
+    JudgeResult,
+    OpenAIJudge,
+    Verdict,
+    parse_verdict,
+)
 
 _PATH = re.compile(r"<file>(.*?)</file>")
 
@@ -78,6 +87,10 @@ class ScriptedServer:
             return self._send(handler, 200, json.dumps(payload).encode())
         if name == "auth.py":
             return self._send(handler, 401, b'{"error": "bad key"}')
+        if name == "deep.py":
+            # A valid completion plus an extra field nested deeper than any decoder recurses.
+            deep = b'{"choices": [{"message": {"content": "RELEVANT"}}], "x": '
+            return self._send(handler, 200, deep + b"[" * 1100 + b"]" * 1100 + b"}")
         content = {
             "rel.py": "RELEVANT",
             "not.py": "NOT RELEVANT",
@@ -191,6 +204,44 @@ def test_cache_key_depends_on_model_and_prompt(tmp_path: Path) -> None:
     assert JudgeCache.key("m1", "p") != JudgeCache.key("m1", "q")
     cache = JudgeCache(tmp_path / "c.sqlite")
     assert len(cache) == 0
+    cache.close()
+
+
+def test_deeply_nested_completion_is_a_counted_failure(server: ScriptedServer) -> None:
+    [result] = _judge(server, None, max_retries=1).judge(_requests("deep.py"))
+    assert result.verdict is Verdict.JUDGE_FAILED
+    assert "not a chat completion" in result.answer
+    assert server.hits["pkg/deep.py"] == 2
+
+
+def _foreign_sqlite(path: Path) -> None:
+    db = sqlite3.connect(str(path))
+    db.execute("CREATE TABLE answers (id INTEGER, text TEXT)")
+    db.commit()
+    db.close()
+
+
+@pytest.mark.parametrize("broken", ["parent_is_a_file", "directory", "not_sqlite", "foreign"])
+def test_unusable_cache_is_a_judge_error(tmp_path: Path, broken: str) -> None:
+    path = tmp_path / "cache.sqlite"
+    if broken == "parent_is_a_file":
+        (tmp_path / "file").write_text("x")
+        path = tmp_path / "file" / "cache.sqlite"
+    elif broken == "directory":
+        path.mkdir()
+    elif broken == "not_sqlite":
+        path.write_bytes(bytes(range(256)) * 8)
+    else:
+        _foreign_sqlite(path)
+    with pytest.raises(JudgeError, match="judge cache"):
+        JudgeCache(path)
+
+
+def test_unknown_cached_verdict_is_a_miss(tmp_path: Path) -> None:
+    cache = JudgeCache(tmp_path / "c.sqlite")
+    cache.put("k", "m", JudgeResult(Verdict.RELEVANT, "RELEVANT"))
+    cache._db.execute("UPDATE answers SET verdict = 'MAYBE' WHERE key = 'k'")
+    assert cache.get("k") is None  # asked again rather than trusted or raised
     cache.close()
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import random
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ from catm import (
     Skip,
     Trajectory,
     TrajectoryFormat,
+    _readers,
     mine_trajectory,
     parse_record,
     read_trajectories,
@@ -290,6 +292,154 @@ def test_truncated_gzip_reports_where(tmp_path: Path) -> None:
     assert got  # what came before the break was delivered
     with pytest.raises(InputError, match="cannot open"):
         list(read_trajectories(tmp_path / "missing.jsonl"))
+
+
+def _long_gzip_member(rows: int = 400) -> bytes:
+    """One gzip member of incompressible rows, long enough to yield rows before its end."""
+    rng = random.Random(0)
+    record = v0_record()
+    lines = []
+    for i in range(rows):
+        record["session_id"] = rng.randbytes(2000).hex() + str(i)
+        lines.append(json.dumps(record))
+    return gzip.compress(("\n".join(lines) + "\n").encode())
+
+
+# A gzip member with a valid header, then a deflate block of type 3, which does not exist.
+_BAD_MEMBER = gzip.compress(b"")[:10] + b"\xff" * 64
+
+
+def _corrupt_gzip(corruption: str) -> bytes:
+    data = _long_gzip_member()
+    if corruption == "overwritten_middle":
+        # 4 KB of 0xff inside the deflate stream: an invalid block, not just a bad CRC at the end.
+        middle = len(data) // 2
+        return data[:middle] + b"\xff" * 4096 + data[middle + 4096 :]
+    return data + _BAD_MEMBER
+
+
+@pytest.fixture(params=["isal", "stdlib"])
+def gzip_opener(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Both inflaters catm can run on: ISA-L (IsalError) and the stdlib fallback (zlib.error)."""
+    if request.param == "stdlib":
+        monkeypatch.setattr(_readers, "_open_gzip", gzip.open)
+    return str(request.param)
+
+
+@pytest.mark.parametrize("corruption", ["overwritten_middle", "garbage_member"])
+def test_corrupt_gzip_reports_where(tmp_path: Path, gzip_opener: str, corruption: str) -> None:
+    broken = tmp_path / "broken.jsonl.gz"
+    broken.write_bytes(_corrupt_gzip(corruption))
+    got: list[object] = []
+
+    def drain() -> None:
+        for item in read_trajectories(broken):
+            got.append(item)
+
+    with pytest.raises(InputError, match=r"broken\.jsonl\.gz: unreadable after line \d+ \(.+\)"):
+        drain()
+    assert got  # what came before the break was delivered
+    assert all(isinstance(g, Trajectory) for g in got)
+
+
+def test_corrupt_gzip_json_document_is_an_input_error(tmp_path: Path, gzip_opener: str) -> None:
+    broken = tmp_path / "broken.json.gz"
+    broken.write_bytes(gzip.compress(json.dumps([v0_record()]).encode()) + _BAD_MEMBER)
+    with pytest.raises(InputError, match="not a JSON document"):
+        list(read_trajectories(broken))
+
+
+_DEPTH = 1100  # beyond the interpreter's recursion limit (1000)
+
+
+@pytest.mark.parametrize(
+    ("row", "reason"),
+    [
+        ("[" * _DEPTH + "]" * _DEPTH, "record is not a JSON object"),
+        ('{"a":' * _DEPTH + "1" + "}" * _DEPTH, "record nested too deeply"),
+        ('{"instance_id": "x", "history": ' + "[" * _DEPTH + "]" * _DEPTH + "}", "nested too"),
+        ('{"instance_id": "x", "instance": ' + '{"a":' * _DEPTH + "}" * _DEPTH + "}", "nested too"),
+        # Within the decoder's limit, but deeper than flattening message content can go.
+        (
+            '{"instance_id": "x", "messages": [{"role": "assistant", "content": '
+            + "[" * 600
+            + "]" * 600
+            + "}]}",
+            "nested too deeply",
+        ),
+        (
+            '{"instance_id": "x", "messages": [{"role": "user", "content": '
+            + "[" * 600
+            + "]" * 600
+            + '}, {"role": "assistant", "content": "a"}]}',
+            "nested too deeply",
+        ),
+    ],
+    ids=["list", "object", "history", "instance", "assistant_content", "user_content"],
+)
+def test_deeply_nested_row_is_a_counted_skip(tmp_path: Path, row: str, reason: str) -> None:
+    path = tmp_path / "deep.jsonl"
+    path.write_text(row + "\n" + json.dumps(v0_record()) + "\n")
+    first, second = list(read_trajectories(path))
+    assert isinstance(first, Skip)
+    assert (first.line, reason in first.reason) == (1, True), first.reason
+    assert isinstance(second, Trajectory)  # the rows after it still read
+
+
+def test_deeply_nested_python_record_is_a_skip() -> None:
+    nested: list[Any] = []
+    for _ in range(_DEPTH):
+        nested = [nested]
+    result = parse_record({"instance_id": "x", "messages": nested}, "f.jsonl", 3)
+    assert isinstance(result, Skip)
+    assert "nested too deeply" in result.reason
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "error"),
+    [
+        ("empty.json", b"", "not a JSON document"),
+        ("garbage.json", bytes(range(256)) * 4, "not a JSON document"),
+        ("deep.json", b"[" * _DEPTH + b"]" * _DEPTH, "not a JSON document"),
+        ("garbage.jsonl.gz", bytes(range(256)) * 4, "unreadable after line 0"),
+        ("dir.jsonl", None, "cannot open"),
+        ("dir.jsonl.gz", None, "cannot open"),
+    ],
+)
+def test_unreadable_files_are_input_errors(
+    tmp_path: Path, name: str, content: bytes | None, error: str
+) -> None:
+    path = tmp_path / name
+    if content is None:
+        path.mkdir()
+    else:
+        path.write_bytes(content)
+    with pytest.raises(InputError, match=error):
+        list(read_trajectories(path))
+
+
+def test_hostile_rows_are_skips(tmp_path: Path) -> None:
+    path = tmp_path / "hostile.jsonl"
+    rows = [
+        bytes(range(1, 10)) + b"\xff\xfe",  # binary garbage
+        b'{"instance_id": "\xff\xfe", "messages": []}',  # invalid UTF-8 inside a string
+        b"42",
+        b'"a string"',
+        b"null",
+        b'{"instance_id": 1e999, "messages": []}',  # a number msgspec cannot hold
+        json.dumps(v0_record()).encode(),
+    ]
+    path.write_bytes(b"\n".join(rows) + b"\n")
+    got = list(read_trajectories(path))
+    assert [type(g).__name__ for g in got] == ["Skip"] * 6 + ["Trajectory"]
+    skips = [g for g in got if isinstance(g, Skip)]
+    assert [s.line for s in skips] == [1, 2, 3, 4, 5, 6]
+    assert [s.reason.split(":")[0] for s in skips] == ["invalid JSON"] * 2 + [
+        "record is not a JSON object"
+    ] * 3 + ["invalid JSON"]
+    empty = tmp_path / "empty.jsonl.gz"
+    empty.write_bytes(b"")
+    assert list(read_trajectories(empty)) == []
 
 
 _json = st.recursive(

@@ -61,10 +61,13 @@ def load_instances(
                 continue
             try:
                 row = _JSON.decode(line)
+                result = instance_from_row(row, keep_issue)
             except msgspec.DecodeError as exc:
                 skips.append(Skip(str(path), number, f"invalid JSON: {exc}"))
                 continue
-            result = instance_from_row(row, keep_issue)
+            except RecursionError:
+                skips.append(Skip(str(path), number, "row nested too deeply"))
+                continue
             if isinstance(result, str):
                 skips.append(Skip(str(path), number, result))
             else:

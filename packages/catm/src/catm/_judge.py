@@ -124,7 +124,9 @@ class JudgeCache:
                 "(key TEXT PRIMARY KEY, model TEXT, verdict TEXT, answer TEXT)"
             )
             self._db.commit()
-        except sqlite3.Error as exc:
+            # Another tool's SQLite file may have a table of that name: fail here, not mid-run.
+            self._db.execute("SELECT key, model, verdict, answer FROM answers LIMIT 0")
+        except (sqlite3.Error, OSError) as exc:
             raise JudgeError(f"cannot open judge cache {path}: {exc}") from exc
 
     @staticmethod
@@ -137,7 +139,11 @@ class JudgeCache:
         ).fetchone()
         if row is None:
             return None
-        return JudgeResult(Verdict(row[0]), row[1], cached=True)
+        try:
+            verdict = Verdict(row[0])
+        except ValueError:
+            return None  # an unknown verdict (hand-edited or newer cache): ask again
+        return JudgeResult(verdict, str(row[1] or ""), cached=True)
 
     def put(self, key: str, model: str, result: JudgeResult) -> None:
         self._db.execute(
@@ -302,6 +308,8 @@ class OpenAIJudge:
             completion = _COMPLETION.decode(response.content)
         except msgspec.DecodeError as exc:
             raise _Retryable(f"not a chat completion: {exc}") from exc
+        except RecursionError as exc:
+            raise _Retryable("not a chat completion: nested too deeply") from exc
         if not completion.choices:
             raise _Retryable("chat completion without choices")
         # `reasoning_content` (vLLM's reasoning parser) is the model's deliberation, like a

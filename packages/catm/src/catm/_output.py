@@ -62,7 +62,11 @@ def read_stats(labels: Path) -> MiningStats | None:
     if not sidecar.exists():
         return None
     try:
-        return MiningStats.model_validate_json(sidecar.read_text(encoding="utf-8"))
+        text = sidecar.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{sidecar}: cannot read ({exc})") from exc
+    try:
+        return MiningStats.model_validate_json(text)
     except ValidationError as exc:
         raise InputError(f"{sidecar}: not a catm stats file ({exc.errors()[0]['msg']})") from exc
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import gzip
 import re
+import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any, cast
@@ -43,6 +44,23 @@ def _gzip_opener() -> Callable[..., IO[bytes]]:
 _open_gzip = _gzip_opener()
 
 
+def _inflate_errors() -> tuple[type[Exception], ...]:
+    # What a broken .gz raises mid-stream: BadGzipFile (an OSError) for a bad header or CRC,
+    # EOFError when cut short, and for a garbled deflate stream zlib.error or ISA-L's IsalError,
+    # neither of which is an OSError.
+    errors: tuple[type[Exception], ...] = (OSError, EOFError, zlib.error)
+    try:
+        from isal.isal_zlib import IsalError
+    except ImportError:  # pragma: no cover - isal ships wheels for every platform we test
+        return errors
+    # isal's stub declares IsalError as an instance of Exception; it is the class.
+    return (*errors, cast(type[Exception], IsalError))
+
+
+_INFLATE_ERRORS = _inflate_errors()
+_DOCUMENT_ERRORS: tuple[type[Exception], ...] = (msgspec.DecodeError, *_INFLATE_ERRORS)
+
+
 def open_text_lines(path: Path) -> Iterator[tuple[int, bytes]]:
     """Yield (1-based line number, raw line) of a `.jsonl`/`.jsonl.gz` file.
 
@@ -58,8 +76,10 @@ def open_text_lines(path: Path) -> Iterator[tuple[int, bytes]]:
         if name.endswith((".json", ".json.gz")):
             try:
                 data = _JSON.decode(stream.read())
-            except (msgspec.DecodeError, OSError, EOFError) as exc:
+            except _DOCUMENT_ERRORS as exc:
                 raise InputError(f"{path}: not a JSON document ({exc})") from exc
+            except RecursionError as exc:
+                raise InputError(f"{path}: not a JSON document (nested too deeply)") from exc
             items = data if isinstance(data, list) else [data]
             for number, item in enumerate(items, start=1):
                 yield number, msgspec.json.encode(item)
@@ -68,9 +88,14 @@ def open_text_lines(path: Path) -> Iterator[tuple[int, bytes]]:
         try:
             for number, line in enumerate(stream, start=1):
                 yield number, line
-        except (OSError, EOFError) as exc:
-            # A truncated gzip member: everything before it was yielded; say where it broke.
+        except _INFLATE_ERRORS as exc:
+            # A truncated or corrupt gzip member: everything before it was yielded; say where.
             raise InputError(f"{path}: unreadable after line {number} ({exc})") from exc
+
+
+# Reason of a record deeper than the decoder or `_text` can recurse (~1000 levels for msgspec,
+# ~500 for nested message content): no real trajectory nests like that.
+_TOO_DEEP = "record nested too deeply"
 
 
 def read_trajectories(path: Path) -> Iterator[Trajectory | Skip]:
@@ -88,6 +113,8 @@ def parse_record(record: Any, source: str = "<memory>", line: int = 0) -> Trajec
         data = msgspec.json.encode(record)
     except (TypeError, msgspec.EncodeError) as exc:
         return Skip(source, line, f"record is not JSON-serialisable: {exc}")
+    except RecursionError:
+        return Skip(source, line, _TOO_DEEP)
     return parse_json(data, source, line)
 
 
@@ -98,9 +125,18 @@ def parse_json(data: bytes, source: str = "<memory>", line: int = 0) -> Trajecto
     model responses in observations) is skipped by the decoder without being built.
     """
     try:
+        return _parse_json(data, source, line)
+    except RecursionError:
+        return Skip(source, line, _TOO_DEEP)
+
+
+def _parse_json(data: bytes, source: str, line: int) -> Trajectory | Skip:
+    try:
         probe = _PROBE.decode(data)
-    except msgspec.ValidationError:
-        return Skip(source, line, "record is not a JSON object")
+    except msgspec.ValidationError as exc:
+        if str(exc).startswith("Expected `object`"):
+            return Skip(source, line, "record is not a JSON object")
+        return Skip(source, line, f"invalid JSON: {exc}")  # e.g. a number out of range
     except msgspec.DecodeError as exc:
         return Skip(source, line, f"invalid JSON: {exc}")
     instance = _decode_dict(probe.instance)

@@ -101,8 +101,10 @@ class MinedFile(BaseModel):
     n_reads: int = Field(ge=1)
     verdict: Verdict
     judge_answer: str = ""  # the judge's raw first line, for audits
-    weight_raw: float | None = None  # w̃(f); None when the judge dropped the file
-    weight: float | None = None  # w(f) = w̃ / mean(w̃)
+    # w̃(f), and w(f) = w̃ / mean(w̃); None when the judge dropped the file. Always finite: a NaN
+    # or infinite weight read back is a corrupt row, and would break the histogram.
+    weight_raw: float | None = Field(default=None, allow_inf_nan=False)
+    weight: float | None = Field(default=None, allow_inf_nan=False)
     in_patch: bool
     in_gold: bool
     trajectories: list[str]
