@@ -7,6 +7,7 @@ import os
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -104,3 +105,18 @@ def repo(tmp_path: Path) -> Repo:
 @pytest.fixture
 def workdir(tmp_path: Path) -> Path:
     return tmp_path / "trees"
+
+
+@dataclass(frozen=True)
+class GitKit:
+    """What conftest builds repositories with, for tests that build their own (test modules
+    cannot import conftest under --import-mode=importlib)."""
+
+    env: dict[str, str]
+    run_git: Any
+    make_repo: Any
+
+
+@pytest.fixture
+def git_kit() -> GitKit:
+    return GitKit(ENV, run_git, make_repo)

@@ -180,7 +180,7 @@ async def test_checkouts_of_a_killed_process_are_pruned(tmp_path: Path, repo: An
         assert not checkout.exists()  # the next start pruned it
         assert (await tree.grep(GrepArgs(pattern="hello"))).ok
     assert list(workdir.iterdir()) == []
-    assert prune_workdir(workdir) == (0, 0)
+    assert prune_workdir(workdir) == (0, 0, ())
 
 
 async def test_pool_serves_cached_repos_by_name(tmp_path: Path, repo: Any) -> None:

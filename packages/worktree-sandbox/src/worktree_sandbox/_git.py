@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -19,6 +20,7 @@ from pathlib import Path
 from worktree_sandbox.errors import SandboxError
 
 __all__ = [
+    "CappedOutput",
     "CatFileBatch",
     "ChildTimeout",
     "TreeEntry",
@@ -28,14 +30,104 @@ __all__ = [
     "kill_group",
     "parse_ls_tree",
     "run_capped",
+    "safe_tree_path",
 ]
 
 # Git must never prompt, read the user's config or pick up a repository from the environment.
 _GIT_ENV_DROP = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY")
 
+# A repository's own config (.git/config, and what it includes) is untrusted: it can name programs
+# that git runs. Settings given on the command line (here: GIT_CONFIG_COUNT, which every git child
+# inherits) win over every file, so each key that names a program, or that changes the output we
+# parse, is pinned to a harmless value for every git call, on every repository.
+_PINNED: tuple[tuple[str, str], ...] = (
+    ("core.fsmonitor", "false"),
+    ("core.hooksPath", os.devnull),  # hooks would be looked up under /dev/null/: none there
+    ("core.sshCommand", "ssh"),  # what git runs when nothing is set
+    ("core.gitProxy", "none"),
+    ("core.askPass", ""),
+    ("core.pager", "cat"),
+    ("core.editor", "false"),
+    ("sequence.editor", "false"),
+    ("core.alternateRefsCommand", ""),
+    ("diff.external", ""),
+    ("credential.helper", ""),
+    ("gpg.program", "false"),
+    ("gpg.ssh.program", "false"),
+    ("protocol.ext.allow", "never"),
+    ("color.ui", "never"),
+    ("grep.column", "false"),
+    ("grep.fullName", "false"),
+    ("grep.lineNumber", "false"),
+    ("grep.fallbackToNoIndex", "false"),
+    ("core.quotePath", "true"),
+    ("gc.auto", "0"),
+    ("maintenance.auto", "false"),
+)
+# Keys under a named section (filter.<driver>.clean, diff.<driver>.textconv, ...) that name a
+# program: found in the repository's config by `_named_program_keys` and pinned empty.
+_PROGRAM_KEY = re.compile(
+    r"^(?:filter\..+\.(?:clean|smudge|process)"
+    r"|diff\..+\.(?:command|textconv)"
+    r"|merge\..+\.driver"
+    r"|remote\..+\.(?:uploadpack|receivepack|proxy|vcs)"
+    r"|credential\..+\.helper"
+    r"|(?:difftool|mergetool)\..+\.(?:cmd|path)"
+    r"|pager\..+|alias\..+)$",
+    re.IGNORECASE,
+)
+_SAFE_ENV_CACHE: dict[tuple[str, tuple[int, ...]], tuple[tuple[str, str], ...]] = {}
 
-def git_env() -> dict[str, str]:
+
+def _config_stamp(git_dir: Path) -> tuple[int, ...]:
+    """Changes whenever a config file of `git_dir` changes (then its keys are listed again)."""
+    stamp: list[int] = []
+    for name in ("config", "config.worktree", "commondir"):
+        try:
+            st = (git_dir / name).stat()
+        except OSError:
+            stamp += [0, 0]
+            continue
+        stamp += [st.st_mtime_ns, st.st_size]
+    return tuple(stamp)
+
+
+def _pins_env(pins: tuple[tuple[str, str], ...]) -> dict[str, str]:
+    env = {"GIT_CONFIG_COUNT": str(len(pins))}
+    for i, (key, value) in enumerate(pins):
+        env[f"GIT_CONFIG_KEY_{i}"] = key
+        env[f"GIT_CONFIG_VALUE_{i}"] = value
+    return env
+
+
+def _named_program_keys(git_dir: Path, base: dict[str, str]) -> tuple[tuple[str, str], ...]:
+    """Keys of `git_dir`'s effective config (includes followed) that name a program."""
+    key = (str(git_dir), _config_stamp(git_dir))
+    hit = _SAFE_ENV_CACHE.get(key)
+    if hit is not None:
+        return hit
+    try:
+        proc = subprocess.run(
+            ["git", f"--git-dir={git_dir}", "config", "--null", "--name-only", "--list"],
+            capture_output=True, env=base, timeout=30, check=False, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+        names = proc.stdout.decode("utf-8", errors="replace").split("\0")
+    except (OSError, subprocess.SubprocessError):
+        names = []
+    found = tuple(sorted({(n, "") for n in names if n and _PROGRAM_KEY.match(n)}))
+    if len(_SAFE_ENV_CACHE) > 256:
+        _SAFE_ENV_CACHE.clear()
+    _SAFE_ENV_CACHE[key] = found
+    return found
+
+
+def git_env(git_dir: Path | None = None) -> dict[str, str]:
+    """The environment of every git child: no prompts, no user or system config, and the
+    program-running settings of the repository at `git_dir` (when given) pinned harmless."""
     env = {k: v for k, v in os.environ.items() if k not in _GIT_ENV_DROP}
+    for k in list(env):
+        if k.startswith(("GIT_CONFIG_KEY_", "GIT_CONFIG_VALUE_")) or k == "GIT_CONFIG_PARAMETERS":
+            del env[k]
     env.update(
         GIT_TERMINAL_PROMPT="0",
         GIT_CONFIG_NOSYSTEM="1",
@@ -43,6 +135,9 @@ def git_env() -> dict[str, str]:
         GIT_LITERAL_PATHSPECS="1",
         LC_ALL="C",
     )
+    env.update(_pins_env(_PINNED))
+    if git_dir is not None and str(git_dir) != os.devnull:
+        env.update(_pins_env(_PINNED + _named_program_keys(git_dir, env)))
     return env
 
 
@@ -66,7 +161,8 @@ def git(
         ["git", f"--git-dir={git_dir}", *args],
         capture_output=True,
         timeout=timeout,
-        env=git_env(),
+        env=git_env(git_dir),
+        stdin=subprocess.DEVNULL,
         check=False,
         preexec_fn=_die_with_parent if sys.platform == "linux" else None,
     )
@@ -106,16 +202,24 @@ class CappedOutput:
 
 
 async def run_capped(
-    argv: list[str], *, cwd: Path | None, timeout: float, max_stdout: int
+    argv: list[str],
+    *,
+    cwd: Path | None,
+    timeout: float,
+    max_stdout: int,
+    git_dir: Path | None = None,
 ) -> CappedOutput:
-    """Run a child in its own process group; kill the group on timeout or when stdout overflows."""
+    """Run a child in its own process group; kill the group on timeout or when stdout overflows.
+
+    `git_dir`: the repository a git child works on, whose program-running config is pinned.
+    """
     proc = await asyncio.create_subprocess_exec(
         *argv,
         cwd=cwd,
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
-        env=git_env(),
+        env=git_env(git_dir),
         start_new_session=True,
     )
     assert proc.stdout is not None
@@ -165,9 +269,48 @@ class TreeEntry:
         return self.mode == "120000"
 
 
-def parse_ls_tree(raw: bytes) -> dict[str, TreeEntry]:
-    """Parse `git ls-tree -r -z -l` into path -> entry, keeping blobs (files and symlinks)."""
+# Linux's limits (NAME_MAX, PATH_MAX) and a depth that keeps one descriptor per level cheap.
+_MAX_NAME_BYTES = 255
+_MAX_PATH_BYTES = 4000
+_MAX_DEPTH = 200
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def safe_tree_path(name: str) -> bool:
+    """Whether a tree entry's path can be written and named safely under a checkout.
+
+    No empty, '.', '..' or '.git' (any case) component, no absolute path, no control character
+    (a tool call could never name it, and a newline would split grep's output), within Linux's
+    length limits.
+    """
+    if not name or name.startswith("/") or _CONTROL.search(name):
+        return False
+    raw = name.encode("utf-8", errors="surrogateescape")
+    if len(raw) > _MAX_PATH_BYTES:
+        return False
+    parts = name.split("/")
+    if len(parts) > _MAX_DEPTH:
+        return False
+    for part in parts:
+        if part in ("", ".", "..") or part.lower() == ".git":
+            return False
+        if len(part.encode("utf-8", errors="surrogateescape")) > _MAX_NAME_BYTES:
+            return False
+    return True
+
+
+def parse_ls_tree(raw: bytes) -> tuple[dict[str, TreeEntry], list[str]]:
+    """Parse `git ls-tree -r -z -l` into path -> entry (blobs: files and symlinks), and the
+    names left out.
+
+    A crafted commit can hold what git itself would refuse to check out: '..' or '.git'
+    components, duplicate names, a file or link and a folder of the same name. Those entries are
+    left out here, once, so that every backend (git objects, the checkout, `glob`) serves the
+    same files: the first of duplicates stays, and nothing below a name that is a file or link.
+    """
     entries: dict[str, TreeEntry] = {}
+    refused: list[str] = []
+    folders: set[str] = set()
     for record in raw.split(b"\0"):
         if not record:
             continue
@@ -177,8 +320,23 @@ def parse_ls_tree(raw: bytes) -> dict[str, TreeEntry]:
             continue  # submodules ("commit") have no content here
         size = int(fields[3]) if fields[3].isdigit() else -1
         name = path.decode("utf-8", errors="surrogateescape")
+        parents = _parents(name)
+        if (
+            not safe_tree_path(name)
+            or name in entries
+            or name in folders
+            or any(p in entries for p in parents)
+        ):
+            refused.append(name)
+            continue
         entries[name] = TreeEntry(fields[0].decode(), fields[2].decode(), size)
-    return entries
+        folders.update(parents)
+    return entries, refused
+
+
+def _parents(name: str) -> list[str]:
+    parts = name.split("/")[:-1]
+    return ["/".join(parts[: i + 1]) for i in range(len(parts))]
 
 
 class CatFileBatch:
@@ -203,7 +361,7 @@ class CatFileBatch:
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.DEVNULL,
-                env=git_env(),
+                env=git_env(self._git_dir),
                 start_new_session=True,
                 limit=1 << 20,
             )

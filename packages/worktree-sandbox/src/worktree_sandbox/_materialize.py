@@ -9,13 +9,14 @@ thread (the work is system calls, which release the GIL) and stops between files
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import threading
 from collections.abc import Iterable
 from pathlib import Path
 
-from worktree_sandbox._git import TreeEntry, git_env
+from worktree_sandbox._git import TreeEntry, git_env, safe_tree_path
 
 __all__ = ["materialize"]
 
@@ -23,14 +24,21 @@ __all__ = ["materialize"]
 def materialize(
     git_dir: Path, entries: Iterable[tuple[str, TreeEntry]], dest: Path, stop: threading.Event
 ) -> bool:
-    """Write `entries` (path, blob) under the existing folder `dest`; False when stopped."""
-    todo = list(entries)
+    """Write `entries` (path, blob) under the existing empty folder `dest`; False when stopped.
+
+    Every file is created relative to its folder's descriptor, every folder is entered with
+    O_NOFOLLOW and every file opened with O_EXCL|O_NOFOLLOW: an entry whose way passes through a
+    link, or whose name is already taken (duplicate entries, a link and a folder of one name), is
+    skipped, so nothing is ever written outside `dest`. Names that are not plain relative paths
+    are skipped too (`parse_ls_tree` leaves them out before; this is the second wall).
+    """
+    todo = sorted((name, e) for name, e in entries if safe_tree_path(name))
     proc = subprocess.Popen(
         ["git", f"--git-dir={git_dir}", "cat-file", "--batch"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
-        env=git_env(),
+        env=git_env(git_dir),
         bufsize=1 << 20,
     )
     assert proc.stdin is not None
@@ -47,9 +55,8 @@ def materialize(
 
     writer = threading.Thread(target=feed, daemon=True)
     writer.start()
-    made: set[str] = set()
     out = proc.stdout
-    root = str(dest)
+    folders = _Folders(dest)
     try:
         for name, entry in todo:
             if stop.is_set():
@@ -60,35 +67,78 @@ def materialize(
             size = int(header[2])
             data = out.read(size)
             out.read(1)
-            full = os.path.join(root, name)
-            parent = os.path.dirname(full)
-            if parent not in made:
-                os.makedirs(parent, exist_ok=True)
-                made.add(parent)
+            parent, _, base = name.rpartition("/")
+            dfd = folders.enter(parent)
+            if dfd is None:
+                continue  # a link or a file stands where a folder should be
             if entry.is_symlink:
-                os.symlink(data, full)
+                with contextlib.suppress(FileExistsError):
+                    os.symlink(data, base, dir_fd=dfd)
                 continue
             perm = 0o555 if entry.mode == "100755" else 0o444
-            fd = os.open(full, os.O_WRONLY | os.O_CREAT | os.O_EXCL, perm)
+            try:
+                fd = os.open(base, _FILE_FLAGS, perm, dir_fd=dfd)
+            except (FileExistsError, IsADirectoryError):
+                continue  # a duplicate entry: the first one stays
             try:
                 view = memoryview(data)
                 while view:
                     view = view[os.write(fd, view) :]
             finally:
                 os.close(fd)
+        folders.close(seal=True)
+        return True
     finally:
+        folders.close(seal=False)
         if proc.poll() is None:
             proc.kill()
         proc.wait()
         writer.join(timeout=5)
-    # Folders lose their write bits last, deepest first, so that nothing can be added.
-    folders = {os.path.dirname(name) for name, _ in todo}
-    for folder in list(folders):
-        while folder:
-            folder = os.path.dirname(folder)
-            folders.add(folder)
-    folders.discard("")
-    for d in sorted(folders, key=len, reverse=True):
-        os.chmod(os.path.join(root, d), 0o555)
-    os.chmod(root, 0o555)
-    return True
+
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+_FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+
+
+class _Folders:
+    """The open folders from `dest` down to the one being written, as descriptors.
+
+    Entries come sorted, so all of a folder's entries are consecutive: a folder left is never
+    entered again, and it loses its write bits (0555) as it is left, the deepest first.
+    """
+
+    def __init__(self, dest: Path) -> None:
+        self._stack: list[tuple[str, int]] = [("", os.open(dest, _DIR_FLAGS))]
+
+    def enter(self, folder: str) -> int | None:
+        while (
+            len(self._stack) > 1
+            and not folder.startswith(self._stack[-1][0] + "/")
+            and (folder != self._stack[-1][0])
+        ):
+            self._leave(seal=True)
+        here, fd = self._stack[-1]
+        rest = folder[len(here) :].lstrip("/") if here else folder
+        for part in rest.split("/") if rest else []:
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(part, 0o700, dir_fd=fd)
+            try:
+                child = os.open(part, _DIR_FLAGS, dir_fd=fd)
+            except OSError:
+                return None  # ELOOP/ENOTDIR: not a real folder of ours; never followed
+            here = f"{here}/{part}" if here else part
+            self._stack.append((here, child))
+            fd = child
+        return fd
+
+    def _leave(self, *, seal: bool) -> None:
+        _, fd = self._stack.pop()
+        try:
+            if seal:
+                os.fchmod(fd, 0o555)
+        finally:
+            os.close(fd)
+
+    def close(self, *, seal: bool) -> None:
+        while self._stack:
+            self._leave(seal=seal)

@@ -26,9 +26,11 @@ def normalize_tool_path(path: str | None) -> str:
     """
     if path is None:
         return ""
-    raw = path.strip()
-    if _CONTROL.search(raw):
+    # Control characters are refused wherever they stand (a trailing newline too), before any
+    # stripping; only the spaces a model pads a path with are dropped.
+    if _CONTROL.search(path):
         raise PathRefused("paths may not contain control characters")
+    raw = path.strip(" ")
     if "\\" in raw:
         raise PathRefused("use '/' as the path separator")
     if raw.startswith("/") or re.match(r"^[A-Za-z]:", raw) or raw.startswith("~"):

@@ -6,8 +6,10 @@ Layout under the cache root::
     locks/<owner>__<name>.lock  flock files: one process clones or fetches a repository at a time
     tmp/                        clones in progress; renamed into repos/ only when complete
 
-A clone lands by an atomic rename, so a process killed mid-clone leaves only a folder in tmp/,
-which the next start removes. Not for: trees or tool calls (see `TreePool`).
+A clone is made in a folder of tmp/ marked with the tag of its process (see `_owned`) and lands by
+an atomic rename, so a process killed mid-clone leaves only that folder, which the next start
+removes; nothing in tmp/ without our marker is ever removed. Not for: trees or tool calls (see
+`TreePool`).
 """
 
 from __future__ import annotations
@@ -16,7 +18,6 @@ import contextlib
 import fcntl
 import os
 import re
-import shutil
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -24,6 +25,7 @@ from pathlib import Path
 
 from worktree_sandbox._git import git
 from worktree_sandbox._liveness import dir_bytes, owner_alive, owner_tag
+from worktree_sandbox._owned import make_owned_dir, owned_tag, remove_owned
 from worktree_sandbox.errors import CommitNotFoundError, RepositoryNotFoundError, SandboxError
 
 __all__ = ["BareRepoCache", "PreparedRepo"]
@@ -103,12 +105,14 @@ class BareRepoCache:
     # -- crash recovery ------------------------------------------------------------------------
 
     def prune_incomplete(self) -> list[Path]:
-        """Remove clones in progress whose process is gone (killed mid-clone)."""
+        """Remove clones in progress whose process is gone (killed mid-clone).
+
+        Only folders this package made and marked are candidates; anything else is left alone.
+        """
         removed = []
-        for p in (self.root / "tmp").iterdir():
-            tag = p.name.rsplit(".", 1)[-1]
-            if not owner_alive(tag):
-                shutil.rmtree(p, ignore_errors=True)
+        for p in sorted((self.root / "tmp").iterdir()):
+            tag = owned_tag(p)
+            if tag is not None and not owner_alive(tag) and remove_owned(p, tag=tag).removed:
                 removed.append(p)
         return removed
 
@@ -169,18 +173,25 @@ class BareRepoCache:
         local = Path(source)
         if "://" not in source and not local.exists():
             raise RepositoryNotFoundError(f"{repo}: no repository at {source}")
-        tmp = self.root / "tmp" / f"{repo.replace('/', '__')}.{owner_tag()}"
-        shutil.rmtree(tmp, ignore_errors=True)
-        proc = git(Path(os.devnull), "clone", "--bare", "--quiet", source, str(tmp), check=False)
-        if proc.returncode != 0:
-            shutil.rmtree(tmp, ignore_errors=True)
-            msg = proc.stderr.decode(errors="replace").strip()
-            raise RepositoryNotFoundError(f"{repo}: cannot clone {source}: {msg}")
-        (tmp / "info").mkdir(exist_ok=True)
-        (tmp / "info" / "attributes").write_text(_ATTRIBUTES)
-        git(tmp, "config", "gc.auto", "0")  # a tool call must never trigger a repack
-        git(tmp, "config", "core.bare", "true")
-        os.rename(tmp, self.git_dir(repo))
+        tag = owner_tag()
+        holder = self.root / "tmp" / f"{repo.replace('/', '__')}.{tag}"
+        remove_owned(holder, tag=tag)  # our own leftover of an earlier failed try, if any
+        make_owned_dir(holder, tag)
+        try:
+            tmp = holder / "repo.git"
+            proc = git(
+                Path(os.devnull), "clone", "--bare", "--quiet", "--", source, str(tmp), check=False
+            )
+            if proc.returncode != 0:
+                msg = proc.stderr.decode(errors="replace").strip()
+                raise RepositoryNotFoundError(f"{repo}: cannot clone {source}: {msg}")
+            (tmp / "info").mkdir(exist_ok=True)
+            (tmp / "info" / "attributes").write_text(_ATTRIBUTES)
+            git(tmp, "config", "gc.auto", "0")  # a tool call must never trigger a repack
+            git(tmp, "config", "core.bare", "true")
+            os.rename(tmp, self.git_dir(repo))
+        finally:
+            remove_owned(holder, tag=tag)
 
     @staticmethod
     def _resolve(git_dir: Path, commit: str) -> str | None:

@@ -9,9 +9,10 @@ import sys
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 import typer
+from pydantic import BaseModel, ValidationError
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
@@ -28,7 +29,7 @@ from worktree_sandbox.models import (
     ReadResult,
     SandboxLimits,
 )
-from worktree_sandbox.pool import TreePool, default_workdir, prune_workdir
+from worktree_sandbox.pool import Materialize, TreePool, default_workdir, prune_workdir
 from worktree_sandbox.tree import DirectoryTree, Runtime
 
 app = typer.Typer(
@@ -61,7 +62,9 @@ CommitOpt = Annotated[
     ),
 ]
 TextOpt = Annotated[bool, typer.Option("--text", help="Print what the model sees, not JSON.")]
-TimeoutOpt = Annotated[float, typer.Option("--timeout", help="Per-call timeout in seconds.")]
+TimeoutOpt = Annotated[
+    float, typer.Option("--timeout", min=0.01, help="Per-call timeout in seconds.")
+]
 
 DEFAULT_SOURCE = "https://github.com/{repo}.git"
 
@@ -110,7 +113,9 @@ def prepare(
     instances: Annotated[Path, typer.Argument(help="SWE-bench-style JSONL (repo, base_commit).")],
     cache_dir: Annotated[Path, typer.Option("--cache", help="Cache root.")],
     source: SourceOpt = DEFAULT_SOURCE,
-    limit: Annotated[int | None, typer.Option("--limit", help="First N instances only.")] = None,
+    limit: Annotated[
+        int | None, typer.Option("--limit", min=0, help="First N instances only.")
+    ] = None,
     output: Annotated[
         Path | None, typer.Option("-o", "--output", help="Write the per-repo report as JSON.")
     ] = None,
@@ -218,6 +223,9 @@ def _run_tool(
     args: GrepArgs | GlobArgs | ReadArgs,
 ) -> GrepResult | GlobResult | ReadResult:
     limits = SandboxLimits(timeout_s=timeout)
+    # glob and read are served from git objects alone; grep may need the checkout (ripgrep
+    # answers the patterns git grep's PCRE2 cannot run), so it gets one, as a pool's default does.
+    materialize: Materialize = "auto" if name == "grep" else "never"
 
     async def go() -> GrepResult | GlobResult | ReadResult:
         local = Path(repo)
@@ -226,7 +234,7 @@ def _run_tool(
                 async with DirectoryTree(local, Runtime(limits)) as tree:
                     return await tree.call(name, args.model_dump())
             async with (
-                TreePool(limits=limits, materialize="never") as pool,
+                TreePool(limits=limits, materialize=materialize) as pool,
                 pool.tree_at(local, commit) as ctree,
             ):
                 return await ctree.call(name, args.model_dump())
@@ -234,7 +242,7 @@ def _run_tool(
             raise SandboxError(f"{repo!r} is no local path; give --cache DIR for owner/name")
         cache = BareRepoCache(cache_dir, source)
         async with (
-            TreePool(cache, limits=limits, materialize="never") as pool,
+            TreePool(cache, limits=limits, materialize=materialize) as pool,
             pool.tree(repo, commit or "HEAD") as ctree,
         ):
             return await ctree.call(name, args.model_dump())
@@ -243,6 +251,31 @@ def _run_tool(
         return asyncio.run(go())
     except SandboxError as exc:
         err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from None
+
+
+_A = TypeVar("_A", bound=BaseModel)
+# Tool argument fields as the command line names them.
+_OPTION = {
+    "pattern": "PATTERN",
+    "path": "--path",
+    "glob": "--glob",
+    "max_results": "--max-results",
+    "start_line": "--start-line",
+    "end_line": "--end-line",
+}
+
+
+def _tool_args(model: type[_A], **values: Any) -> _A:
+    """The tool's arguments from the command line, or exit 2 naming the option that is wrong
+    (the same checks a model's call gets, said in the command line's words)."""
+    try:
+        return model.model_validate(values)
+    except ValidationError as exc:
+        for problem in exc.errors():
+            field = str(problem["loc"][0]) if problem["loc"] else "arguments"
+            name = "FILE" if model is ReadArgs and field == "path" else _OPTION.get(field, field)
+            err.print(f"[red]error:[/red] {name}: {problem['msg']}")
         raise typer.Exit(2) from None
 
 
@@ -272,9 +305,10 @@ def grep(
     text: TextOpt = False,
 ) -> None:
     """Search file contents (the agent's grep tool); JSON out."""
-    args = GrepArgs(
-        pattern=pattern, path=path, glob=glob, ignore_case=ignore_case, max_results=max_results
-    )
+    args = _tool_args(
+        GrepArgs,
+        pattern=pattern, path=path, glob=glob, ignore_case=ignore_case, max_results=max_results,
+    )  # fmt: skip
     _emit(_run_tool(repo, commit, cache_dir, source, timeout, "grep", args), text)
 
 
@@ -290,7 +324,7 @@ def glob_cmd(
     text: TextOpt = False,
 ) -> None:
     """Find files by path pattern (the agent's glob tool); JSON out."""
-    args = GlobArgs(pattern=pattern, path=path)
+    args = _tool_args(GlobArgs, pattern=pattern, path=path)
     _emit(_run_tool(repo, commit, cache_dir, source, timeout, "glob", args), text)
 
 
@@ -307,7 +341,7 @@ def read(
     text: TextOpt = False,
 ) -> None:
     """Read a file or a range of its lines (the agent's read tool); JSON out."""
-    args = ReadArgs(path=file, start_line=start_line, end_line=end_line)
+    args = _tool_args(ReadArgs, path=file, start_line=start_line, end_line=end_line)
     _emit(_run_tool(repo, commit, cache_dir, source, timeout, "read", args), text)
 
 
@@ -321,12 +355,22 @@ def gc(
         Path | None, typer.Option("--workdir", help="Checkout root (default: tmpfs).")
     ] = None,
 ) -> None:
-    """Remove what dead processes left: checkouts, clones in progress."""
-    wd = workdir or default_workdir()
-    folders, freed = prune_workdir(wd)
-    typer.echo(f"checkouts: removed {folders} folder(s) of dead processes, {_mib(freed)} ({wd})")
+    """Remove what dead processes left: checkouts, clones in progress.
+
+    Only folders this tool made (they carry its marker file) are removed; anything else in the
+    workdir or the cache is listed and left alone.
+    """
+    wd = workdir.expanduser() if workdir is not None else default_workdir()
+    report = prune_workdir(wd)
+    typer.echo(
+        f"checkouts: removed {report.folders} folder(s) of dead processes, "
+        f"{_mib(report.freed_bytes)} ({wd})"
+    )
+    if report.not_ours:
+        shown = ", ".join(report.not_ours[:10]) + (" ..." if len(report.not_ours) > 10 else "")
+        typer.echo(f"checkouts: left {len(report.not_ours)} entry(ies) not made here: {shown}")
     if cache_dir is not None:
-        cache = BareRepoCache(cache_dir, "{repo}")
+        cache = BareRepoCache(cache_dir, "{repo}")  # prunes dead clones in progress on start
         typer.echo(f"cache: {len(cache.repos())} repositories in {cache.root}")
 
 
@@ -347,8 +391,8 @@ def bench(
         Path | None,
         typer.Option("--instances", help="Take commits per repo from this SWE-bench JSONL."),
     ] = None,
-    commits: Annotated[int, typer.Option("--commits", help="Commits per repository.")] = 5,
-    concurrency: Annotated[int, typer.Option("--concurrency")] = 64,
+    commits: Annotated[int, typer.Option("--commits", min=1, help="Commits per repository.")] = 5,
+    concurrency: Annotated[int, typer.Option("--concurrency", min=1)] = 64,
     output: Annotated[Path | None, typer.Option("-o", "--output", help="JSON figures.")] = None,
     seed: Annotated[int, typer.Option("--seed")] = 0,
 ) -> None:

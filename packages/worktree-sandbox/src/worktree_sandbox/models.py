@@ -129,7 +129,7 @@ class GrepMatch(BaseModel):
 
     path: str
     line: int
-    text: str
+    text: str = Field(description="The line, capped at `max_line_chars` as in `text`.")
 
 
 class GrepResult(_Result):
@@ -137,6 +137,9 @@ class GrepResult(_Result):
     matches: tuple[GrepMatch, ...] = ()
     total_matches: int = 0
     backend: str = ""
+    skipped_large: tuple[str, ...] = Field(
+        default=(), description="Files in scope over `max_file_bytes`, not searched."
+    )
 
 
 class GlobResult(_Result):

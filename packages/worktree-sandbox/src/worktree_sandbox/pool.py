@@ -2,9 +2,10 @@
 
 GRPO samples several rollouts of one prompt at once: they all get the same `CommitTree` (one file
 list, one checkout, one result memo), never a copy. A tree nobody holds stays warm in a small LRU
-and is closed when evicted or when the pool closes. Checkouts live under
-`<workdir>/<owner-tag>/`; a pool that starts removes the folders of owners that are gone (a
-process killed with SIGKILL cleans up on the next start, whoever starts it).
+and is closed when evicted or when the pool closes. Checkouts live in a folder
+of the pool's own under `<workdir>`, marked with the tag of its process (see `_owned`); a pool that
+starts removes the marked folders of owners that are gone (a process killed with SIGKILL cleans up
+on the next start, whoever starts it) and never touches anything else in `<workdir>`.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import asyncio
 import atexit
 import contextlib
 import os
+import secrets
 import tempfile
 import time
 from collections import OrderedDict
@@ -20,16 +22,24 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import Literal, Self
+from typing import Literal, NamedTuple, Self
 
 from worktree_sandbox._git import CatFileBatch, git
-from worktree_sandbox._liveness import dir_bytes, owner_alive, owner_tag
+from worktree_sandbox._liveness import owner_alive, owner_tag
+from worktree_sandbox._owned import ensure_private_dir, make_owned_dir, owned_tag, remove_owned
 from worktree_sandbox.cache import BareRepoCache
 from worktree_sandbox.errors import CommitNotFoundError, SandboxClosedError, SandboxError
 from worktree_sandbox.models import SandboxLimits
-from worktree_sandbox.tree import CommitTree, Runtime, remove_tree
+from worktree_sandbox.tree import CommitTree, Runtime
 
-__all__ = ["Materialize", "PoolStats", "TreePool", "default_workdir", "prune_workdir"]
+__all__ = [
+    "Materialize",
+    "PoolStats",
+    "PruneReport",
+    "TreePool",
+    "default_workdir",
+    "prune_workdir",
+]
 
 Materialize = Literal["auto", "always", "never"]
 
@@ -42,17 +52,37 @@ def default_workdir() -> Path:
     return Path(tempfile.gettempdir()) / f"worktree-sandbox-{os.getuid()}"
 
 
-def prune_workdir(workdir: Path) -> tuple[int, int]:
-    """Remove checkout folders whose owning process is gone; return (folders, bytes) freed."""
-    if not workdir.is_dir():
-        return 0, 0
+class PruneReport(NamedTuple):
+    folders: int  # folders of dead owners removed
+    freed_bytes: int
+    not_ours: tuple[str, ...] = ()  # entries this package did not make: left as they are
+
+
+def prune_workdir(workdir: str | os.PathLike[str]) -> PruneReport:
+    """Remove the checkout folders this package made for processes that are gone.
+
+    Only folders carrying our marker are candidates (see `_owned`); anything else in `workdir`
+    is listed in `not_ours` and left alone, so a workdir such as `~` or `/tmp` is safe.
+    """
+    root = Path(workdir)
+    if not root.is_dir():
+        return PruneReport(0, 0)
     folders = freed = 0
-    for owner in workdir.iterdir():
-        if owner.is_dir() and not owner_alive(owner.name):
-            freed += dir_bytes(owner)
-            remove_tree(owner)
-            folders += 1
-    return folders, freed
+    not_ours: list[str] = []
+    for entry in sorted(root.iterdir()):
+        tag = owned_tag(entry)
+        if tag is None:
+            not_ours.append(entry.name)
+        elif not owner_alive(tag):
+            done = remove_owned(entry, tag=tag)
+            freed += done.freed_bytes
+            folders += done.removed
+    return PruneReport(folders, freed, tuple(not_ours))
+
+
+def _remove_at_exit(path: Path, pid: int) -> None:
+    if os.getpid() == pid:  # a forked child inherits the handler; the folder is not its own
+        remove_owned(path)
 
 
 @dataclass
@@ -116,12 +146,21 @@ class TreePool:
         if self.materialize == "never":
             return None
         if self._own_dir is None:
-            self.workdir.mkdir(parents=True, exist_ok=True)
+            if self.workdir == default_workdir():
+                self.workdir.parent.mkdir(parents=True, exist_ok=True)
+                try:
+                    ensure_private_dir(self.workdir)  # a shared place: refuse a planted link
+                except PermissionError as exc:
+                    raise SandboxError(f"refusing the default workdir: {exc}") from None
+            else:
+                self.workdir.mkdir(parents=True, exist_ok=True)
             prune_workdir(self.workdir)
-            self._own_dir = self.workdir / owner_tag()
-            self._own_dir.mkdir(exist_ok=True)
+            tag = owner_tag()
+            # One folder per pool: two pools of one process must not remove each other's trees.
+            own = make_owned_dir(self.workdir / f"{tag}.{secrets.token_hex(4)}", tag)
+            self._own_dir = own
             # A pool nobody closed still leaves nothing behind at interpreter exit.
-            atexit.register(remove_tree, self._own_dir)
+            atexit.register(_remove_at_exit, own, os.getpid())
         return self._own_dir
 
     @contextlib.asynccontextmanager
@@ -249,5 +288,5 @@ class TreePool:
             await batch.close()
         self._batches.clear()
         if self._own_dir is not None:
-            remove_tree(self._own_dir)
+            remove_owned(self._own_dir)
             self._own_dir = None

@@ -14,7 +14,6 @@ import asyncio
 import contextlib
 import json
 import os
-import shutil
 import stat
 import tempfile
 import threading
@@ -31,6 +30,7 @@ from typing import Any, Literal, Self, TypeVar
 from pydantic import ValidationError
 
 from worktree_sandbox._git import (
+    CappedOutput,
     CatFileBatch,
     ChildTimeout,
     TreeEntry,
@@ -38,9 +38,12 @@ from worktree_sandbox._git import (
     git_env,
     parse_ls_tree,
     run_capped,
+    safe_tree_path,
 )
 from worktree_sandbox._globs import GlobSyntaxError, compile_glob
+from worktree_sandbox._liveness import owner_tag
 from worktree_sandbox._materialize import materialize
+from worktree_sandbox._owned import make_owned_dir, remove_owned
 from worktree_sandbox._paths import PathRefused, is_within, normalize_tool_path
 from worktree_sandbox._render import cap_line, cap_lines
 from worktree_sandbox.errors import SandboxClosedError, SandboxError
@@ -198,6 +201,10 @@ class Tree(ABC):
 
     @abstractmethod
     async def _stat(self, path: str) -> _Stat | None: ...
+
+    @abstractmethod
+    async def _sizes(self) -> Mapping[str, int]:
+        """Bytes of every regular file of `files()` (symlinks left out; -1: content absent)."""
 
     @abstractmethod
     async def read_bytes(self, path: str) -> bytes:
@@ -487,6 +494,7 @@ class Tree(ABC):
     async def _grep(self, args: GrepArgs, deadline: float) -> GrepResult:
         limits = self.runtime.limits
         targets: list[str] | None = None
+        sizes = await self._sizes()
         try:
             if args.path is not None or args.glob is not None:
                 root, scope = await self._scope(args.path)
@@ -508,26 +516,53 @@ class Tree(ABC):
             )
         except GlobSyntaxError as exc:
             return _error(ToolErrorKind.INVALID_PATTERN, str(exc), GrepResult)
+        # One size policy for every backend: files over max_file_bytes are not searched (ripgrep's
+        # --max-filesize; git grep is given the other files), and the result says which.
+        cap = limits.max_file_bytes
+        if targets is None:
+            large = sorted(f for f, n in sizes.items() if n > cap)
+            if large:
+                targets = sorted(f for f, n in sizes.items() if 0 <= n <= cap)
+        else:
+            large = [f for f in targets if sizes.get(f, 0) > cap]
+            if large:
+                skip = set(large)
+                targets = [f for f in targets if f not in skip]
+        note = _large_note(large, cap)
+        if targets is not None and not targets:
+            return GrepResult(
+                text=f"No matches for {args.pattern!r}.{note}", skipped_large=tuple(large)
+            )
         try:
             raw, overflowed, backend = await self._grep_raw(args, targets, deadline)
         except _PatternError as exc:
             return _error(ToolErrorKind.INVALID_PATTERN, str(exc), GrepResult)
         except ChildTimeout:
             raise TimeoutError from None
+        if large:
+            skip = set(large)
+            raw = [m for m in raw if m[0] not in skip]
         raw.sort(key=lambda m: (m[0], m[1]))
         total = len(raw)
         if total == 0:
-            return GrepResult(text=f"No matches for {args.pattern!r}.", backend=backend)
+            return GrepResult(
+                text=f"No matches for {args.pattern!r}.{note}",
+                backend=backend,
+                skipped_large=tuple(large),
+            )
+        # Lines are capped once, here, for the text and the structured matches alike: a
+        # backend's raw line may be megabytes long.
+        width = limits.max_line_chars
         shown = [
-            (p, n, t.decode("utf-8", errors="replace").rstrip("\r"))
+            (p, n, cap_line(t.decode("utf-8", errors="replace").rstrip("\r"), width))
             for p, n, t in raw[: args.max_results]
         ]
-        rendered = [f"{p}:{n}: {cap_line(t, limits.max_line_chars)}" for p, n, t in shown]
+        rendered = [f"{p}:{n}: {t}" for p, n, t in shown]
         kept, cut = cap_lines(
             rendered, max_lines=limits.max_output_lines, max_bytes=limits.max_output_bytes
         )
         truncated = cut or total > len(kept) or overflowed
-        text = "\n".join(kept)
+        text = "\n".join(kept) + note
         if truncated:
             files = len({p for p, _, _ in raw})
             count = f"more than {total:,}" if overflowed else f"{total:,}"
@@ -543,6 +578,7 @@ class Tree(ABC):
             matches=matches,
             total_matches=total,
             backend=backend,
+            skipped_large=tuple(large),
         )
 
     async def _regular(self, paths: list[str]) -> list[str]:
@@ -598,6 +634,14 @@ def _parse_git_grep(raw: bytes, rev_prefix: str) -> list[_RawMatch]:
     return out
 
 
+def _large_note(large: list[str], cap: int) -> str:
+    if not large:
+        return ""
+    names = ", ".join(cap_line(n, 200) for n in large[:3])
+    names += f" and {len(large) - 3:,} more" if len(large) > 3 else ""
+    return f"\n[not searched: {len(large):,} file(s) over the {cap:,}-byte limit: {names}]"
+
+
 def _pattern_message(stderr: bytes) -> str:
     msg = stderr.decode(errors="replace").strip()
     msg = msg.replace("rg: ", "").replace("fatal: ", "")
@@ -608,8 +652,7 @@ def rg_flags(max_file_bytes: int) -> list[str]:
     """ripgrep's flags for a tool call (the benchmark's raw-ripgrep baseline uses them too)."""
     return [
         "--no-config", "--hidden", "--no-messages", "--line-number", "--with-filename",
-        "--no-heading", "--color=never", "--null", "--max-columns=2000",
-        "--max-columns-preview", f"--max-filesize={max_file_bytes}",
+        "--no-heading", "--color=never", "--null", f"--max-filesize={max_file_bytes}",
     ]  # fmt: skip
 
 
@@ -621,16 +664,73 @@ async def _git_grep(
     *,
     cwd: Path | None,
     deadline: float,
+    git_dir: Path | None,
 ) -> tuple[list[_RawMatch], bool]:
     """`git grep` on a commit object (`rev`), or on the folder `cwd` when `rev` is None."""
+    if targets is not None and sum(len(t) + 1 for t in targets) > _ARGV_BYTES:
+        found: list[_RawMatch] = []
+        for i in range(0, len(targets), _ARGV_PATHS):
+            part, over = await _git_grep(
+                base, rev, args, targets[i : i + _ARGV_PATHS], cwd=cwd, deadline=deadline,
+                git_dir=git_dir,
+            )  # fmt: skip
+            found += part
+            if over:
+                return found, True
+        return found, False
+    objects = [rev] if rev else []
+    out = await _run_git_grep(base, objects, args, targets or [], cwd, deadline, git_dir)
+    matches = _parse_git_grep(out.stdout, f"{rev}:" if rev else "")
+    if out.overflowed and matches:
+        matches = matches[:-1]  # the last line may be cut
+    return matches, out.overflowed
+
+
+async def _git_grep_blobs(
+    base: list[str],
+    paths_of: Mapping[str, list[str]],
+    args: GrepArgs,
+    *,
+    deadline: float,
+    git_dir: Path,
+) -> tuple[list[_RawMatch], bool]:
+    """`git grep` on blobs by id (blob -> the paths that hold it), for trees whose paths git
+    would resolve otherwise than we serve them (duplicate entries)."""
+    oids = sorted(paths_of)
+    found: list[_RawMatch] = []
+    if not oids:
+        return found, False  # nothing to search (without objects, git grep reads the folder)
+    for i in range(0, len(oids), _ARGV_PATHS):
+        part = oids[i : i + _ARGV_PATHS]
+        out = await _run_git_grep(base, part, args, [], None, deadline, git_dir)
+        for oid, line, text in _parse_git_grep(out.stdout, ""):
+            found += [(path, line, text) for path in paths_of.get(oid, ())]
+        if out.overflowed:
+            return found[:-1] if found else found, True
+    return found, False
+
+
+async def _run_git_grep(
+    base: list[str],
+    objects: list[str],
+    args: GrepArgs,
+    pathspec: list[str],
+    cwd: Path | None,
+    deadline: float,
+    git_dir: Path | None,
+) -> CappedOutput:
     flavour = "-P" if await _git_has_pcre() else "-E"
-    argv = [*base, "grep", *([] if rev else ["--no-index"]), "-n", "-z", "-I", "--no-color"]
+    argv = [*base, "grep", *([] if objects else ["--no-index"]), "-n", "-z", "-I", "--no-color"]
     argv.append(flavour)
     if args.ignore_case:
         argv.append("-i")
-    argv += ["-e", args.pattern, *([rev] if rev else []), "--", *(targets or [])]
+    argv += ["-e", args.pattern, *objects, "--", *pathspec]
     out = await run_capped(
-        argv, cwd=cwd, timeout=max(0.05, deadline - time.perf_counter()), max_stdout=_RAW_CAP
+        argv,
+        cwd=cwd,
+        timeout=max(0.05, deadline - time.perf_counter()),
+        max_stdout=_RAW_CAP,
+        git_dir=git_dir,
     )
     if out.returncode not in (0, 1) and not out.overflowed:
         if b"unable to read" in out.stderr or b"bad object" in out.stderr:
@@ -639,10 +739,7 @@ async def _git_grep(
                 f"{out.stderr.decode(errors='replace').strip()[:300]}"
             )
         raise _PatternError(_pattern_message(out.stderr))
-    matches = _parse_git_grep(out.stdout, f"{rev}:" if rev else "")
-    if out.overflowed and matches:
-        matches = matches[:-1]  # the last line may be cut
-    return matches, out.overflowed
+    return out
 
 
 async def _rg(
@@ -690,7 +787,9 @@ async def _rg(
             matches = matches[:-1]  # the last line may be cut
         return matches, True
     if out.returncode == 2 and not out.stdout:
-        raise _PatternError(_pattern_message(out.stderr))
+        # ripgrep says 2 for a bad pattern, and also when it had no file to search at all (an
+        # empty checkout): only the first is the caller's error.
+        await _check_pattern(rg, args.pattern)
     return _parse_rg(out.stdout), False
 
 
@@ -698,8 +797,10 @@ class CommitTree(Tree):
     """A repository at one commit: reads from git objects, grep on a background checkout.
 
     Setup costs only a commit check; the file list (`git ls-tree`) and a read-only checkout
-    (`git archive | tar` into `checkout_parent`, tmpfs by default) are made in the background.
-    Until the checkout is ready, grep runs `git grep` on the commit object; then ripgrep.
+    (written from the blobs into `checkout_parent`, tmpfs by default) are made in the background.
+    Until the checkout is ready, grep runs `git grep` on the commit object; then ripgrep. Tree
+    entries no checkout could hold safely ('..', '.git', duplicates, a path below a file or
+    link) are left out of every backend and listed in `refused_entries`.
     """
 
     def __init__(
@@ -725,7 +826,10 @@ class CommitTree(Tree):
         self._checkout_parent = checkout_parent
         self._checkout_task: asyncio.Task[Path | None] | None = None
         self.checkout: Path | None = None
+        self._holder: Path | None = None
         self.checkout_seconds: float | None = None
+        self.refused_entries: tuple[str, ...] = ()
+        self._sizes_map: dict[str, int] | None = None
 
     def start(self) -> None:
         """Begin the background work (file list, checkout); called by the pool on setup."""
@@ -743,11 +847,13 @@ class CommitTree(Tree):
         out = await run_capped(
             ["git", f"--git-dir={self.git_dir}", "ls-tree", "-r", "-z", "-l", "--full-tree",
              self.commit],
-            cwd=None, timeout=120.0, max_stdout=1 << 30,
+            cwd=None, timeout=120.0, max_stdout=1 << 30, git_dir=self.git_dir,
         )  # fmt: skip
         if out.returncode != 0:
             raise SandboxError(f"git ls-tree {self.commit} failed: {out.stderr.decode().strip()}")
-        return parse_ls_tree(out.stdout)
+        entries, refused = parse_ls_tree(out.stdout)
+        self.refused_entries = tuple(refused)
+        return entries
 
     async def _entries_map(self) -> dict[str, TreeEntry]:
         if self._entries is None:
@@ -761,6 +867,12 @@ class CommitTree(Tree):
         if self._sorted is None:
             self._sorted = tuple(sorted(await self._entries_map()))
         return self._sorted
+
+    async def _sizes(self) -> Mapping[str, int]:
+        if self._sizes_map is None:
+            entries = await self._entries_map()
+            self._sizes_map = {p: e.size for p, e in entries.items() if not e.is_symlink}
+        return self._sizes_map
 
     async def _stat(self, path: str) -> _Stat | None:
         entries = await self._entries_map()
@@ -786,8 +898,13 @@ class CommitTree(Tree):
         """Write the commit read-only into a fresh folder; None when that failed."""
         entries = await self._entries_map()
         start = time.perf_counter()
-        dest = parent / f"{self.commit[:12]}-{uuid.uuid4().hex[:8]}"
-        dest.mkdir(parents=True)
+        # The marked holder is what gets removed; ripgrep searches `tree/` inside it, where
+        # nothing but the commit's files is.
+        parent.mkdir(parents=True, exist_ok=True)
+        holder = make_owned_dir(parent / f"{self.commit[:12]}-{uuid.uuid4().hex[:8]}", owner_tag())
+        self._holder = holder
+        dest = holder / "tree"
+        os.mkdir(dest, 0o700)
         stop = threading.Event()
         work = asyncio.ensure_future(
             asyncio.to_thread(materialize, self.git_dir, sorted(entries.items()), dest, stop)
@@ -798,12 +915,12 @@ class CommitTree(Tree):
             stop.set()
             with contextlib.suppress(BaseException):
                 await work
-            remove_tree(dest)
+            remove_owned(holder)
             raise
         except (OSError, ValueError, IndexError):
             done = False
         if not done:
-            remove_tree(dest)
+            remove_owned(holder)
             return None
         self.checkout = dest
         self.checkout_seconds = time.perf_counter() - start
@@ -823,26 +940,52 @@ class CommitTree(Tree):
                 extra=("--no-ignore",),
             )  # fmt: skip
             return matches, overflowed, "ripgrep"
-        if rg is not None:
-            await _check_pattern(rg, args.pattern)
-            # git grep stops at a blob the clone lacks; the checkout simply has no such file.
-            partial = any(e.size < 0 for e in (await self._entries_map()).values())
-            if (
-                partial
-                and self._checkout_task is not None
-                and await asyncio.shield(self._checkout_task) is not None
-            ):
+        if rg is None:
+            return await self._git_grep(args, targets, deadline)
+        await _check_pattern(rg, args.pattern)
+        # git grep stops at a blob the clone lacks; the checkout simply has no such file.
+        partial = any(e.size < 0 for e in (await self._entries_map()).values())
+        if partial and await self._checkout_coming():
+            return await self._grep_raw(args, targets, deadline)
+        try:
+            return await self._git_grep(args, targets, deadline)
+        except _PatternError as exc:
+            # ripgrep accepted the pattern but PCRE2 refused it ('(?u)', 'a{100000}') or gave
+            # up on it (its match limit): ripgrep on the checkout answers, as it will for the
+            # same call once the checkout is ready, so the answer never depends on timing.
+            if await self._checkout_coming():
                 return await self._grep_raw(args, targets, deadline)
-        return await self._git_grep(args, targets, deadline)
+            raise _PatternError(
+                f"{exc} (git grep cannot run this pattern, and this tree has no checkout for "
+                "ripgrep: simplify the pattern)"
+            ) from None
+
+    async def _checkout_coming(self) -> bool:
+        """Wait for the checkout when one is being made; whether there is one now."""
+        if self._checkout_task is None:
+            return False
+        return await asyncio.shield(self._checkout_task) is not None
 
     async def _git_grep(
         self, args: GrepArgs, targets: list[str] | None, deadline: float
     ) -> tuple[list[_RawMatch], bool, str]:
         base = ["git", f"--git-dir={self.git_dir}"]
-        matches, overflowed = await _git_grep(
-            base, self.commit, args, targets, cwd=None, deadline=deadline
-        )
         entries = await self._entries_map()
+        if self.refused_entries:
+            # A crafted tree: git would also search what we left out (the second of duplicate
+            # names, what lies below a link), so the blobs we serve are searched by id.
+            paths_of: dict[str, list[str]] = {}
+            for name in targets if targets is not None else list(entries):
+                entry = entries[name]
+                if not entry.is_symlink and entry.size >= 0:
+                    paths_of.setdefault(entry.oid, []).append(name)
+            matches, overflowed = await _git_grep_blobs(
+                base, paths_of, args, deadline=deadline, git_dir=self.git_dir
+            )
+            return matches, overflowed, "git-grep"
+        matches, overflowed = await _git_grep(
+            base, self.commit, args, targets, cwd=None, deadline=deadline, git_dir=self.git_dir
+        )
         # git grep searches symlink blobs (the link text); ripgrep does not. Keep them equal.
         matches = [m for m in matches if not entries[m[0]].is_symlink] if entries else matches
         return matches, overflowed, "git-grep"
@@ -859,8 +1002,9 @@ class CommitTree(Tree):
         if self._checkout_task is not None and self._checkout_task.done():
             with contextlib.suppress(BaseException):
                 self._checkout_task.result()
-        if self.checkout is not None:
-            remove_tree(self.checkout)
+        if self._holder is not None:
+            remove_owned(self._holder)
+            self._holder = None
             self.checkout = None
         if self._own_batch:
             await self._batch.close()
@@ -897,35 +1041,13 @@ async def _check_pattern(rg: str, pattern: str) -> None:
         raise _PatternError(_pattern_message(out.stderr))
 
 
-def remove_tree(path: Path) -> None:
-    """Remove a read-only checkout (restoring write bits where removal needs them)."""
-
-    def fix(func: Callable[..., Any], target: str, _exc: object) -> None:
-        with contextlib.suppress(OSError):
-            os.chmod(os.path.dirname(target), stat.S_IRWXU)
-            os.chmod(target, stat.S_IRWXU)
-        with contextlib.suppress(OSError):
-            func(target)
-
-    if not os.path.lexists(path):
-        return
-    for root, dirs, _files in os.walk(path):
-        with contextlib.suppress(OSError):
-            os.chmod(root, stat.S_IRWXU)
-        for d in dirs:
-            with contextlib.suppress(OSError):
-                full = os.path.join(root, d)
-                if not os.path.islink(full):
-                    os.chmod(full, stat.S_IRWXU)
-    shutil.rmtree(path, onerror=fix)  # onexc is 3.12+
-
-
 class DirectoryTree(Tree):
     """A directory as it is (a git working tree with its uncommitted changes, or any folder).
 
     In a git working tree the files are the tracked and untracked-but-not-ignored ones; elsewhere
-    every file below the root except `.git`. The file list is read once, when first needed.
-    Results are not memoized: a working tree can change.
+    every file below the root except `.git`. The file list (and each file's size) is read once,
+    when first needed. Results are not memoized: a working tree can change. The repository's own
+    git config is untrusted: git runs with every program-running key pinned (see `git_env`).
     """
 
     def __init__(self, root: str | os.PathLike[str], runtime: Runtime | None = None) -> None:
@@ -935,7 +1057,9 @@ class DirectoryTree(Tree):
             raise SandboxError(f"{root} is not a directory")
         self._files: tuple[str, ...] | None = None
         self._file_set: frozenset[str] = frozenset()
-        self._is_git = (self.root / ".git").exists()
+        self._size_of: dict[str, int] = {}
+        self._git_dir = self.root / ".git"
+        self._is_git = self._git_dir.exists()
 
     async def files(self) -> tuple[str, ...]:
         if self._files is None:
@@ -943,29 +1067,47 @@ class DirectoryTree(Tree):
             self._file_set = frozenset(self._files)
         return self._files
 
-    def _scan(self) -> tuple[str, ...]:
-        names: list[str] = []
-        if self._is_git:
-            import subprocess
+    async def _sizes(self) -> Mapping[str, int]:
+        await self.files()
+        return self._size_of
 
-            proc = subprocess.run(
-                ["git", "-C", str(self.root), "ls-files", "-z", "--cached", "--others",
-                 "--exclude-standard"],
-                capture_output=True, env=git_env(), check=False, timeout=120,
-            )  # fmt: skip
-            if proc.returncode == 0:
-                for raw in proc.stdout.split(b"\0"):
-                    name = raw.decode("utf-8", errors="surrogateescape")
-                    full = self.root / name
-                    if name and (full.is_symlink() or full.is_file()):
-                        names.append(name)
-                return tuple(sorted(set(names)))
-        for dirpath, dirs, files in os.walk(self.root):
-            dirs[:] = [d for d in dirs if d != ".git"]
-            rel = os.path.relpath(dirpath, self.root)
-            for f in files:
-                names.append(f if rel == "." else f"{rel}/{f}".replace(os.sep, "/"))
-        return tuple(sorted(names))
+    def _scan(self) -> tuple[str, ...]:
+        names = self._git_names() if self._is_git else None
+        if names is None:
+            names = []
+            for dirpath, dirs, files in os.walk(self.root):
+                dirs[:] = [d for d in dirs if d != ".git"]
+                rel = os.path.relpath(dirpath, self.root)
+                for f in files:
+                    names.append(f if rel == "." else f"{rel}/{f}".replace(os.sep, "/"))
+        kept: list[str] = []
+        for name in sorted(set(names)):
+            if not safe_tree_path(name):
+                continue  # no tool call could name it (see `safe_tree_path`)
+            try:
+                st = os.lstat(self.root / name)
+            except OSError:
+                continue
+            if stat.S_ISREG(st.st_mode):
+                self._size_of[name] = st.st_size
+            elif not stat.S_ISLNK(st.st_mode):
+                continue
+            kept.append(name)
+        return tuple(kept)
+
+    def _git_names(self) -> list[str] | None:
+        """Tracked and untracked-but-not-ignored files, or None when git cannot say."""
+        import subprocess
+
+        proc = subprocess.run(
+            ["git", f"--git-dir={self._git_dir}", f"--work-tree={self.root}", "ls-files", "-z",
+             "--cached", "--others", "--exclude-standard"],
+            capture_output=True, env=git_env(self._git_dir), check=False, timeout=120,
+            stdin=subprocess.DEVNULL, cwd=self.root,
+        )  # fmt: skip
+        if proc.returncode != 0:
+            return None
+        return [n.decode("utf-8", errors="surrogateescape") for n in proc.stdout.split(b"\0") if n]
 
     async def _stat(self, path: str) -> _Stat | None:
         full = self.root / path
@@ -986,8 +1128,9 @@ class DirectoryTree(Tree):
         full = (self.root / path).resolve()
         if not full.is_relative_to(self.root):
             raise SandboxError(f"{path!r} resolves outside {self.root}")
+        cap = self.runtime.limits.max_file_bytes
         try:
-            return await asyncio.to_thread(full.read_bytes)
+            return await asyncio.to_thread(_read_regular, full, cap)
         except OSError as exc:
             raise SandboxError(f"cannot read {path!r}: {exc}") from exc
 
@@ -1006,6 +1149,27 @@ class DirectoryTree(Tree):
         if targets is None:
             targets = await self._regular(list(await self.files()))
         matches, overflowed = await _git_grep(
-            ["git"], None, args, targets, cwd=self.root, deadline=deadline
-        )
+            ["git"], None, args, targets, cwd=self.root, deadline=deadline,
+            git_dir=self._git_dir if self._is_git else None,
+        )  # fmt: skip
         return matches, overflowed, "git-grep"
+
+
+def _read_regular(path: Path, cap: int) -> bytes:
+    """A regular file's bytes, at most `cap` + 1 of them: a link swapped in since it was checked,
+    a FIFO or a device is refused, never followed, waited on or read without end."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{path.name} is not a regular file")
+        chunks: list[bytes] = []
+        left = cap + 1
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
