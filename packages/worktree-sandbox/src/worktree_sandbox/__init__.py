@@ -1,6 +1,9 @@
 """worktree-sandbox: read-only grep/glob/read over git repositories at a commit."""
 
+from worktree_sandbox._runtime import Runtime
 from worktree_sandbox.cache import BareRepoCache, PreparedRepo
+from worktree_sandbox.commit_tree import CommitTree
+from worktree_sandbox.directory_tree import DirectoryTree
 from worktree_sandbox.errors import (
     CommitNotFoundError,
     RepositoryNotFoundError,
@@ -24,7 +27,7 @@ from worktree_sandbox.models import (
 )
 from worktree_sandbox.pool import Materialize, PoolStats, TreePool, default_workdir, prune_workdir
 from worktree_sandbox.sync import SyncSandbox, SyncTree
-from worktree_sandbox.tree import CommitTree, DirectoryTree, Runtime, Tree
+from worktree_sandbox.tree import Tree
 
 __version__ = "0.1.0"
 

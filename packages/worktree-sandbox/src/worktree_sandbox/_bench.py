@@ -25,11 +25,12 @@ from rich.console import Console
 from rich.table import Table
 
 from worktree_sandbox._git import find_rg, git, git_env
+from worktree_sandbox._grep_backends import rg_flags
 from worktree_sandbox._liveness import dir_bytes
 from worktree_sandbox.cache import BareRepoCache
+from worktree_sandbox.commit_tree import CommitTree
 from worktree_sandbox.models import GlobArgs, GrepArgs, ReadArgs, SandboxLimits
 from worktree_sandbox.pool import TreePool
-from worktree_sandbox.tree import CommitTree, rg_flags
 
 __all__ = ["run_bench"]
 

@@ -18,7 +18,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from worktree_sandbox._git import git
+from worktree_sandbox._runtime import Runtime
 from worktree_sandbox.cache import BareRepoCache
+from worktree_sandbox.directory_tree import DirectoryTree
 from worktree_sandbox.errors import SandboxError
 from worktree_sandbox.models import (
     GlobArgs,
@@ -30,7 +32,6 @@ from worktree_sandbox.models import (
     SandboxLimits,
 )
 from worktree_sandbox.pool import Materialize, TreePool, default_workdir, prune_workdir
-from worktree_sandbox.tree import DirectoryTree, Runtime
 
 app = typer.Typer(
     no_args_is_help=True,

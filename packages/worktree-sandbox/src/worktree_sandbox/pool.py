@@ -27,10 +27,11 @@ from typing import Literal, NamedTuple, Self
 from worktree_sandbox._git import CatFileBatch, git
 from worktree_sandbox._liveness import owner_alive, owner_tag
 from worktree_sandbox._owned import ensure_private_dir, make_owned_dir, owned_tag, remove_owned
+from worktree_sandbox._runtime import Runtime
 from worktree_sandbox.cache import BareRepoCache
+from worktree_sandbox.commit_tree import CommitTree
 from worktree_sandbox.errors import CommitNotFoundError, SandboxClosedError, SandboxError
 from worktree_sandbox.models import SandboxLimits
-from worktree_sandbox.tree import CommitTree, Runtime
 
 __all__ = [
     "Materialize",

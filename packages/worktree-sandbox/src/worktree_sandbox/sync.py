@@ -15,6 +15,7 @@ from types import TracebackType
 from typing import Any, Self, TypeVar
 
 from worktree_sandbox.cache import BareRepoCache
+from worktree_sandbox.directory_tree import DirectoryTree
 from worktree_sandbox.models import (
     GlobArgs,
     GlobResult,
@@ -25,7 +26,7 @@ from worktree_sandbox.models import (
     SandboxLimits,
 )
 from worktree_sandbox.pool import Materialize, TreePool
-from worktree_sandbox.tree import DirectoryTree, Tree
+from worktree_sandbox.tree import Tree
 
 __all__ = ["SyncSandbox", "SyncTree"]
 

@@ -1,0 +1,255 @@
+"""The two grep engines and their output: ripgrep (on a checkout or a folder) and git grep (on
+commit objects, blobs by id, or a folder without ripgrep), with the checks that keep their answers
+alike. Not for: deciding which engine serves a call (the trees do) or rendering results.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import tempfile
+import time
+from collections.abc import Mapping
+from pathlib import Path
+
+from worktree_sandbox._git import (
+    CappedOutput,
+    git_env,
+    run_capped,
+)
+from worktree_sandbox.errors import SandboxError
+from worktree_sandbox.models import (
+    GrepArgs,
+)
+
+__all__ = [
+    "PatternError",
+    "RawMatch",
+    "check_pattern",
+    "git_grep",
+    "git_grep_blobs",
+    "git_has_pcre",
+    "rg_flags",
+    "rg_search",
+]
+
+_RAW_CAP = 8 * 1024 * 1024  # bytes of backend output kept per grep; beyond it, "more than N"
+_ARGV_BYTES = 512 * 1024  # well under Linux's ARG_MAX (2 MiB incl. environment)
+_ARGV_PATHS = 4000
+# (path, line, raw text): the text is decoded only for the lines shown, since a broad pattern
+# can match tens of thousands of lines of which a hundred are kept.
+RawMatch = tuple[str, int, bytes]
+
+
+class PatternError(Exception):
+    pass
+
+
+def _parse_rg(raw: bytes, prefix: str = "") -> list[RawMatch]:
+    """Parse `rg --null --line-number` output: 'path\\0line:text' lines."""
+    out: list[RawMatch] = []
+    for line in raw.split(b"\n"):
+        path, sep, rest = line.partition(b"\0")
+        if not sep:
+            continue
+        num, sep, text = rest.partition(b":")
+        if not sep or not num.isdigit():
+            continue
+        name = path.decode("utf-8", errors="surrogateescape").removeprefix("./")
+        out.append((prefix + name, int(num), text))
+    return out
+
+
+def _parse_git_grep(raw: bytes, rev_prefix: str) -> list[RawMatch]:
+    """Parse `git grep -z -n` output: '[rev:]path\\0line\\0text' lines."""
+    out: list[RawMatch] = []
+    cut = len(rev_prefix)
+    for line in raw.split(b"\n"):
+        parts = line.split(b"\0", 2)
+        if len(parts) != 3 or not parts[1].isdigit():
+            continue
+        name = parts[0][cut:].decode("utf-8", errors="surrogateescape")
+        out.append((name, int(parts[1]), parts[2]))
+    return out
+
+
+def _pattern_message(stderr: bytes) -> str:
+    msg = stderr.decode(errors="replace").strip()
+    msg = msg.replace("rg: ", "").replace("fatal: ", "")
+    return f"invalid regular expression: {msg[:400]}" if msg else "invalid regular expression"
+
+
+def rg_flags(max_file_bytes: int) -> list[str]:
+    """ripgrep's flags for a tool call (the benchmark's raw-ripgrep baseline uses them too)."""
+    return [
+        "--no-config", "--hidden", "--no-messages", "--line-number", "--with-filename",
+        "--no-heading", "--color=never", "--null", f"--max-filesize={max_file_bytes}",
+    ]  # fmt: skip
+
+
+async def git_grep(
+    base: list[str],
+    rev: str | None,
+    args: GrepArgs,
+    targets: list[str] | None,
+    *,
+    cwd: Path | None,
+    deadline: float,
+    git_dir: Path | None,
+) -> tuple[list[RawMatch], bool]:
+    """`git grep` on a commit object (`rev`), or on the folder `cwd` when `rev` is None."""
+    if targets is not None and sum(len(t) + 1 for t in targets) > _ARGV_BYTES:
+        found: list[RawMatch] = []
+        for i in range(0, len(targets), _ARGV_PATHS):
+            part, over = await git_grep(
+                base, rev, args, targets[i : i + _ARGV_PATHS], cwd=cwd, deadline=deadline,
+                git_dir=git_dir,
+            )  # fmt: skip
+            found += part
+            if over:
+                return found, True
+        return found, False
+    objects = [rev] if rev else []
+    out = await _run_git_grep(base, objects, args, targets or [], cwd, deadline, git_dir)
+    matches = _parse_git_grep(out.stdout, f"{rev}:" if rev else "")
+    if out.overflowed and matches:
+        matches = matches[:-1]  # the last line may be cut
+    return matches, out.overflowed
+
+
+async def git_grep_blobs(
+    base: list[str],
+    paths_of: Mapping[str, list[str]],
+    args: GrepArgs,
+    *,
+    deadline: float,
+    git_dir: Path,
+) -> tuple[list[RawMatch], bool]:
+    """`git grep` on blobs by id (blob -> the paths that hold it), for trees whose paths git
+    would resolve otherwise than we serve them (duplicate entries)."""
+    oids = sorted(paths_of)
+    found: list[RawMatch] = []
+    if not oids:
+        return found, False  # nothing to search (without objects, git grep reads the folder)
+    for i in range(0, len(oids), _ARGV_PATHS):
+        part = oids[i : i + _ARGV_PATHS]
+        out = await _run_git_grep(base, part, args, [], None, deadline, git_dir)
+        for oid, line, text in _parse_git_grep(out.stdout, ""):
+            found += [(path, line, text) for path in paths_of.get(oid, ())]
+        if out.overflowed:
+            return found[:-1] if found else found, True
+    return found, False
+
+
+async def _run_git_grep(
+    base: list[str],
+    objects: list[str],
+    args: GrepArgs,
+    pathspec: list[str],
+    cwd: Path | None,
+    deadline: float,
+    git_dir: Path | None,
+) -> CappedOutput:
+    flavour = "-P" if await git_has_pcre() else "-E"
+    argv = [*base, "grep", *([] if objects else ["--no-index"]), "-n", "-z", "-I", "--no-color"]
+    argv.append(flavour)
+    if args.ignore_case:
+        argv.append("-i")
+    argv += ["-e", args.pattern, *objects, "--", *pathspec]
+    out = await run_capped(
+        argv,
+        cwd=cwd,
+        timeout=max(0.05, deadline - time.perf_counter()),
+        max_stdout=_RAW_CAP,
+        git_dir=git_dir,
+    )
+    if out.returncode not in (0, 1) and not out.overflowed:
+        if b"unable to read" in out.stderr or b"bad object" in out.stderr:
+            raise SandboxError(
+                "the clone lacks objects git grep needs: "
+                f"{out.stderr.decode(errors='replace').strip()[:300]}"
+            )
+        raise PatternError(_pattern_message(out.stderr))
+    return out
+
+
+async def rg_search(
+    rg: str,
+    cwd: Path,
+    args: GrepArgs,
+    targets: list[str] | None,
+    deadline: float,
+    max_file_bytes: int,
+    extra: tuple[str, ...] = (),
+) -> tuple[list[RawMatch], bool]:
+    argv = [rg, *rg_flags(max_file_bytes), *extra]
+    if args.ignore_case:
+        argv.append("--ignore-case")
+    argv += ["--regexp", args.pattern]
+    if targets is not None and sum(len(t) + 1 for t in targets) > _ARGV_BYTES:
+        # Too many paths for one command line: search them in slices, one after the other.
+        found: list[RawMatch] = []
+        overflowed = False
+        for i in range(0, len(targets), _ARGV_PATHS):
+            part, over = await rg_search(
+                rg, cwd, args, targets[i : i + _ARGV_PATHS], deadline, max_file_bytes, extra
+            )
+            found += part
+            overflowed = overflowed or over
+            if overflowed:
+                break
+        return found, overflowed
+    if targets is not None:
+        argv += ["--", *targets]
+    out = await run_capped(
+        argv, cwd=cwd, timeout=max(0.05, deadline - time.perf_counter()), max_stdout=_RAW_CAP
+    )
+    if out.overflowed:
+        # Parallel output was cut at an arbitrary place: again in path order, so the kept
+        # prefix (and so the answer) is the same on every run.
+        out = await run_capped(
+            [*argv[:1], "--sort=path", *argv[1:]],
+            cwd=cwd,
+            timeout=max(0.05, deadline - time.perf_counter()),
+            max_stdout=_RAW_CAP,
+        )
+        matches = _parse_rg(out.stdout)
+        if out.overflowed and matches:
+            matches = matches[:-1]  # the last line may be cut
+        return matches, True
+    if out.returncode == 2 and not out.stdout:
+        # ripgrep says 2 for a bad pattern, and also when it had no file to search at all (an
+        # empty checkout): only the first is the caller's error.
+        await check_pattern(rg, args.pattern)
+    return _parse_rg(out.stdout), False
+
+
+_PCRE: bool | None = None
+
+
+async def git_has_pcre() -> bool:
+    """Whether this git was built with PCRE (`grep -P`); asked once, in an empty folder."""
+    global _PCRE
+    if _PCRE is None:
+        with tempfile.TemporaryDirectory() as empty:
+            probe = Path(empty) / "probe"
+            probe.write_text("x\n")
+            proc = await asyncio.create_subprocess_exec(
+                "git", "grep", "--no-index", "-q", "-P", "-e", r"\x78", "--", "probe",
+                cwd=empty, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
+                env=git_env(),
+            )  # fmt: skip
+            _PCRE = (await proc.wait()) == 0
+    return _PCRE
+
+
+async def check_pattern(rg: str, pattern: str) -> None:
+    """Refuse what ripgrep would refuse, so a call's answer never depends on which backend ran."""
+    out = await run_capped(
+        [rg, "--no-config", "--quiet", "--regexp", pattern, "--", os.devnull],
+        cwd=None,
+        timeout=5.0,
+        max_stdout=1 << 16,
+    )
+    if out.returncode == 2:
+        raise PatternError(_pattern_message(out.stderr))

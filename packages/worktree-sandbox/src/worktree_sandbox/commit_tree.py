@@ -1,0 +1,257 @@
+"""A repository at one commit: reads from git objects, grep on a background read-only checkout.
+Not for: pooling and sharing trees (see `TreePool`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import threading
+import time
+import uuid
+from collections.abc import Mapping
+from pathlib import Path
+
+from worktree_sandbox._git import (
+    CatFileBatch,
+    TreeEntry,
+    parse_ls_tree,
+    run_capped,
+)
+from worktree_sandbox._grep_backends import (
+    PatternError,
+    RawMatch,
+    check_pattern,
+    git_grep,
+    git_grep_blobs,
+    rg_search,
+)
+from worktree_sandbox._liveness import owner_tag
+from worktree_sandbox._materialize import materialize
+from worktree_sandbox._owned import make_owned_dir, remove_owned
+from worktree_sandbox._runtime import Runtime
+from worktree_sandbox.errors import SandboxError
+from worktree_sandbox.models import (
+    GrepArgs,
+)
+from worktree_sandbox.tree import Tree, _Stat
+
+__all__ = ["CommitTree"]
+
+
+class CommitTree(Tree):
+    """A repository at one commit: reads from git objects, grep on a background checkout.
+
+    Setup costs only a commit check; the file list (`git ls-tree`) and a read-only checkout
+    (written from the blobs into `checkout_parent`, tmpfs by default) are made in the background.
+    Until the checkout is ready, grep runs `git grep` on the commit object; then ripgrep. Tree
+    entries no checkout could hold safely ('..', '.git', duplicates, a path below a file or
+    link) are left out of every backend and listed in `refused_entries`.
+    """
+
+    def __init__(
+        self,
+        git_dir: Path,
+        commit: str,
+        *,
+        runtime: Runtime | None = None,
+        batch: CatFileBatch | None = None,
+        checkout_parent: Path | None = None,
+        label: str | None = None,
+    ) -> None:
+        super().__init__(runtime)
+        self.git_dir = git_dir
+        self.commit = commit
+        self.label = label or f"{git_dir.name}@{commit[:12]}"
+        self.memo_key = f"{git_dir}@{commit}"
+        self._batch = batch or CatFileBatch(git_dir)
+        self._own_batch = batch is None
+        self._entries: dict[str, TreeEntry] | None = None
+        self._sorted: tuple[str, ...] | None = None
+        self._list_task: asyncio.Task[dict[str, TreeEntry]] | None = None
+        self._checkout_parent = checkout_parent
+        self._checkout_task: asyncio.Task[Path | None] | None = None
+        self.checkout: Path | None = None
+        self._holder: Path | None = None
+        self.checkout_seconds: float | None = None
+        self.refused_entries: tuple[str, ...] = ()
+        self._sizes_map: dict[str, int] | None = None
+
+    def start(self) -> None:
+        """Begin the background work (file list, checkout); called by the pool on setup."""
+        loop = asyncio.get_running_loop()
+        if self._list_task is None:
+            self._list_task = loop.create_task(self._list())
+        if self._checkout_parent is not None and self._checkout_task is None:
+            self._checkout_task = loop.create_task(self._materialize(self._checkout_parent))
+
+    async def wait_checkout(self) -> Path | None:
+        """The checkout folder once ready (None when there is none to wait for)."""
+        return await self._checkout_task if self._checkout_task is not None else None
+
+    async def _list(self) -> dict[str, TreeEntry]:
+        out = await run_capped(
+            ["git", f"--git-dir={self.git_dir}", "ls-tree", "-r", "-z", "-l", "--full-tree",
+             self.commit],
+            cwd=None, timeout=120.0, max_stdout=1 << 30, git_dir=self.git_dir,
+        )  # fmt: skip
+        if out.returncode != 0:
+            raise SandboxError(f"git ls-tree {self.commit} failed: {out.stderr.decode().strip()}")
+        entries, refused = parse_ls_tree(out.stdout)
+        self.refused_entries = tuple(refused)
+        return entries
+
+    async def _entries_map(self) -> dict[str, TreeEntry]:
+        if self._entries is None:
+            if self._list_task is None:
+                self.start()
+            assert self._list_task is not None
+            self._entries = await asyncio.shield(self._list_task)
+        return self._entries
+
+    async def files(self) -> tuple[str, ...]:
+        if self._sorted is None:
+            self._sorted = tuple(sorted(await self._entries_map()))
+        return self._sorted
+
+    async def _sizes(self) -> Mapping[str, int]:
+        if self._sizes_map is None:
+            entries = await self._entries_map()
+            self._sizes_map = {p: e.size for p, e in entries.items() if not e.is_symlink}
+        return self._sizes_map
+
+    async def _stat(self, path: str) -> _Stat | None:
+        entries = await self._entries_map()
+        entry = entries.get(path)
+        if entry is not None:
+            if entry.is_symlink:
+                got = await self._batch.get(entry.oid)
+                target = got[1].decode("utf-8", errors="surrogateescape") if got else ""
+                return _Stat("symlink", entry.size, target)
+            return _Stat("file", entry.size)
+        if path in await self._directories():
+            return _Stat("dir")
+        return None
+
+    async def read_bytes(self, path: str) -> bytes:
+        entry = (await self._entries_map()).get(path)
+        got = await self._batch.get(entry.oid) if entry is not None else None
+        if got is None:
+            raise SandboxError(f"no file {path!r} at {self.label}")
+        return got[1]
+
+    async def _materialize(self, parent: Path) -> Path | None:
+        """Write the commit read-only into a fresh folder; None when that failed."""
+        entries = await self._entries_map()
+        start = time.perf_counter()
+        # The marked holder is what gets removed; ripgrep searches `tree/` inside it, where
+        # nothing but the commit's files is.
+        parent.mkdir(parents=True, exist_ok=True)
+        holder = make_owned_dir(parent / f"{self.commit[:12]}-{uuid.uuid4().hex[:8]}", owner_tag())
+        self._holder = holder
+        dest = holder / "tree"
+        os.mkdir(dest, 0o700)
+        stop = threading.Event()
+        work = asyncio.ensure_future(
+            asyncio.to_thread(materialize, self.git_dir, sorted(entries.items()), dest, stop)
+        )
+        try:
+            done = await asyncio.shield(work)
+        except asyncio.CancelledError:
+            stop.set()
+            with contextlib.suppress(BaseException):
+                await work
+            remove_owned(holder)
+            raise
+        except (OSError, ValueError, IndexError):
+            done = False
+        if not done:
+            remove_owned(holder)
+            return None
+        self.checkout = dest
+        self.checkout_seconds = time.perf_counter() - start
+        return dest
+
+    @property
+    def checkout_ready(self) -> bool:
+        return self.checkout is not None
+
+    async def _grep_raw(
+        self, args: GrepArgs, targets: list[str] | None, deadline: float
+    ) -> tuple[list[RawMatch], bool, str]:
+        rg = self.runtime.rg
+        if self.checkout is not None and rg is not None:
+            matches, overflowed = await rg_search(
+                rg, self.checkout, args, targets, deadline, self.runtime.limits.max_file_bytes,
+                extra=("--no-ignore",),
+            )  # fmt: skip
+            return matches, overflowed, "ripgrep"
+        if rg is None:
+            return await self._git_grep(args, targets, deadline)
+        await check_pattern(rg, args.pattern)
+        # git grep stops at a blob the clone lacks; the checkout simply has no such file.
+        partial = any(e.size < 0 for e in (await self._entries_map()).values())
+        if partial and await self._checkout_coming():
+            return await self._grep_raw(args, targets, deadline)
+        try:
+            return await self._git_grep(args, targets, deadline)
+        except PatternError as exc:
+            # ripgrep accepted the pattern but PCRE2 refused it ('(?u)', 'a{100000}') or gave
+            # up on it (its match limit): ripgrep on the checkout answers, as it will for the
+            # same call once the checkout is ready, so the answer never depends on timing.
+            if await self._checkout_coming():
+                return await self._grep_raw(args, targets, deadline)
+            raise PatternError(
+                f"{exc} (git grep cannot run this pattern, and this tree has no checkout for "
+                "ripgrep: simplify the pattern)"
+            ) from None
+
+    async def _checkout_coming(self) -> bool:
+        """Wait for the checkout when one is being made; whether there is one now."""
+        if self._checkout_task is None:
+            return False
+        return await asyncio.shield(self._checkout_task) is not None
+
+    async def _git_grep(
+        self, args: GrepArgs, targets: list[str] | None, deadline: float
+    ) -> tuple[list[RawMatch], bool, str]:
+        base = ["git", f"--git-dir={self.git_dir}"]
+        entries = await self._entries_map()
+        if self.refused_entries:
+            # A crafted tree: git would also search what we left out (the second of duplicate
+            # names, what lies below a link), so the blobs we serve are searched by id.
+            paths_of: dict[str, list[str]] = {}
+            for name in targets if targets is not None else list(entries):
+                entry = entries[name]
+                if not entry.is_symlink and entry.size >= 0:
+                    paths_of.setdefault(entry.oid, []).append(name)
+            matches, overflowed = await git_grep_blobs(
+                base, paths_of, args, deadline=deadline, git_dir=self.git_dir
+            )
+            return matches, overflowed, "git-grep"
+        matches, overflowed = await git_grep(
+            base, self.commit, args, targets, cwd=None, deadline=deadline, git_dir=self.git_dir
+        )
+        # git grep searches symlink blobs (the link text); ripgrep does not. Keep them equal.
+        matches = [m for m in matches if not entries[m[0]].is_symlink] if entries else matches
+        return matches, overflowed, "git-grep"
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        for task in (self._list_task, self._checkout_task):
+            if task is not None and not task.done():
+                task.cancel()
+                with contextlib.suppress(BaseException):
+                    await task
+        if self._checkout_task is not None and self._checkout_task.done():
+            with contextlib.suppress(BaseException):
+                self._checkout_task.result()
+        if self._holder is not None:
+            remove_owned(self._holder)
+            self._holder = None
+            self.checkout = None
+        if self._own_batch:
+            await self._batch.close()

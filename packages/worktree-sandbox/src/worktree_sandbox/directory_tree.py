@@ -1,0 +1,159 @@
+"""A folder as it is: a git working tree with its uncommitted changes, or any folder.
+Not for: commits (see `CommitTree`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import stat
+from collections.abc import Mapping
+from pathlib import Path
+
+from worktree_sandbox._git import (
+    git_env,
+    safe_tree_path,
+)
+from worktree_sandbox._grep_backends import RawMatch, git_grep, rg_search
+from worktree_sandbox._runtime import Runtime
+from worktree_sandbox.errors import SandboxError
+from worktree_sandbox.models import (
+    GrepArgs,
+)
+from worktree_sandbox.tree import Tree, _Stat
+
+__all__ = ["DirectoryTree"]
+
+
+class DirectoryTree(Tree):
+    """A directory as it is (a git working tree with its uncommitted changes, or any folder).
+
+    In a git working tree the files are the tracked and untracked-but-not-ignored ones; elsewhere
+    every file below the root except `.git`. The file list (and each file's size) is read once,
+    when first needed. Results are not memoized: a working tree can change. The repository's own
+    git config is untrusted: git runs with every program-running key pinned (see `git_env`).
+    """
+
+    def __init__(self, root: str | os.PathLike[str], runtime: Runtime | None = None) -> None:
+        super().__init__(runtime)
+        self.root = Path(root).resolve()
+        if not self.root.is_dir():
+            raise SandboxError(f"{root} is not a directory")
+        self._files: tuple[str, ...] | None = None
+        self._file_set: frozenset[str] = frozenset()
+        self._size_of: dict[str, int] = {}
+        self._git_dir = self.root / ".git"
+        self._is_git = self._git_dir.exists()
+
+    async def files(self) -> tuple[str, ...]:
+        if self._files is None:
+            self._files = await asyncio.to_thread(self._scan)
+            self._file_set = frozenset(self._files)
+        return self._files
+
+    async def _sizes(self) -> Mapping[str, int]:
+        await self.files()
+        return self._size_of
+
+    def _scan(self) -> tuple[str, ...]:
+        names = self._git_names() if self._is_git else None
+        if names is None:
+            names = []
+            for dirpath, dirs, files in os.walk(self.root):
+                dirs[:] = [d for d in dirs if d != ".git"]
+                rel = os.path.relpath(dirpath, self.root)
+                for f in files:
+                    names.append(f if rel == "." else f"{rel}/{f}".replace(os.sep, "/"))
+        kept: list[str] = []
+        for name in sorted(set(names)):
+            if not safe_tree_path(name):
+                continue  # no tool call could name it (see `safe_tree_path`)
+            try:
+                st = os.lstat(self.root / name)
+            except OSError:
+                continue
+            if stat.S_ISREG(st.st_mode):
+                self._size_of[name] = st.st_size
+            elif not stat.S_ISLNK(st.st_mode):
+                continue
+            kept.append(name)
+        return tuple(kept)
+
+    def _git_names(self) -> list[str] | None:
+        """Tracked and untracked-but-not-ignored files, or None when git cannot say."""
+        import subprocess
+
+        proc = subprocess.run(
+            ["git", f"--git-dir={self._git_dir}", f"--work-tree={self.root}", "ls-files", "-z",
+             "--cached", "--others", "--exclude-standard"],
+            capture_output=True, env=git_env(self._git_dir), check=False, timeout=120,
+            stdin=subprocess.DEVNULL, cwd=self.root,
+        )  # fmt: skip
+        if proc.returncode != 0:
+            return None
+        return [n.decode("utf-8", errors="surrogateescape") for n in proc.stdout.split(b"\0") if n]
+
+    async def _stat(self, path: str) -> _Stat | None:
+        full = self.root / path
+        try:
+            st = os.lstat(full)
+        except OSError:
+            return None
+        if stat.S_ISLNK(st.st_mode):
+            return _Stat("symlink", st.st_size, os.readlink(full))
+        if stat.S_ISDIR(st.st_mode):
+            return _Stat("dir") if path in await self._directories() or path == "" else None
+        await self.files()
+        if stat.S_ISREG(st.st_mode) and path in self._file_set:
+            return _Stat("file", st.st_size)
+        return None
+
+    async def read_bytes(self, path: str) -> bytes:
+        full = (self.root / path).resolve()
+        if not full.is_relative_to(self.root):
+            raise SandboxError(f"{path!r} resolves outside {self.root}")
+        cap = self.runtime.limits.max_file_bytes
+        try:
+            return await asyncio.to_thread(_read_regular, full, cap)
+        except OSError as exc:
+            raise SandboxError(f"cannot read {path!r}: {exc}") from exc
+
+    async def _grep_raw(
+        self, args: GrepArgs, targets: list[str] | None, deadline: float
+    ) -> tuple[list[RawMatch], bool, str]:
+        rg = self.runtime.rg
+        if rg is not None:
+            # The whole tree: ripgrep's own ignore rules (.gitignore, .ignore) stand in for
+            # `git ls-files --exclude-standard`; explicit targets are searched as given.
+            extra = ("--glob=!.git",) if targets is None else ("--no-ignore",)
+            matches, overflowed = await rg_search(
+                rg, self.root, args, targets, deadline, self.runtime.limits.max_file_bytes, extra
+            )
+            return matches, overflowed, "ripgrep"
+        if targets is None:
+            targets = await self._regular(list(await self.files()))
+        matches, overflowed = await git_grep(
+            ["git"], None, args, targets, cwd=self.root, deadline=deadline,
+            git_dir=self._git_dir if self._is_git else None,
+        )  # fmt: skip
+        return matches, overflowed, "git-grep"
+
+
+def _read_regular(path: Path, cap: int) -> bytes:
+    """A regular file's bytes, at most `cap` + 1 of them: a link swapped in since it was checked,
+    a FIFO or a device is refused, never followed, waited on or read without end."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{path.name} is not a regular file")
+        chunks: list[bytes] = []
+        left = cap + 1
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
