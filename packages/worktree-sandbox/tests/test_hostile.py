@@ -642,3 +642,63 @@ def test_commit_tree_lists_refused_entries(tmp_path: Path, bare: Path) -> None:
             await tree.close()
 
     assert asyncio.run(go()) == (("a",), (".git",))
+
+
+# -- the sandbox's own reader (prepare's instances file) -------------------------------------------
+
+
+@pytest.fixture
+def rows_text() -> str:
+    rows = [
+        json.dumps({"repo": "a/b", "base_commit": "HEAD", "instance_id": str(i)}) for i in (0, 1)
+    ]
+    return "\n".join(rows) + "\n"
+
+
+def test_prepare_counts_deep_and_undecodable_rows(tmp_path: Path, rows_text: str) -> None:
+    path = tmp_path / "rows.jsonl"
+    path.write_bytes(
+        rows_text.encode()
+        + b"[" * 1100 + b"]" * 1100 + b"\n"
+        + b'{"a":' * 1100 + b"1" + b"}" * 1100 + b"\n"
+        + b"\xff\xfe not utf-8\n"
+        + b"[1, 2]\n"
+    )  # fmt: skip
+    out = runner.invoke(
+        app, ["prepare", str(path), "--cache", str(tmp_path / "c"), "--source", "/no/{name}"]
+    )
+    assert out.exception is None or isinstance(out.exception, SystemExit), out.output
+    assert out.exit_code == 1
+    assert "4 row(s) skipped" in out.output
+    assert "nested too deeply" in out.output
+
+
+@pytest.mark.parametrize("damage", ["truncated", "corrupt"])
+def test_prepare_on_a_damaged_gzip_exits_2(tmp_path: Path, rows_text: str, damage: str) -> None:
+    import gzip
+
+    data = gzip.compress((rows_text * 300).encode())
+    if damage == "truncated":
+        data = data[: len(data) // 2]
+    else:
+        data = data[:40] + b"\0" * 2000 + data[2040:]
+    path = tmp_path / "rows.jsonl.gz"
+    path.write_bytes(data)
+    out = runner.invoke(app, ["prepare", str(path), "--cache", str(tmp_path / "c")])
+    assert out.exit_code == 2, out.output
+    assert out.exception is None or isinstance(out.exception, SystemExit)
+    assert "rows.jsonl.gz: unreadable after line" in " ".join(out.output.split())
+    assert not (tmp_path / "c").exists()  # nothing started on part of a file
+
+
+def test_prepare_refuses_an_unwritable_output_before_any_work(
+    tmp_path: Path, rows_text: str
+) -> None:
+    path = tmp_path / "rows.jsonl"
+    path.write_text(rows_text)
+    out = runner.invoke(
+        app, ["prepare", str(path), "--cache", str(tmp_path / "c"), "-o", str(tmp_path)]
+    )
+    assert out.exit_code == 2
+    assert "cannot write a file there" in " ".join(out.output.split())
+    assert not (tmp_path / "c").exists()

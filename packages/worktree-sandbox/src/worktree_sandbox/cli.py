@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import gzip
 import json
 import os
 import sys
+import zlib
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -82,27 +84,38 @@ class _Row:
 
 
 def _read_instances(path: Path) -> tuple[list[_Row], list[str]]:
+    """Rows of a SWE-bench-style JSONL (optionally gzipped); bad rows are returned, not raised.
+
+    A file that cannot be read to its end (a truncated or corrupt .gz, an I/O error) raises
+    SandboxError naming the file and the last good line: no run starts on part of a file.
+    """
     rows: list[_Row] = []
     bad: list[str] = []
-    opener: Any = open
-    if path.suffix == ".gz":
-        import gzip
-
-        opener = gzip.open
-    with opener(path, "rt", encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-                repo, commit = rec["repo"], rec["base_commit"]
-                if not isinstance(repo, str) or not isinstance(commit, str):
-                    raise TypeError("repo and base_commit must be strings")
-                BareRepoCache.check_repo_name(repo)
-            except (ValueError, KeyError, TypeError, SandboxError) as exc:
-                bad.append(f"{path}:{n}: {type(exc).__name__}: {exc}")
-                continue
-            rows.append(_Row(n, str(rec.get("instance_id", f"line-{n}")), repo, commit))
+    n = 0
+    try:
+        with gzip.open(path, "rb") if path.suffix == ".gz" else path.open("rb") as fh:
+            for n, raw in enumerate(fh, 1):
+                if not raw.strip():
+                    continue
+                try:
+                    rec = json.loads(raw.decode("utf-8"))
+                    if not isinstance(rec, dict):
+                        raise TypeError("a row must be a JSON object")
+                    repo, commit = rec["repo"], rec["base_commit"]
+                    if not isinstance(repo, str) or not isinstance(commit, str):
+                        raise TypeError("repo and base_commit must be strings")
+                    BareRepoCache.check_repo_name(repo)
+                except RecursionError:
+                    bad.append(f"{path}:{n}: the row is nested too deeply")
+                    continue
+                except (ValueError, KeyError, TypeError, SandboxError) as exc:
+                    bad.append(f"{path}:{n}: {type(exc).__name__}: {str(exc)[:300]}")
+                    continue
+                rows.append(_Row(n, str(rec.get("instance_id", f"line-{n}")), repo, commit))
+    except (OSError, EOFError, zlib.error) as exc:
+        raise SandboxError(
+            f"{path}: unreadable after line {n} ({type(exc).__name__}: {exc}); nothing was prepared"
+        ) from None
     return rows, bad
 
 
@@ -125,7 +138,12 @@ def prepare(
     if not instances.is_file():
         err.print(f"[red]no such file: {instances}[/red]")
         raise typer.Exit(2)
-    rows, bad = _read_instances(instances)
+    _check_output(output)
+    try:
+        rows, bad = _read_instances(instances)
+    except SandboxError as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2) from None
     rows = rows[:limit] if limit is not None else rows
     for b in bad:
         err.print(f"[yellow]skipped[/yellow] {b}")
@@ -189,12 +207,28 @@ def prepare(
     for f in failures:
         err.print(f"[red]failed[/red] {f}")
     if output is not None:
-        output.write_text(
-            json.dumps({"repos": report, "failures": failures, "skipped_rows": bad}, indent=2)
-        )
+        _write(output, {"repos": report, "failures": failures, "skipped_rows": bad})
     if failures or bad:
         err.print(f"[red]{len(failures)} instance(s) failed, {len(bad)} row(s) skipped[/red]")
         raise typer.Exit(1)
+
+
+def _check_output(output: Path | None) -> None:
+    """Refuse an -o the run could not write at its end, before any work."""
+    if output is None:
+        return
+    parent = output.expanduser().parent
+    if output.is_dir() or not parent.is_dir() or not os.access(parent, os.W_OK):
+        err.print(f"[red]error:[/red] -o {output}: cannot write a file there")
+        raise typer.Exit(2)
+
+
+def _write(output: Path, data: object) -> None:
+    try:
+        output.expanduser().write_text(json.dumps(data, indent=2))
+    except OSError as exc:
+        err.print(f"[red]error:[/red] -o {output}: {exc.strerror or exc}")
+        raise typer.Exit(2) from None
 
 
 def _tree_bytes(git_dir: Path, commit: str) -> int:
@@ -400,6 +434,7 @@ def bench(
     """Measure setup, tool latency, throughput under load, disk; print a table."""
     from worktree_sandbox._bench import run_bench
 
+    _check_output(output)
     cache = BareRepoCache(cache_dir, source)
     names = repos or cache.repos()
     if not names:
@@ -415,7 +450,7 @@ def bench(
         console=err,
     )
     if output is not None:
-        output.write_text(json.dumps(figures, indent=2))
+        _write(output, figures)
         err.print(f"figures written to {output}")
 
 
