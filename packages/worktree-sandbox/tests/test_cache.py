@@ -199,3 +199,36 @@ def test_cache_root_expands_home(
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     cache = BareRepoCache("~/.cache/wts", _source(repo))
     assert cache.root == (tmp_path / "home" / ".cache" / "wts").resolve()
+
+
+async def test_open_is_the_one_way_to_open_a_tree(tmp_path: Path, repo: Any) -> None:
+    cache = BareRepoCache(tmp_path / "cache", _source(repo))
+    async with TreePool(cache, workdir=tmp_path / "trees") as pool:
+        (repo.path / "uncommitted.py").write_text("draft = 1\n")
+        async with pool.open(repo.path) as folder:  # the folder as it is
+            assert "uncommitted.py" in await folder.files()
+            assert folder.runtime is pool.runtime
+        async with pool.open(str(repo.path), repo.commits[0]) as at_commit:
+            assert "uncommitted.py" not in await at_commit.files()
+            assert "big/huge.txt" not in await at_commit.files()  # the first commit
+        async with pool.open("someone/proj", repo.commits[-1]) as named:
+            assert "big/huge.txt" in await named.files()
+        for bad, message in [
+            (("someone/proj", None), "needs a commit"),
+            (("not a repo", "HEAD"), "neither a folder nor a repository name"),
+        ]:
+            with pytest.raises(SandboxError, match=message):
+                async with pool.open(*bad):
+                    pass
+    async with TreePool(workdir=tmp_path / "trees") as bare_pool:
+        with pytest.raises(SandboxError, match="no cache"):
+            async with bare_pool.open("someone/proj", "HEAD"):
+                pass
+
+
+def test_sync_open(tmp_path: Path, repo: Any) -> None:
+    from worktree_sandbox import SyncSandbox
+
+    with SyncSandbox(workdir=tmp_path / "trees") as sb:
+        assert sb.open(repo.path, repo.commits[0]).read("README.md").ok
+        assert sb.open(repo.path).grep("hello").total_matches == 1

@@ -20,9 +20,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from worktree_sandbox._git import git
-from worktree_sandbox._runtime import Runtime
 from worktree_sandbox.cache import BareRepoCache
-from worktree_sandbox.directory_tree import DirectoryTree
 from worktree_sandbox.errors import SandboxError
 from worktree_sandbox.models import (
     GlobArgs,
@@ -263,24 +261,15 @@ def _run_tool(
     materialize: Materialize = "auto" if name == "grep" else "never"
 
     async def go() -> GrepResult | GlobResult | ReadResult:
-        local = Path(repo)
-        if local.exists():
-            if commit is None:
-                async with DirectoryTree(local, Runtime(limits)) as tree:
-                    return await tree.call(name, args.model_dump())
-            async with (
-                TreePool(limits=limits, materialize=materialize) as pool,
-                pool.tree_at(local, commit) as ctree,
-            ):
-                return await ctree.call(name, args.model_dump())
-        if cache_dir is None:
-            raise SandboxError(f"{repo!r} is no local path; give --cache DIR for owner/name")
-        cache = BareRepoCache(cache_dir, source)
+        local = Path(repo).expanduser().is_dir()
+        cache = None if local or cache_dir is None else BareRepoCache(cache_dir, source)
+        if not local and cache is None:
+            raise SandboxError(f"{repo!r} is no local folder; give --cache DIR for owner/name")
         async with (
             TreePool(cache, limits=limits, materialize=materialize) as pool,
-            pool.tree(repo, commit or "HEAD") as ctree,
+            pool.open(repo, commit if local else commit or "HEAD") as tree,
         ):
-            return await ctree.call(name, args.model_dump())
+            return await tree.call(name, args.model_dump())
 
     try:
         return asyncio.run(go())

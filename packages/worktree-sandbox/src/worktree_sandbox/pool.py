@@ -28,10 +28,12 @@ from worktree_sandbox._git import CatFileBatch, git
 from worktree_sandbox._liveness import owner_alive, owner_tag
 from worktree_sandbox._owned import ensure_private_dir, make_owned_dir, owned_tag, remove_owned
 from worktree_sandbox._runtime import Runtime
-from worktree_sandbox.cache import BareRepoCache
+from worktree_sandbox.cache import _REPO_NAME, BareRepoCache
 from worktree_sandbox.commit_tree import CommitTree
+from worktree_sandbox.directory_tree import DirectoryTree
 from worktree_sandbox.errors import CommitNotFoundError, SandboxClosedError, SandboxError
 from worktree_sandbox.models import SandboxLimits
+from worktree_sandbox.tree import Tree
 
 __all__ = [
     "Materialize",
@@ -163,6 +165,40 @@ class TreePool:
             # A pool nobody closed still leaves nothing behind at interpreter exit.
             atexit.register(_remove_at_exit, own, os.getpid())
         return self._own_dir
+
+    @contextlib.asynccontextmanager
+    async def open(
+        self, repo: str | os.PathLike[str], commit: str | None = None
+    ) -> AsyncIterator[Tree]:
+        """The one way to open a tree from what a user types.
+
+        - a folder, no commit: the folder as it is (`DirectoryTree`, sharing this pool's gate
+          and limits; never memoized);
+        - a folder and a commit: its repository at that commit (`tree_at`);
+        - `owner/name` and a commit: the bare clone in this pool's cache (`tree`).
+
+        Anything else is a `SandboxError` saying which of the three was meant. A server holds one
+        pool and opens every request's tree through it, so trees, checkouts and the memo are
+        shared across requests.
+        """
+        local = Path(repo).expanduser()
+        if local.is_dir():
+            if commit is None:
+                async with DirectoryTree(local, self.runtime) as folder:
+                    yield folder
+                return
+            async with self.tree_at(local, commit) as tree:
+                yield tree
+            return
+        name = str(repo)
+        if not _REPO_NAME.match(name):
+            raise SandboxError(f"{name!r} is neither a folder nor a repository name (owner/name)")
+        if commit is None:
+            raise SandboxError(f"{name!r} is not a folder here; a repository name needs a commit")
+        if self.cache is None:
+            raise SandboxError(f"{name!r} names a repository, and this pool has no cache")
+        async with self.tree(name, commit) as tree:
+            yield tree
 
     @contextlib.asynccontextmanager
     async def tree(self, repo: str, commit: str) -> AsyncIterator[CommitTree]:

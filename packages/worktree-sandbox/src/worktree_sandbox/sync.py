@@ -110,6 +110,10 @@ class SyncSandbox:
         self._trees.append(handle)
         return handle
 
+    def open(self, repo: str | os.PathLike[str], commit: str | None = None) -> SyncTree:
+        """A folder as it is, a folder at a commit, or owner/name at a commit (`TreePool.open`)."""
+        return self._enter(self.pool.open(repo, commit))
+
     def tree(self, repo: str, commit: str) -> SyncTree:
         return self._enter(self.pool.tree(repo, commit))
 
