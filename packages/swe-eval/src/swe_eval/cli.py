@@ -22,6 +22,7 @@ from swe_eval._corpus import FileSource
 from swe_eval.cuts import Cut, apply_cut, sweep_cuts
 from swe_eval.datasets import (
     Loaded,
+    RowProblem,
     gold_from_instances,
     load_instances,
     load_labels,
@@ -64,7 +65,14 @@ def _clear_errors() -> Iterator[None]:
         raise typer.Exit(2) from exc
 
 
-def _report_problems(loaded: Loaded[object], what: str) -> None:  # type: ignore[type-var]
+def _report_problems(
+    loaded: Loaded[object],  # type: ignore[type-var]
+    what: str,
+    skipped: list[RowProblem] | None = None,
+) -> None:
+    """Say how many rows of a file were skipped; collect them in `skipped` for a JSON report."""
+    if skipped is not None:
+        skipped.extend(loaded.problems)
     if loaded.problems:
         err.print(
             f"[yellow]{len(loaded.problems)} {what} row(s) skipped[/], e.g. {loaded.problems[0]}"
@@ -86,13 +94,16 @@ def _select(
 
 
 def _gold(
-    instances: Sequence[Instance], labels: Path | None, rule: GoldRule
+    instances: Sequence[Instance],
+    labels: Path | None,
+    rule: GoldRule,
+    skipped: list[RowProblem] | None = None,
 ) -> dict[str, GoldLabel]:
     gold = gold_from_instances(instances, rule)
     if labels is None:
         return gold
     loaded = load_labels(labels)
-    _report_problems(loaded, "label")  # type: ignore[arg-type]
+    _report_problems(loaded, "label", skipped)  # type: ignore[arg-type]
     by_id = {lab.instance_id: lab for lab in loaded.records}
     missing = [iid for iid in gold if iid not in by_id]
     if missing:
@@ -126,14 +137,14 @@ def _emit(text: str, output: Path | None) -> None:
 
 
 def _load_systems(
-    predictions: list[Path], names: list[str] | None
+    predictions: list[Path], names: list[str] | None, skipped: list[RowProblem] | None = None
 ) -> list[tuple[str, list[Prediction]]]:
     if names and len(names) != len(predictions):
         raise typer.BadParameter("give one --name per --predictions, or none")
     systems = []
     for j, path in enumerate(predictions):
         loaded = load_predictions(path)
-        _report_problems(loaded, f"prediction ({path.name})")  # type: ignore[arg-type]
+        _report_problems(loaded, f"prediction ({path.name})", skipped)  # type: ignore[arg-type]
         recs = list(loaded.records)
         default = next((p.retriever for p in recs if p.retriever), None) or path.name.split(".")[0]
         systems.append((names[j] if names else default, recs))
@@ -175,16 +186,17 @@ def retrieval(
 
     Example: swe-eval retrieval -i lite.jsonl -p bm25.jsonl -p locagent.jsonl --paired -f markdown
     """
+    skipped: list[RowProblem] = []
     try:
         loaded = load_instances(instances)
-        _report_problems(loaded, "instance")  # type: ignore[arg-type]
+        _report_problems(loaded, "instance", skipped)  # type: ignore[arg-type]
         chosen = _select(loaded.records, repo, exclude_repo, limit)
         rule = GoldRule(include_added=include_added, exclude_tests=not include_tests)
-        gold = _gold(chosen, labels, rule)
+        gold = _gold(chosen, labels, rule, skipped)
         repos = {i.instance_id: i.repo for i in chosen}
         ks = _parse_ks(k)
         evals: list[SystemEval] = []
-        for sys_name, preds in _load_systems(predictions, name):
+        for sys_name, preds in _load_systems(predictions, name, skipped):
             evals.append(evaluate(gold, preds, repos=repos, name=sys_name, beta=beta, ks=ks))
         summaries = [
             summarize(ev, n_resamples=resamples, seed=seed, by_repo=by_repo) for ev in evals
@@ -207,7 +219,9 @@ def retrieval(
                 f"{s.name}: {s.no_gold} instance(s) without gold left out; "
                 f"{s.unknown} prediction(s) for unknown ids ignored"
             )
-    _emit(render(summaries, fmt, diffs=diffs, by_repo=by_repo, title=title), output)
+    _emit(
+        render(summaries, fmt, diffs=diffs, by_repo=by_repo, title=title, skipped=skipped), output
+    )
 
 
 @app.command()

@@ -3,12 +3,20 @@
 Formats: a JSON list (or `{"rows"|"data"|"instances": [...]}`), JSON Lines, either gzipped
 (`.gz`), or parquet. A row that does not validate is skipped and reported in `Loaded.problems`
 with its file and line; a file that cannot be read at all raises `DatasetError`.
+
+A JSON Lines row that is not UTF-8, not JSON, or nested too deeply for the decoder is such a
+skipped row. A truncated or corrupt gzip stream, a directory, or a parquet file whose cells do
+not convert is a `DatasetError`: the rows after the break are unknown, and scoring without them
+would quietly change the denominator.
 """
 
 from __future__ import annotations
 
 import gzip
 import json
+import math
+import re
+import zlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,6 +46,10 @@ CATM_WEIGHT_THRESHOLD = 0.15
 
 T = TypeVar("T", bound=BaseModel)
 
+# Bytes that are not UTF-8 arrive as lone surrogates (errors="surrogateescape"), which a UTF-8
+# decoder never produces otherwise; json.loads would accept them inside strings.
+_NOT_UTF8 = re.compile("[\udc80-\udcff]")
+
 
 @dataclass(frozen=True)
 class RowProblem:
@@ -58,12 +70,40 @@ class Loaded(Generic[T]):
 
 
 def _open_text(path: Path) -> Iterator[str]:
+    """The lines of a text file, gunzipped when the name ends in .gz; see `_NOT_UTF8`."""
     opener = gzip.open if path.suffix == ".gz" else open
+    n = 0
     try:
-        with opener(path, "rt", encoding="utf-8") as fh:
-            yield from fh
+        with opener(path, "rt", encoding="utf-8", errors="surrogateescape") as fh:
+            for line in fh:
+                yield line
+                n += 1
+    except EOFError as exc:  # gzip: the stream ends before its end-of-stream marker
+        raise DatasetError(
+            f"{path}: truncated gzip file: the data ends early, after {n} complete line(s)"
+        ) from exc
+    except zlib.error as exc:
+        raise DatasetError(f"{path}: corrupt gzip data after {n} complete line(s): {exc}") from exc
+    except gzip.BadGzipFile as exc:
+        raise DatasetError(f"{path}: not a valid gzip file: {exc}") from exc
     except OSError as exc:
         raise DatasetError(f"{path}: cannot read: {exc}") from exc
+
+
+def _not_utf8(text: str) -> str | None:
+    """Where `text` held bytes that are not UTF-8, or None."""
+    bad = _NOT_UTF8.search(text)
+    if bad is None:
+        return None
+    return f"not UTF-8 (byte 0x{ord(bad.group()) - 0xDC00:02x} at character {bad.start() + 1})"
+
+
+def _json(text: str) -> Any:
+    """json.loads; every way hostile text can fail comes out as a ValueError."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError("nested too deeply to read") from None
 
 
 def _base_suffix(path: Path) -> str:
@@ -79,6 +119,8 @@ def read_rows(path: str | Path) -> Iterator[tuple[int, Any]]:
     p = Path(path)
     if not p.exists():
         raise DatasetError(f"{p}: no such file")
+    if p.is_dir():  # pyarrow would read a folder as a dataset, an empty one as no rows
+        raise DatasetError(f"{p}: is a directory, not a file")
     kind = _base_suffix(p)
     if kind == ".parquet":
         try:
@@ -86,16 +128,21 @@ def read_rows(path: str | Path) -> Iterator[tuple[int, Any]]:
         except ImportError as exc:  # pragma: no cover - pyarrow is a declared dependency
             raise MissingExtraError("parquet", "pyarrow") from exc
         try:
-            table = pq.read_table(p)
-        except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError
+            rows = pq.read_table(p).to_pylist()
+        # pyarrow's ArrowInvalid is a ValueError; to_pylist() raises OverflowError for a date
+        # past year 9999 and UnicodeDecodeError (a ValueError) for a string that is not UTF-8.
+        except (OSError, ValueError, OverflowError) as exc:
             raise DatasetError(f"{p}: cannot read as parquet: {exc}") from exc
-        for i, row in enumerate(table.to_pylist(), start=1):
-            yield i, row
+        yield from enumerate(rows, start=1)
         return
     if kind == ".json":
+        text = "".join(_open_text(p))
+        where = _not_utf8(text)
+        if where is not None:
+            raise DatasetError(f"{p}: {where}")
         try:
-            data = json.loads("".join(_open_text(p)))
-        except json.JSONDecodeError as exc:
+            data = _json(text)
+        except ValueError as exc:
             raise DatasetError(f"{p}: not JSON: {exc}") from exc
         if isinstance(data, Mapping):
             for key in ("rows", "data", "instances", "per_instance"):
@@ -109,10 +156,19 @@ def read_rows(path: str | Path) -> Iterator[tuple[int, Any]]:
     for i, line in enumerate(_open_text(p), start=1):
         if not line.strip():
             continue
+        where = _not_utf8(line)
+        if where is not None:
+            yield i, RowProblem(str(p), i, where)
+            continue
         try:
-            yield i, json.loads(line)
+            row = _json(line)
         except json.JSONDecodeError as exc:
             yield i, RowProblem(str(p), i, f"not JSON: {exc.msg}")
+            continue
+        except ValueError as exc:  # too deep, or an integer past Python's digit limit
+            yield i, RowProblem(str(p), i, f"not JSON: {exc}")
+            continue
+        yield i, row
 
 
 def _load(path: str | Path, model: type[T]) -> tuple[list[tuple[int, T]], list[RowProblem]]:
@@ -239,20 +295,30 @@ def _paths(value: Any) -> list[str] | None:
     return None
 
 
-def _label_files(row: Mapping[str, Any], threshold: float) -> list[str] | None:
+_NO_LABEL = "no gold/gold_files or patch_files+mined list"
+
+
+def _label_files(row: Mapping[str, Any], threshold: float) -> list[str] | str:
+    """The gold files of a label row, or why the row cannot be used."""
     for key in ("gold", "gold_files"):
         if key in row:
-            return _paths(row[key])
+            paths = _paths(row[key])
+            return _NO_LABEL if paths is None else paths
     patch_files = _paths(row.get("patch_files", []))
     mined = row.get("mined", row.get("files"))
     if patch_files is None or (mined is None and "patch_files" not in row):
-        return None
+        return _NO_LABEL
+    if mined is not None and not isinstance(mined, list):
+        return "mined/files is not a list of {path, weight}"
     files = list(patch_files)
     for item in mined or []:
         if not isinstance(item, Mapping) or not isinstance(item.get("path"), str):
-            return None
+            return _NO_LABEL
         weight = item.get("weight", 0.0)
-        if isinstance(weight, int | float) and weight >= threshold:
+        # A weight that is not a number would silently leave the file out of gold.
+        if isinstance(weight, bool) or not isinstance(weight, int | float) or math.isnan(weight):
+            return f"weight of {item['path']!r} is not a number: {weight!r}"
+        if weight >= threshold:
             files.append(item["path"])
     return files
 
@@ -274,10 +340,8 @@ def load_labels(path: str | Path, *, threshold: float = CATM_WEIGHT_THRESHOLD) -
             problems.append(RowProblem(str(path), line, "no instance_id"))
             continue
         files = _label_files(row, threshold)
-        if files is None:
-            problems.append(
-                RowProblem(str(path), line, "no gold/gold_files or patch_files+mined list")
-            )
+        if isinstance(files, str):
+            problems.append(RowProblem(str(path), line, files))
             continue
         norm = frozenset(n for n in (normalize_path(f) for f in files) if n)
         records.append(

@@ -6,7 +6,7 @@ scoring code never sees raw dicts.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, FiniteFloat
 
 __all__ = [
     "PREDICTION_SCHEMA_VERSION",
@@ -40,7 +40,9 @@ class Prediction(BaseModel):
     schema_version: int = PREDICTION_SCHEMA_VERSION
     instance_id: str = Field(min_length=1)
     files: tuple[str, ...] = Field(default=(), description="Ranked, best first.")
-    scores: tuple[float, ...] | None = Field(
+    # Finite: JSON has no NaN or Infinity, and pydantic writes them as null, which no reader
+    # could read back.
+    scores: tuple[FiniteFloat, ...] | None = Field(
         default=None, description="Retriever scores aligned with `files`, when it has them."
     )
     line_ranges: dict[str, tuple[tuple[int, int], ...]] | None = None

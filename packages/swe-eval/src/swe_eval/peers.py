@@ -16,6 +16,7 @@ an instance a peer did not answer simply has no prediction, and the scorer count
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
@@ -123,6 +124,8 @@ def convert_peer(
                 return f"{ranking}: expected [path, score] pairs"
             if isinstance(item[1], bool) or not isinstance(item[1], int | float):
                 return f"{ranking}: score of {item[0]!r} is not a number: {item[1]!r}"
+            if not math.isfinite(item[1]):  # Python's json reads NaN and Infinity
+                return f"{ranking}: score of {item[0]!r} is not finite: {item[1]!r}"
             p = normalize_path(item[0])
             if p and p not in seen:
                 seen.add(p)

@@ -46,16 +46,15 @@ def predict(
         try:
             with open_tree(inst) as tree:
                 ranked = retriever.rank(tree, inst.problem_statement)
-        except Exception as exc:  # a bad commit or tree must not end a 300-instance run
-            yield PredictOutcome(inst.instance_id, None, f"{type(exc).__name__}: {exc}")
-            continue
-        yield PredictOutcome(
-            inst.instance_id,
-            Prediction(
+            # Inside the try: a ranking the record refuses (a NaN score) is this instance's failure.
+            prediction = Prediction(
                 instance_id=inst.instance_id,
                 files=tuple(p for p, _ in ranked),
                 scores=tuple(s for _, s in ranked),
                 latency_s=time.perf_counter() - start,
                 retriever=label,
-            ),
-        )
+            )
+        except Exception as exc:  # a bad commit or tree must not end a 300-instance run
+            yield PredictOutcome(inst.instance_id, None, f"{type(exc).__name__}: {exc}")
+            continue
+        yield PredictOutcome(inst.instance_id, prediction)

@@ -8,9 +8,11 @@ from __future__ import annotations
 import csv
 import io
 import json
+from collections import Counter
 from collections.abc import Sequence
 from enum import StrEnum
 
+from swe_eval.datasets import RowProblem
 from swe_eval.metrics import PairedDifference, SystemSummary
 
 __all__ = [
@@ -90,10 +92,13 @@ def render(
     by_repo: bool = False,
     ci: bool = True,
     title: str | None = None,
+    skipped: Sequence[RowProblem] = (),
 ) -> str:
     """The summaries (and paired differences) as text in `fmt`.
 
-    TABLE renders through rich and returns the text it would print (no colour codes).
+    TABLE renders through rich and returns the text it would print (no colour codes). JSON also
+    carries `skipped`, the input rows the readers skipped, as `skipped_rows`: a total, a count
+    per file and every row with its reason (the other formats leave that to the caller's log).
     """
     fmt = TableFormat(fmt)
     if fmt is TableFormat.JSON:
@@ -101,6 +106,11 @@ def render(
             "title": title,
             "systems": [s.model_dump(mode="json") for s in summaries],
             "paired": [d.model_dump(mode="json") for d in diffs],
+            "skipped_rows": {
+                "total": len(skipped),
+                "by_file": dict(Counter(p.path for p in skipped)),
+                "rows": [{"path": p.path, "line": p.line, "message": p.message} for p in skipped],
+            },
         }
         return json.dumps(payload, indent=2) + "\n"
     header, rows = _rows(summaries, by_repo, ci)
