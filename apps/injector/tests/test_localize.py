@@ -128,3 +128,37 @@ def test_the_example_issue_on_this_repository() -> None:
     assert res.exit_code == 0, res.output
     files = json.loads(res.output)["files"]
     assert "packages/codegrep-model/src/codegrep_model/answer.py" in files
+
+
+def test_a_1mb_issue_is_cut_with_a_warning(repo: Path, tmp_path: Path) -> None:
+    # a pasted log after the report: the same traceback over and over, to 1 MB
+    frame = (
+        "Traceback (most recent call last):\n"
+        '  File "/srv/billing/invoice.py", line 4, in add_line\n'
+        "    raise ValueError('negative amounts are not allowed on an invoice')\n"
+        "ValueError: negative amounts are not allowed on an invoice\n"
+    )
+    text = ISSUE + "\n\n```\n" + frame * (1_000_000 // len(frame)) + "```\n"
+    issue = tmp_path / "issue.md"
+    issue.write_text(text)
+    size = len(text.encode())
+    res = CliRunner().invoke(
+        app, ["localize", "--repo", str(repo), "--issue", str(issue), "--json"]
+    )
+    assert res.exit_code == 0, res.output
+    assert f"the issue was cut from {size} to 262144 bytes" in res.stderr
+    data = json.loads(res.stdout)
+    assert (data["issue_bytes"], data["issue_cut_to"]) == (size, 262144)
+    assert data["files"] == ["billing/invoice.py"]
+    # the cap is an option; a short issue is used whole and nothing is said
+    res = CliRunner().invoke(
+        app,
+        ["localize", "--repo", str(repo), "--issue", "-", "--json", "--max-issue-bytes", "60"],
+        input=ISSUE,
+    )
+    assert f"cut from {len(ISSUE.encode())} to 60 bytes" in res.stderr
+    res = CliRunner().invoke(
+        app, ["localize", "--repo", str(repo), "--issue", "-", "--json"], input=ISSUE
+    )
+    assert res.stderr == ""
+    assert json.loads(res.stdout)["issue_cut_to"] is None

@@ -6,8 +6,17 @@ import asyncio
 from collections.abc import Callable
 from pathlib import Path
 
+import codegrep_model.lexical
 import pytest
-from codegrep_model import Instance, LexicalPolicy, RolloutRecord, run_rollout
+from codegrep_model import (
+    DEFAULT_MAX_ISSUE_BYTES,
+    Instance,
+    LexicalPolicy,
+    RolloutConfig,
+    RolloutRecord,
+    run_rollout,
+)
+from codegrep_model._issue import IssueClues
 from worktree_sandbox import DirectoryTree, TreePool
 
 LIB = {
@@ -130,3 +139,96 @@ def test_deterministic_and_at_a_commit(geo: Path) -> None:
     assert asyncio.run(at_commit()).answer == first.answer
     assert first.answer is not None
     assert first.answer.files[0] == "geo/shapes.py"
+
+
+def long_issue(size: int) -> str:
+    """An issue with a pasted log: a short report, then the same traceback with changing line
+    numbers and timestamps until it is `size` characters long (ASCII, so bytes too)."""
+    head = "`Polygon.area` is wrong for unclosed rings; the log of the failing job:\n\n```\n"
+    blocks: list[str] = []
+    total = len(head)
+    i = 0
+    while total < size:
+        i += 1
+        block = (
+            f"2024-05-01 12:{i // 60 % 60:02d}:{i % 60:02d} DEBUG geo.io: ring {i} of job {i}\n"
+            "Traceback (most recent call last):\n"
+            f'  File "/srv/app/site-packages/geo/io.py", line {3 + i % 4}, in load_wkt\n'
+            "    return Polygon(parse_points(text))\n"
+            f'  File "/srv/app/site-packages/geo/shapes.py", line {7 + i % 3}, in area\n'
+            "    return sum(a[0] * b[1] - b[0] * a[1] for a, b in zip(pts, pts[1:])) / 2\n"
+            "ValueError: only POLYGON geometries can be parsed from WKT\n"
+        )
+        blocks.append(block)
+        total += len(block)
+    return head + "".join(blocks)
+
+
+@pytest.fixture
+def parses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The issue texts the real `extract_clues` was called with, in order."""
+    seen: list[str] = []
+    real = codegrep_model.lexical.extract_clues
+
+    def counting(text: str) -> IssueClues:
+        seen.append(text)
+        return real(text)
+
+    monkeypatch.setattr(codegrep_model.lexical, "extract_clues", counting)
+    return seen
+
+
+def test_a_1mb_issue_is_parsed_once_per_rollout_and_cut(geo: Path, parses: list[str]) -> None:
+    issue = long_issue(1_000_000)
+    size = len(issue.encode())
+    rec = localize(geo, issue)
+    assert rec.status == "answered"
+    assert len(parses) == 1  # not once per turn
+    assert rec.issue_bytes == size
+    assert rec.issue_cut_to == DEFAULT_MAX_ISSUE_BYTES < size
+    # the policy and the prompt both saw the first 256 KiB, not the whole issue
+    assert parses[0] == issue[:DEFAULT_MAX_ISSUE_BYTES]
+    user = next(m.content for m in rec.messages if m.role == "user")
+    assert user is not None
+    assert issue[:DEFAULT_MAX_ISSUE_BYTES].strip() in user
+    assert len(user.encode()) < DEFAULT_MAX_ISSUE_BYTES + 2_000  # the template and the tree
+    assert rec.answer is not None
+    assert rec.answer.files[0] in {"geo/io.py", "geo/shapes.py"}
+
+
+def test_one_parse_per_issue_and_the_same_answers(geo: Path, parses: list[str]) -> None:
+    issues = ["`Circle.area` should use `math.tau`", "`load_wkt` should accept `Circle` input"]
+    fresh = [localize(geo, text) for text in issues]  # a new policy per rollout
+    assert parses == issues
+    parses.clear()
+    policy = LexicalPolicy()  # one policy, each issue twice, as a batch would
+
+    async def go() -> list[RolloutRecord]:
+        out = []
+        async with DirectoryTree(geo) as tree:
+            for text in issues * 2:
+                inst = Instance(
+                    instance_id="t", repo="acme/geo", base_commit="HEAD", problem_statement=text
+                )
+                out.append(await run_rollout(policy, tree, inst))
+        return out
+
+    shared = asyncio.run(go())
+    assert parses == issues
+    assert [r.answer for r in shared] == [r.answer for r in fresh] * 2
+    assert all(r.issue_cut_to is None for r in fresh + shared)
+    assert fresh[0].issue_bytes == len(issues[0])
+
+
+def test_the_cut_keeps_whole_characters(geo: Path, parses: list[str]) -> None:
+    issue = "`Circle.area` " + "é" * 40  # é is 2 bytes in UTF-8; 14 + 80 bytes in all
+    inst = Instance(instance_id="t", repo="acme/geo", base_commit="HEAD", problem_statement=issue)
+
+    async def go() -> RolloutRecord:
+        async with DirectoryTree(geo) as tree:
+            cfg = RolloutConfig(max_issue_bytes=21)
+            return await run_rollout(LexicalPolicy(), tree, inst, config=cfg)
+
+    rec = asyncio.run(go())
+    assert (rec.issue_bytes, rec.issue_cut_to) == (94, 20)  # 21 would split the fourth é
+    assert parses == ["`Circle.area` " + "é" * 3]

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from codegrep_model import DEFAULT_MAX_ISSUE_BYTES
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -65,6 +66,12 @@ def localize(
     source: Annotated[
         str, typer.Option(help="Clone source template for owner/name.")
     ] = "https://github.com/{repo}.git",
+    max_issue_bytes: Annotated[
+        int,
+        typer.Option(
+            min=1, help="Cut a longer issue (UTF-8 bytes) to this before searching; warns."
+        ),
+    ] = DEFAULT_MAX_ISSUE_BYTES,
 ) -> None:
     """Find the files ISSUE needs in REPO and print them with a reason each.
 
@@ -72,7 +79,7 @@ def localize(
       codegrep localize --repo . --issue apps/injector/examples/issue.md
       echo "KeyError in Session.get" | codegrep localize --repo ~/src/app --issue - --json
     """
-    from codegrep_model import OpenAIPolicy, Policy
+    from codegrep_model import OpenAIPolicy, Policy, RolloutConfig
 
     from injector.errors import InjectorError, IssueInputError
     from injector.localize import localize as run_localize
@@ -90,7 +97,13 @@ def localize(
             policy = OpenAIPolicy(base_url, model, api_key=api_key, timeout_s=timeout_s)
         try:
             return await run_localize(
-                repo, text, commit=commit, policy=policy, cache_dir=cache, source=source
+                repo,
+                text,
+                commit=commit,
+                policy=policy,
+                config=RolloutConfig(max_issue_bytes=max_issue_bytes),
+                cache_dir=cache,
+                source=source,
             )
         finally:
             if isinstance(policy, OpenAIPolicy):
@@ -103,6 +116,12 @@ def localize(
     from injector.localize import Localization
 
     assert isinstance(result, Localization)
+    if result.record.issue_cut_to is not None:
+        typer.echo(
+            f"codegrep localize: warning: the issue was cut from {result.record.issue_bytes} "
+            f"to {result.record.issue_cut_to} bytes (--max-issue-bytes); the rest was not read",
+            err=True,
+        )
     data = result.to_json()
     for flag, path, body in (
         ("-o", output, json.dumps(data, indent=2)),

@@ -60,6 +60,8 @@ class Localization:
             "tool_calls": self.tool_calls,
             "tokens": self.tokens,
             "latency_s": round(self.latency_s, 3),
+            "issue_bytes": self.record.issue_bytes,
+            "issue_cut_to": self.record.issue_cut_to,
             "error": self.record.error,
         }
 

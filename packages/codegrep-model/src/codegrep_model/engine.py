@@ -7,6 +7,10 @@ parsable answer gets one rescue prompt, and if that fails too the files the agen
 as the answer and the rollout is flagged `fallback`. Policy failures (an endpoint that keeps
 failing) end the rollout with status `error`: they are infrastructure, not model, failures.
 
+An issue longer than `RolloutConfig.max_issue_bytes` is cut to it before the policy and the
+prompt see it (a pasted log can make an issue megabytes long; no real problem statement comes
+near the cap), and the record says how long it was and where it was cut.
+
 The same engine serves training (the scheduler adapter replays it turn by turn), batch evaluation
 and `codegrep localize`.
 """
@@ -39,9 +43,14 @@ from codegrep_model.records import (
 )
 from codegrep_model.tools import openai_tools, tool_names
 
-__all__ = ["RolloutConfig", "ToolTree", "rollout_stats", "run_rollout"]
+__all__ = ["DEFAULT_MAX_ISSUE_BYTES", "RolloutConfig", "ToolTree", "rollout_stats", "run_rollout"]
 
 AnyResult = GrepResult | GlobResult | ReadResult
+
+# 256 KiB of UTF-8: ten times the longest SWE-bench problem statement (24,770 bytes over the 435
+# rows of Lite and Verified dev at hand), so real issues are never cut, while a pasted 1 MB log
+# costs a quarter of its parse and prompt.
+DEFAULT_MAX_ISSUE_BYTES = 256 * 1024
 
 
 class ToolTree(Protocol):
@@ -63,6 +72,12 @@ class RolloutConfig(BaseModel):
     fallback_max_files: int = Field(default=3, ge=0, description="Files read that stand in.")
     reply_timeout_s: float | None = Field(
         default=None, gt=0, description="Per policy reply; None leaves it to the policy."
+    )
+    max_issue_bytes: int = Field(
+        default=DEFAULT_MAX_ISSUE_BYTES,
+        ge=1,
+        description="A longer issue (UTF-8 bytes) is cut to this for the policy and the prompt; "
+        "the record carries both sizes.",
     )
 
 
@@ -133,6 +148,19 @@ async def _execute(
     return record, result.text, result
 
 
+def _cut_issue(text: str, max_bytes: int) -> tuple[str, int, int | None]:
+    """`text` cut to at most `max_bytes` UTF-8 bytes, at a character boundary; its size in
+    bytes; the bytes kept when it was cut (None when it was not)."""
+    # surrogatepass: a JSONL problem statement may hold a lone surrogate; it must not crash here
+    data = text.encode("utf-8", "surrogatepass")
+    if len(data) <= max_bytes:
+        return text, len(data), None
+    end = max_bytes
+    while end > 0 and data[end] & 0xC0 == 0x80:  # a continuation byte: mid-character
+        end -= 1
+    return data[:end].decode("utf-8", "surrogatepass"), len(data), end
+
+
 def _fallback(turns: Sequence[TurnRecord], limit: int) -> Answer:
     read: list[str] = []
     for t in turns:
@@ -154,6 +182,9 @@ async def run_rollout(
     cfg = config or RolloutConfig()
     ps = prompts or PromptSet.load()
     started = time.perf_counter()
+    issue, issue_bytes, issue_cut_to = _cut_issue(instance.problem_statement, cfg.max_issue_bytes)
+    if issue_cut_to is not None:
+        instance = instance.model_copy(update={"problem_statement": issue})
     known = tool_names()
     tools = tuple(openai_tools())
     files = await tree.files()
@@ -219,6 +250,8 @@ async def run_rollout(
             wall_s=wall,
             model_s=model_s,
             overhead_s=max(0.0, wall - model_s),
+            issue_bytes=issue_bytes,
+            issue_cut_to=issue_cut_to,
             error=error,
         )
 

@@ -12,8 +12,10 @@ Turn plan (3 exploration turns available; it uses 2 and answers on the third):
 2. coverage of the issue's identifiers in each top candidate (grep with `path`), reads of the top 2;
 3. answer.
 
-It is stateless: every reply is recomputed from the issue and the observations so far, so one
-instance serves any number of concurrent rollouts.
+It keeps no per-rollout state: every reply is recomputed from the issue and the observations so
+far, so one instance serves any number of concurrent rollouts. Only the parse of the issue is
+remembered, keyed by the issue text, for the few most recent issues: the engine asks once per
+turn with the same issue, and on a long issue the parse is the policy's costliest step.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections import defaultdict
+from collections import OrderedDict, defaultdict
 from dataclasses import dataclass
 
 from worktree_sandbox import GrepResult, ReadResult
@@ -83,15 +85,21 @@ class LexicalConfig:
 
 
 class LexicalPolicy:
+    # Parsed issues kept: more than a batch's concurrent rollouts (`-j`), so each rollout parses
+    # its issue once, and few enough that long issues do not pile up in memory.
+    _PARSED_ISSUES = 64
+
     def __init__(self, config: LexicalConfig | None = None) -> None:
         self.config = config or LexicalConfig()
+        # issue text -> its clues, least recently used first; the clues are only read
+        self._parsed: OrderedDict[str, IssueClues] = OrderedDict()
 
     @property
     def name(self) -> str:
         return "lexical"
 
     async def reply(self, request: PolicyRequest) -> PolicyReply:
-        clues = extract_clues(request.instance.problem_statement)
+        clues = self._clues(request.instance.problem_statement)
         idents = self._identifiers(clues)
         tool_turns = len(request.history)
         if not request.answer_turn and tool_turns == 0:
@@ -106,6 +114,16 @@ class LexicalPolicy:
         files = self._choose(scores)
         reasons = {f: _reason(why[f]) for f in files}
         return PolicyReply(content=json.dumps({"files": files, "reasons": reasons}))
+
+    def _clues(self, issue: str) -> IssueClues:
+        clues = self._parsed.get(issue)
+        if clues is None:
+            clues = self._parsed[issue] = extract_clues(issue)
+            if len(self._parsed) > self._PARSED_ISSUES:
+                self._parsed.popitem(last=False)
+        else:
+            self._parsed.move_to_end(issue)
+        return clues
 
     # -- turn 1 -------------------------------------------------------------------------------
 

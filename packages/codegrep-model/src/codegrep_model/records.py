@@ -147,6 +147,12 @@ class RolloutRecord(_Record):
     wall_s: float = 0.0
     model_s: float = 0.0
     overhead_s: float = Field(default=0.0, description="wall_s - model_s: the environment's cost.")
+    issue_bytes: int = Field(default=0, description="UTF-8 size of the issue as given.")
+    issue_cut_to: int | None = Field(
+        default=None,
+        description="Bytes of the issue the policy and the prompt saw when it was longer than "
+        "RolloutConfig.max_issue_bytes and was cut; None: it was used whole.",
+    )
     error: str | None = None
 
 
