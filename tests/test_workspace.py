@@ -17,6 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+from packaging.version import Version
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -38,7 +41,9 @@ class Member:
     module: str
     path: Path
     is_app: bool
+    version: str
     dependencies: tuple[str, ...]
+    requirements: tuple[str, ...]
 
 
 def _dist_name(requirement: str) -> str:
@@ -63,7 +68,9 @@ def _members() -> list[Member]:
                     module=modules[0],
                     path=pyproject.parent,
                     is_app=kind == "apps",
+                    version=meta["version"],
                     dependencies=tuple(_dist_name(d) for d in meta.get("dependencies", [])),
+                    requirements=tuple(meta.get("dependencies", [])),
                 )
             )
     return found
@@ -167,3 +174,66 @@ def test_all_is_what_is_exported(member: Member) -> None:
     }
     extra = public - set(exported)
     assert not extra, f"{member.module} exports {extra} outside __all__"
+
+
+def _next_breaking(version: str) -> Version:
+    """The first release that may break `version`: the next minor in 0.x, else the next major."""
+    v = Version(version)
+    return Version(f"0.{v.minor + 1}") if v.major == 0 else Version(f"{v.major + 1}")
+
+
+@pytest.mark.parametrize("member", MEMBERS, ids=IDS)
+def test_sibling_dependencies_have_ranges(member: Member) -> None:
+    # The workspace sources pin siblings only inside this repository; a built wheel carries just
+    # the requirement, so without a range pip would pair this member with any future sibling.
+    for text in member.requirements:
+        req = Requirement(text)
+        sibling = BY_DIST.get(canonicalize_name(req.name))
+        if sibling is None:
+            continue
+        assert str(req.specifier), f"{member.dist}: {req.name} has no version range"
+        assert req.specifier.contains(sibling.version), (
+            f"{member.dist}: {req.name}{req.specifier} rejects the current {sibling.version}"
+        )
+        breaking = _next_breaking(sibling.version)
+        assert not req.specifier.contains(breaking), (
+            f"{member.dist}: {req.name}{req.specifier} admits {breaking}, which may break it"
+        )
+
+
+def _assigns_literal_version(init: Path) -> bool:
+    tree = ast.parse(init.read_text(), filename=str(init))
+    return any(
+        isinstance(node, ast.Assign)
+        and any(isinstance(t, ast.Name) and t.id == "__version__" for t in node.targets)
+        and isinstance(node.value, ast.Constant)
+        and node.value.value != "0+unknown"
+        for node in tree.body
+    )
+
+
+@pytest.mark.parametrize("member", MEMBERS, ids=IDS)
+def test_version_comes_from_metadata(member: Member) -> None:
+    # One source of truth: pyproject's version, read back from the installed metadata.
+    init = member.path / "src" / member.module / "__init__.py"
+    assert not _assigns_literal_version(init), f"{member.module} hard-codes __version__"
+    pkg = importlib.import_module(member.module)
+    assert pkg.__version__ == member.version, (
+        f"{member.module}.__version__ is {pkg.__version__}, pyproject says {member.version}"
+    )
+
+
+def test_source_checkout_without_install_imports() -> None:
+    # grpo-rewards is standard library only, so it imports from src/ with site-packages (and the
+    # installed metadata) out of reach; the version is then unknown rather than an error.
+    src = BY_DIST["grpo-rewards"].path / "src"
+    code = (
+        "import sys\n"
+        f"sys.path.insert(0, {str(src)!r})\n"
+        "import grpo_rewards\n"
+        "print(grpo_rewards.__version__)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-S", "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert out.stdout.strip() == "0+unknown"

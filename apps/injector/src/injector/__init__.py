@@ -4,10 +4,16 @@
 reason each out. `localize` is the same as a library call.
 """
 
+from importlib import metadata as _metadata
+
 from injector.errors import InjectorError, IssueInputError, RepositoryInputError
 from injector.localize import Localization, LocalizedFile, localize
 
-__version__ = "0.1.0"
+# pyproject.toml holds the version; a source checkout that was never installed has no metadata.
+try:
+    __version__ = _metadata.version("injector")
+except _metadata.PackageNotFoundError:
+    __version__ = "0+unknown"
 
 __all__ = [
     "InjectorError",

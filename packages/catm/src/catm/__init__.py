@@ -7,6 +7,8 @@ and builds the gold set G = patch files ∪ {f : w(f) ≥ 0.15}. See the README 
 
 from __future__ import annotations
 
+from importlib import metadata as _metadata
+
 from catm._instances import Instance, load_instances
 from catm._judge import (
     Judge,
@@ -41,7 +43,11 @@ from catm._tokens import TOKENIZER_NAME, count_tokens
 from catm._weights import GOLD_THRESHOLD, median_beta, normalized_weights, saturation_weight
 from catm.errors import CatmError, InputError, JudgeError, MissingExtraError
 
-__version__ = "0.1.0"
+# pyproject.toml holds the version; a source checkout that was never installed has no metadata.
+try:
+    __version__ = _metadata.version("catm")
+except _metadata.PackageNotFoundError:
+    __version__ = "0+unknown"
 
 __all__ = [
     "GOLD_THRESHOLD",

@@ -5,9 +5,17 @@ Prompts and tool schemas, the answer schema and its tolerant parser, the asyncio
 Protocol (`OpenAIPolicy`, `LexicalPolicy`, `ScriptedPolicy`) and a resumable batch runner.
 """
 
+from importlib import metadata as _metadata
+
 from codegrep_model.answer import Answer, normalize_path, parse_answer
 from codegrep_model.batch import BatchSummary, run_batch
-from codegrep_model.engine import RolloutConfig, ToolTree, rollout_stats, run_rollout
+from codegrep_model.engine import (
+    DEFAULT_MAX_ISSUE_BYTES,
+    RolloutConfig,
+    ToolTree,
+    rollout_stats,
+    run_rollout,
+)
 from codegrep_model.errors import (
     CodegrepModelError,
     EndpointError,
@@ -34,9 +42,14 @@ from codegrep_model.records import (
 from codegrep_model.scripted import ScriptedPolicy, call
 from codegrep_model.tools import openai_tools, tool_names
 
-__version__ = "0.1.0"
+# pyproject.toml holds the version; a source checkout that was never installed has no metadata.
+try:
+    __version__ = _metadata.version("codegrep-model")
+except _metadata.PackageNotFoundError:
+    __version__ = "0+unknown"
 
 __all__ = [
+    "DEFAULT_MAX_ISSUE_BYTES",
     "Answer",
     "BatchSummary",
     "ChatMessage",

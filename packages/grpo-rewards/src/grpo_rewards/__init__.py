@@ -9,6 +9,8 @@ imports no trainer framework.
 
 from __future__ import annotations
 
+from importlib import metadata as _metadata
+
 from grpo_rewards._advantages import (
     Scale,
     degenerate_mask,
@@ -62,7 +64,11 @@ from grpo_rewards.errors import (
     UnknownRewardError,
 )
 
-__version__ = "0.1.0"
+# pyproject.toml holds the version; a source checkout that was never installed has no metadata.
+try:
+    __version__ = _metadata.version("grpo-rewards")
+except _metadata.PackageNotFoundError:
+    __version__ = "0+unknown"
 
 __all__ = [
     "DEFAULT_MOUNT_PREFIXES",

@@ -1,5 +1,7 @@
 """swe-eval: score file retrievers on SWE-bench-style instances, peers' outputs included."""
 
+from importlib import metadata as _metadata
+
 from swe_eval.datasets import (
     CATM_WEIGHT_THRESHOLD,
     Loaded,
@@ -36,7 +38,11 @@ from swe_eval.models import PREDICTION_SCHEMA_VERSION, GoldLabel, Instance, Pred
 from swe_eval.peers import Conversion, PeerFormat, convert_peer
 from swe_eval.report import TableFormat, render
 
-__version__ = "0.1.0"
+# pyproject.toml holds the version; a source checkout that was never installed has no metadata.
+try:
+    __version__ = _metadata.version("swe-eval")
+except _metadata.PackageNotFoundError:
+    __version__ = "0+unknown"
 
 __all__ = [
     "CATM_WEIGHT_THRESHOLD",

@@ -1,5 +1,7 @@
 """worktree-sandbox: read-only grep/glob/read over git repositories at a commit."""
 
+from importlib import metadata as _metadata
+
 from worktree_sandbox._runtime import Runtime
 from worktree_sandbox.cache import BareRepoCache, PreparedRepo
 from worktree_sandbox.commit_tree import CommitTree
@@ -29,7 +31,11 @@ from worktree_sandbox.pool import Materialize, PoolStats, TreePool, default_work
 from worktree_sandbox.sync import SyncSandbox, SyncTree
 from worktree_sandbox.tree import Tree
 
-__version__ = "0.1.0"
+# pyproject.toml holds the version; a source checkout that was never installed has no metadata.
+try:
+    __version__ = _metadata.version("worktree-sandbox")
+except _metadata.PackageNotFoundError:
+    __version__ = "0+unknown"
 
 __all__ = [
     "TOOL_ARGS",
