@@ -3,6 +3,7 @@ huge files. No mocks of git."""
 
 from __future__ import annotations
 
+import binascii
 import os
 import subprocess
 from dataclasses import dataclass
@@ -107,6 +108,31 @@ def workdir(tmp_path: Path) -> Path:
     return tmp_path / "trees"
 
 
+def blob(repo: Path, data: bytes) -> str:
+    return subprocess.run(
+        ["git", "hash-object", "-w", "--stdin"],
+        cwd=repo, env=ENV, input=data, capture_output=True, check=True,
+    ).stdout.decode().strip()  # fmt: skip
+
+
+def raw_tree(repo: Path, entries: list[tuple[str, bytes, str]]) -> str:
+    """A tree object exactly as given: (mode, name, sha), in this order, duplicates kept."""
+    data = b"".join(
+        mode.encode() + b" " + name + b"\0" + binascii.unhexlify(sha) for mode, name, sha in entries
+    )
+    return subprocess.run(
+        ["git", "hash-object", "-w", "--literally", "-t", "tree", "--stdin"],
+        cwd=repo, env=ENV, input=data, capture_output=True, check=True,
+    ).stdout.decode().strip()  # fmt: skip
+
+
+def commit_tree(repo: Path, tree: str) -> str:
+    return subprocess.run(
+        ["git", "commit-tree", tree, "-m", "crafted"],
+        cwd=repo, env=ENV, capture_output=True, check=True, text=True,
+    ).stdout.strip()  # fmt: skip
+
+
 @dataclass(frozen=True)
 class GitKit:
     """What conftest builds repositories with, for tests that build their own (test modules
@@ -115,8 +141,11 @@ class GitKit:
     env: dict[str, str]
     run_git: Any
     make_repo: Any
+    blob: Any  # blob(repo, data) -> sha
+    raw_tree: Any  # raw_tree(repo, [(mode, name, sha)]): a tree object exactly as given
+    commit_tree: Any  # commit_tree(repo, tree) -> sha
 
 
 @pytest.fixture
 def git_kit() -> GitKit:
-    return GitKit(ENV, run_git, make_repo)
+    return GitKit(ENV, run_git, make_repo, blob, raw_tree, commit_tree)

@@ -9,11 +9,9 @@ would, since `git add` never makes them.
 
 from __future__ import annotations
 
-import binascii
 import json
 import os
 import stat
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -37,24 +35,6 @@ from worktree_sandbox._owned import MARKER, make_owned_dir
 from worktree_sandbox.cli import app
 
 runner = CliRunner()
-ENV = {
-    **os.environ,
-    "GIT_AUTHOR_NAME": "t",
-    "GIT_AUTHOR_EMAIL": "t@example.com",
-    "GIT_COMMITTER_NAME": "t",
-    "GIT_COMMITTER_EMAIL": "t@example.com",
-    "GIT_CONFIG_GLOBAL": os.devnull,
-    "GIT_CONFIG_NOSYSTEM": "1",
-}
-
-
-def run_git(cwd: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", *args], cwd=cwd, env=ENV, check=True, capture_output=True, text=True
-    ).stdout.strip()
-
-
-# -- helpers -----------------------------------------------------------------------------------
 
 
 def manifest(root: Path, *, skip: tuple[Path, ...] = ()) -> dict[str, tuple[Any, ...]]:
@@ -80,31 +60,6 @@ def manifest(root: Path, *, skip: tuple[Path, ...] = ()) -> dict[str, tuple[Any,
     return out
 
 
-def blob(repo: Path, data: bytes) -> str:
-    return subprocess.run(
-        ["git", "hash-object", "-w", "--stdin"],
-        cwd=repo, env=ENV, input=data, capture_output=True, check=True,
-    ).stdout.decode().strip()  # fmt: skip
-
-
-def raw_tree(repo: Path, entries: list[tuple[str, bytes, str]]) -> str:
-    """A tree object exactly as given: (mode, name, sha), in this order, duplicates kept."""
-    data = b"".join(
-        mode.encode() + b" " + name + b"\0" + binascii.unhexlify(sha) for mode, name, sha in entries
-    )
-    return subprocess.run(
-        ["git", "hash-object", "-w", "--literally", "-t", "tree", "--stdin"],
-        cwd=repo, env=ENV, input=data, capture_output=True, check=True,
-    ).stdout.decode().strip()  # fmt: skip
-
-
-def commit_tree(repo: Path, tree: str) -> str:
-    return subprocess.run(
-        ["git", "commit-tree", tree, "-m", "crafted"],
-        cwd=repo, env=ENV, capture_output=True, check=True, text=True,
-    ).stdout.strip()  # fmt: skip
-
-
 def outside_dir(root: Path) -> Path:
     victim = root / "victim"
     (victim / "sub").mkdir(parents=True)
@@ -115,10 +70,10 @@ def outside_dir(root: Path) -> Path:
 
 
 @pytest.fixture
-def bare(tmp_path: Path) -> Path:
+def bare(tmp_path: Path, git_kit: Any) -> Path:
     path = tmp_path / "crafted"
     path.mkdir()
-    run_git(path, "init", "-q", "-b", "main")
+    git_kit.run_git(path, "init", "-q", "-b", "main")
     return path
 
 
@@ -221,14 +176,14 @@ def test_the_default_workdir_refuses_a_planted_link(
 
 
 async def test_a_link_and_a_folder_of_one_name_write_nothing_outside(
-    tmp_path: Path, bare: Path
+    tmp_path: Path, bare: Path, git_kit: Any
 ) -> None:
     victim = outside_dir(tmp_path)
-    evil = blob(bare, b"evil = True\n")
-    link = blob(bare, str(victim).encode())
-    sub = raw_tree(bare, [("100644", b"evil.py", evil)])
-    top = raw_tree(bare, [("120000", b"d", link), ("40000", b"d", sub)])
-    sha = commit_tree(bare, top)
+    evil = git_kit.blob(bare, b"evil = True\n")
+    link = git_kit.blob(bare, str(victim).encode())
+    sub = git_kit.raw_tree(bare, [("100644", b"evil.py", evil)])
+    top = git_kit.raw_tree(bare, [("120000", b"d", link), ("40000", b"d", sub)])
+    sha = git_kit.commit_tree(bare, top)
     before = manifest(victim)
     work = tmp_path / "W"
     async with (
@@ -245,19 +200,21 @@ async def test_a_link_and_a_folder_of_one_name_write_nothing_outside(
     assert not (victim / "evil.py").exists()
 
 
-async def test_dot_dot_entries_write_nothing_above_the_checkout(tmp_path: Path, bare: Path) -> None:
-    evil = blob(bare, b"evil2\n")
-    fine = blob(bare, b"fine\n")
-    victim = raw_tree(bare, [("100644", b"evil2.py", evil)])
-    level = raw_tree(bare, [("40000", b"victim", victim)])
+async def test_dot_dot_entries_write_nothing_above_the_checkout(
+    tmp_path: Path, bare: Path, git_kit: Any
+) -> None:
+    evil = git_kit.blob(bare, b"evil2\n")
+    fine = git_kit.blob(bare, b"fine\n")
+    victim = git_kit.raw_tree(bare, [("100644", b"evil2.py", evil)])
+    level = git_kit.raw_tree(bare, [("40000", b"victim", victim)])
     for _ in range(4):
-        level = raw_tree(bare, [("40000", b"..", level)])
-    gitdir = raw_tree(bare, [("100644", b"config", evil)])
-    top = raw_tree(
+        level = git_kit.raw_tree(bare, [("40000", b"..", level)])
+    gitdir = git_kit.raw_tree(bare, [("100644", b"config", evil)])
+    top = git_kit.raw_tree(
         bare,
         [("40000", b"..", level), ("40000", b".git", gitdir), ("100644", b"ok.py", fine)],
     )
-    sha = commit_tree(bare, top)
+    sha = git_kit.commit_tree(bare, top)
     before = manifest(tmp_path, skip=(tmp_path / "W",))
     async with (
         TreePool(workdir=tmp_path / "W", materialize="always") as pool,
@@ -273,12 +230,12 @@ async def test_dot_dot_entries_write_nothing_above_the_checkout(tmp_path: Path, 
 
 
 async def test_duplicate_entries_serve_the_first_on_every_backend(
-    tmp_path: Path, bare: Path
+    tmp_path: Path, bare: Path, git_kit: Any
 ) -> None:
-    first = blob(bare, b"first needle\n")
-    second = blob(bare, b"second needle\n")
-    top = raw_tree(bare, [("100644", b"x.py", first), ("100644", b"x.py", second)])
-    sha = commit_tree(bare, top)
+    first = git_kit.blob(bare, b"first needle\n")
+    second = git_kit.blob(bare, b"second needle\n")
+    top = git_kit.raw_tree(bare, [("100644", b"x.py", first), ("100644", b"x.py", second)])
+    sha = git_kit.commit_tree(bare, top)
     for materialize in ("never", "always"):
         async with (
             TreePool(workdir=tmp_path / "W", materialize=materialize) as pool,
@@ -310,14 +267,14 @@ def hostile_trees(draw: st.DrawFn, depth: int = 0) -> list[tuple[str, bytes, Any
     return entries
 
 
-def _write_tree(repo: Path, entries: list[tuple[str, bytes, Any]]) -> str:
+def _write_tree(git_kit: Any, repo: Path, entries: list[tuple[str, bytes, Any]]) -> str:
     made = []
     for mode, name, content in entries:
         if mode == "40000":
-            made.append((mode, name, _write_tree(repo, content)))
+            made.append((mode, name, _write_tree(git_kit, repo, content)))
         else:
-            made.append((mode, name, blob(repo, content.encode())))
-    return raw_tree(repo, made)
+            made.append((mode, name, git_kit.blob(repo, content.encode())))
+    return git_kit.raw_tree(repo, made)
 
 
 @settings(
@@ -327,14 +284,14 @@ def _write_tree(repo: Path, entries: list[tuple[str, bytes, Any]]) -> str:
 )
 @given(entries=hostile_trees())
 async def test_hostile_trees_change_nothing_outside(
-    tmp_path_factory: pytest.TempPathFactory, entries: list[tuple[str, bytes, Any]]
+    tmp_path_factory: pytest.TempPathFactory, git_kit: Any, entries: list[tuple[str, bytes, Any]]
 ) -> None:
     root = tmp_path_factory.mktemp("hostile")
     outside_dir(root)
     repo = root / "repo"
     repo.mkdir()
-    run_git(repo, "init", "-q", "-b", "main")
-    sha = commit_tree(repo, _write_tree(repo, entries))
+    git_kit.run_git(repo, "init", "-q", "-b", "main")
+    sha = git_kit.commit_tree(repo, _write_tree(git_kit, repo, entries))
     work = root / "W"
     before = manifest(root, skip=(work,))
     answers = {}
@@ -451,10 +408,10 @@ def booby_trapped(tmp_path: Path, git_kit: Any) -> tuple[Any, Path]:
     return repo, proof
 
 
-def test_the_trap_is_live_for_plain_git(booby_trapped: tuple[Any, Path]) -> None:
+def test_the_trap_is_live_for_plain_git(booby_trapped: tuple[Any, Path], git_kit: Any) -> None:
     """The config above does run a program under plain git: the tests below are not vacuous."""
     repo, proof = booby_trapped
-    run_git(repo.path, "ls-files")
+    git_kit.run_git(repo.path, "ls-files")
     assert proof.exists()
 
 
@@ -628,10 +585,12 @@ async def test_padding_spaces_are_still_accepted(repo: Any) -> None:
         assert (await tree.read(ReadArgs(path=" README.md "))).ok
 
 
-def test_commit_tree_lists_refused_entries(tmp_path: Path, bare: Path) -> None:
+def test_commit_tree_lists_refused_entries(tmp_path: Path, bare: Path, git_kit: Any) -> None:
     """`refused_entries` is public: a program can tell a user what a commit held."""
-    fine = blob(bare, b"x\n")
-    sha = commit_tree(bare, raw_tree(bare, [("100644", b".git", fine), ("100644", b"a", fine)]))
+    fine = git_kit.blob(bare, b"x\n")
+    sha = git_kit.commit_tree(
+        bare, git_kit.raw_tree(bare, [("100644", b".git", fine), ("100644", b"a", fine)])
+    )
     import asyncio
 
     async def go() -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -702,3 +661,24 @@ def test_prepare_refuses_an_unwritable_output_before_any_work(
     assert out.exit_code == 2
     assert "cannot write a file there" in " ".join(out.output.split())
     assert not (tmp_path / "c").exists()
+
+
+def test_a_kill_between_making_and_marking_leaves_nothing(tmp_path: Path) -> None:
+    """Only an empty folder named for a dead owner goes; rmdir touches nothing else."""
+    from worktree_sandbox import BareRepoCache
+
+    tmp = tmp_path / "cache" / "tmp"
+    tmp.mkdir(parents=True)
+    (tmp / "a__b.4194304-2").mkdir()  # empty, dead owner: a kill before the marker
+    (tmp / f"a__c.{os.getpid()}-0").mkdir()  # empty, live owner: its clone is starting
+    (tmp / "a__d.4194304-2").mkdir()
+    (tmp / "a__d.4194304-2" / "keep.txt").write_text("not empty: not ours to judge\n")
+    work = tmp_path / "W"
+    work.mkdir()
+    (work / "4194304-2.ab12").mkdir()
+    (work / "mine").mkdir()
+    BareRepoCache(tmp_path / "cache", "{repo}")
+    assert sorted(os.listdir(tmp)) == [f"a__c.{os.getpid()}-0", "a__d.4194304-2"]
+    report = prune_workdir(work)
+    assert report.folders == 1
+    assert sorted(os.listdir(work)) == ["mine"]

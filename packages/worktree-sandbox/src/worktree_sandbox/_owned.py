@@ -21,12 +21,15 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from worktree_sandbox._liveness import owner_alive
+
 __all__ = [
     "MARKER",
     "OwnedRemoval",
     "ensure_private_dir",
     "make_owned_dir",
     "owned_tag",
+    "remove_empty_of_dead",
     "remove_owned",
 ]
 
@@ -124,6 +127,22 @@ def remove_owned(path: Path, *, tag: str | None = None) -> OwnedRemoval:
         except OSError:
             errors += 1
     return OwnedRemoval(removed=errors == 0, freed_bytes=freed, errors=errors)
+
+
+def remove_empty_of_dead(path: Path, tag: str) -> bool:
+    """Remove `path` if it is an empty folder named for an owner `tag` that is gone.
+
+    A process killed between making a folder and writing its marker leaves it empty and
+    unmarked; rmdir removes only an empty real folder (never a link, never anything in it), so
+    nothing but that can go.
+    """
+    if not _TAG.match(tag) or owner_alive(tag):
+        return False
+    try:
+        os.rmdir(path)
+    except OSError:
+        return False
+    return True
 
 
 def _names(fd: int) -> list[str]:

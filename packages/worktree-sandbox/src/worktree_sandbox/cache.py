@@ -25,7 +25,7 @@ from pathlib import Path
 
 from worktree_sandbox._git import git
 from worktree_sandbox._liveness import dir_bytes, owner_alive, owner_tag
-from worktree_sandbox._owned import make_owned_dir, owned_tag, remove_owned
+from worktree_sandbox._owned import make_owned_dir, owned_tag, remove_empty_of_dead, remove_owned
 from worktree_sandbox.errors import CommitNotFoundError, RepositoryNotFoundError, SandboxError
 
 __all__ = ["BareRepoCache", "PreparedRepo"]
@@ -114,6 +114,8 @@ class BareRepoCache:
             tag = owned_tag(p)
             if tag is not None and not owner_alive(tag) and remove_owned(p, tag=tag).removed:
                 removed.append(p)
+            elif tag is None and remove_empty_of_dead(p, p.name.rpartition(".")[2]):
+                removed.append(p)  # killed between making the folder and marking it
         return removed
 
     # -- preparing ------------------------------------------------------------------------------

@@ -26,7 +26,13 @@ from typing import Literal, NamedTuple, Self
 
 from worktree_sandbox._git import CatFileBatch, git
 from worktree_sandbox._liveness import owner_alive, owner_tag
-from worktree_sandbox._owned import ensure_private_dir, make_owned_dir, owned_tag, remove_owned
+from worktree_sandbox._owned import (
+    ensure_private_dir,
+    make_owned_dir,
+    owned_tag,
+    remove_empty_of_dead,
+    remove_owned,
+)
 from worktree_sandbox._runtime import Runtime
 from worktree_sandbox.cache import _REPO_NAME, BareRepoCache
 from worktree_sandbox.commit_tree import CommitTree
@@ -74,7 +80,9 @@ def prune_workdir(workdir: str | os.PathLike[str]) -> PruneReport:
     not_ours: list[str] = []
     for entry in sorted(root.iterdir()):
         tag = owned_tag(entry)
-        if tag is None:
+        if tag is None and remove_empty_of_dead(entry, entry.name.partition(".")[0]):
+            folders += 1  # killed between making the folder and marking it
+        elif tag is None:
             not_ours.append(entry.name)
         elif not owner_alive(tag):
             done = remove_owned(entry, tag=tag)
