@@ -17,6 +17,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from worktree_sandbox._paths import safe_tree_path
 from worktree_sandbox.errors import SandboxError
 
 __all__ = [
@@ -30,7 +31,6 @@ __all__ = [
     "kill_group",
     "parse_ls_tree",
     "run_capped",
-    "safe_tree_path",
 ]
 
 # Git must never prompt, read the user's config or pick up a repository from the environment.
@@ -267,36 +267,6 @@ class TreeEntry:
     @property
     def is_symlink(self) -> bool:
         return self.mode == "120000"
-
-
-# Linux's limits (NAME_MAX, PATH_MAX) and a depth that keeps one descriptor per level cheap.
-_MAX_NAME_BYTES = 255
-_MAX_PATH_BYTES = 4000
-_MAX_DEPTH = 200
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-
-
-def safe_tree_path(name: str) -> bool:
-    """Whether a tree entry's path can be written and named safely under a checkout.
-
-    No empty, '.', '..' or '.git' (any case) component, no absolute path, no control character
-    (a tool call could never name it, and a newline would split grep's output), within Linux's
-    length limits.
-    """
-    if not name or name.startswith("/") or _CONTROL.search(name):
-        return False
-    raw = name.encode("utf-8", errors="surrogateescape")
-    if len(raw) > _MAX_PATH_BYTES:
-        return False
-    parts = name.split("/")
-    if len(parts) > _MAX_DEPTH:
-        return False
-    for part in parts:
-        if part in ("", ".", "..") or part.lower() == ".git":
-            return False
-        if len(part.encode("utf-8", errors="surrogateescape")) > _MAX_NAME_BYTES:
-            return False
-    return True
 
 
 def parse_ls_tree(raw: bytes) -> tuple[dict[str, TreeEntry], list[str]]:

@@ -16,7 +16,8 @@ import threading
 from collections.abc import Iterable
 from pathlib import Path
 
-from worktree_sandbox._git import TreeEntry, git_env, safe_tree_path
+from worktree_sandbox._git import TreeEntry, git_env
+from worktree_sandbox._paths import safe_tree_path
 
 __all__ = ["materialize"]
 

@@ -1,7 +1,9 @@
 """Path checks for tool arguments: the only way a model-supplied path reaches the filesystem.
 
 A tool path is relative to the repository root, uses '/', and may not leave the root, be absolute,
-or touch `.git`. Normalization is purely lexical; symlinks are checked where a path is resolved.
+or touch `.git`; a tree entry's path (`safe_tree_path`) follows the same rules, so every file a
+tree serves can be named in a call. Normalization is purely lexical; symlinks are checked where a
+path is resolved.
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ from __future__ import annotations
 import posixpath
 import re
 
-__all__ = ["PathRefused", "is_within", "normalize_tool_path"]
+__all__ = ["PathRefused", "is_within", "normalize_tool_path", "safe_tree_path"]
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
@@ -60,3 +62,32 @@ def is_within(root_relative_link_dir: str, target: str) -> str | None:
     if ".git" in parts:
         return None
     return joined
+
+
+# Linux's limits (NAME_MAX, PATH_MAX) and a depth that keeps one descriptor per level cheap.
+_MAX_NAME_BYTES = 255
+_MAX_PATH_BYTES = 4000
+_MAX_DEPTH = 200
+
+
+def safe_tree_path(name: str) -> bool:
+    """Whether a tree entry's path can be written and named safely under a checkout.
+
+    No empty, '.', '..' or '.git' (any case) component, no absolute path, no control character
+    (a tool call could never name it, and a newline would split grep's output), within Linux's
+    length limits.
+    """
+    if not name or name.startswith("/") or _CONTROL.search(name):
+        return False
+    raw = name.encode("utf-8", errors="surrogateescape")
+    if len(raw) > _MAX_PATH_BYTES:
+        return False
+    parts = name.split("/")
+    if len(parts) > _MAX_DEPTH:
+        return False
+    for part in parts:
+        if part in ("", ".", "..") or part.lower() == ".git":
+            return False
+        if len(part.encode("utf-8", errors="surrogateescape")) > _MAX_NAME_BYTES:
+            return False
+    return True

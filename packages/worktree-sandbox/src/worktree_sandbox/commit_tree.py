@@ -13,12 +13,7 @@ import uuid
 from collections.abc import Mapping
 from pathlib import Path
 
-from worktree_sandbox._git import (
-    CatFileBatch,
-    TreeEntry,
-    parse_ls_tree,
-    run_capped,
-)
+from worktree_sandbox._git import CatFileBatch, TreeEntry, parse_ls_tree, run_capped
 from worktree_sandbox._grep_backends import (
     PatternError,
     RawMatch,
@@ -32,9 +27,7 @@ from worktree_sandbox._materialize import materialize
 from worktree_sandbox._owned import make_owned_dir, remove_owned
 from worktree_sandbox._runtime import Runtime
 from worktree_sandbox.errors import SandboxError
-from worktree_sandbox.models import (
-    GrepArgs,
-)
+from worktree_sandbox.models import GrepArgs
 from worktree_sandbox.tree import Tree, _Stat
 
 __all__ = ["CommitTree"]
@@ -154,7 +147,7 @@ class CommitTree(Tree):
         os.mkdir(dest, 0o700)
         stop = threading.Event()
         work = asyncio.ensure_future(
-            asyncio.to_thread(materialize, self.git_dir, sorted(entries.items()), dest, stop)
+            asyncio.to_thread(materialize, self.git_dir, entries.items(), dest, stop)
         )
         try:
             done = await asyncio.shield(work)

@@ -12,9 +12,9 @@ from pathlib import Path
 
 from worktree_sandbox._git import (
     git_env,
-    safe_tree_path,
 )
 from worktree_sandbox._grep_backends import RawMatch, git_grep, rg_search
+from worktree_sandbox._paths import safe_tree_path
 from worktree_sandbox._runtime import Runtime
 from worktree_sandbox.errors import SandboxError
 from worktree_sandbox.models import (

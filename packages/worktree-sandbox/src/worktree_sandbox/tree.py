@@ -14,7 +14,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Literal, Self, TypeVar
+from typing import Any, Literal, Self
 
 from pydantic import ValidationError
 
@@ -25,7 +25,7 @@ from worktree_sandbox._globs import GlobSyntaxError, compile_glob
 from worktree_sandbox._grep_backends import PatternError, RawMatch
 from worktree_sandbox._paths import PathRefused, is_within, normalize_tool_path
 from worktree_sandbox._render import cap_line, cap_lines
-from worktree_sandbox._runtime import AnyResult, Runtime
+from worktree_sandbox._runtime import _R, AnyResult, Runtime
 from worktree_sandbox.errors import SandboxClosedError
 from worktree_sandbox.models import (
     TOOL_ARGS,
@@ -42,7 +42,6 @@ from worktree_sandbox.models import (
 __all__ = ["Tree"]
 
 _BINARY_PROBE = 8192
-_R = TypeVar("_R", GrepResult, GlobResult, ReadResult)
 
 
 @dataclass(frozen=True)
