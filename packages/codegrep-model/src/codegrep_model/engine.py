@@ -11,8 +11,8 @@ An issue longer than `RolloutConfig.max_issue_bytes` is cut to it before the pol
 prompt see it (a pasted log can make an issue megabytes long; no real problem statement comes
 near the cap), and the record says how long it was and where it was cut.
 
-The same engine serves training (the scheduler adapter replays it turn by turn), batch evaluation
-and `codegrep localize`.
+The same engine serves batch evaluation and `codegrep localize`. It runs a rollout as one
+coroutine; nothing drives it turn by turn yet (a training scheduler would need that).
 """
 
 from __future__ import annotations
