@@ -23,14 +23,17 @@ from packaging.version import Version
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# DESIGN.md: grpo-rewards, worktree-sandbox and catm depend on no package of ours; codegrep-model
-# may use those three; swe-eval may use all four; apps use packages, never the reverse.
+# DESIGN.md: codegrep-records (the shared records and rules) depends on no package of ours;
+# grpo-rewards depends on nothing at all (its path normalizer is held equal to the records' one by
+# tests/test_one_path_rule.py); worktree-sandbox and catm may use codegrep-records; codegrep-model
+# may use those four; swe-eval may use all; apps use packages, never the reverse.
 ALLOWED: dict[str, set[str]] = {
+    "codegrep-records": set(),
     "grpo-rewards": set(),
-    "worktree-sandbox": set(),
-    "catm": set(),
-    "codegrep-model": {"grpo-rewards", "worktree-sandbox", "catm"},
-    "swe-eval": {"grpo-rewards", "worktree-sandbox", "catm", "codegrep-model"},
+    "worktree-sandbox": {"codegrep-records"},
+    "catm": {"codegrep-records"},
+    "codegrep-model": {"codegrep-records", "grpo-rewards", "worktree-sandbox", "catm"},
+    "swe-eval": {"codegrep-records", "grpo-rewards", "worktree-sandbox", "catm", "codegrep-model"},
 }
 HEAVY = ("torch", "vllm", "swift", "swebench", "transformers", "trl", "sentence_transformers")
 

@@ -2,9 +2,14 @@
 
 Predictions come from agents that see a repository mounted somewhere (`/testbed/` in SWE-bench
 images, `/workspace/<repo>__<version>/` in OpenHands V0, `/workspace/<repo>/` in V1, a clone under
-`/tmp/testbed/<uuid>/` in CodeScout). Labels are repository-relative. Normalizing both sides before
-set operations keeps a correct file from being scored as a false positive because of its mount
-point. This module does not check that a path exists: scoring never touches the disk.
+`/tmp/testbed/<uuid>/` in CodeScout, `/repo/` or `/app/` in other sandboxes). Labels are
+repository-relative. Normalizing both sides before set operations keeps a correct file from being
+scored as a false positive because of its mount point. This module does not check that a path
+exists: scoring never touches the disk.
+
+codegrep-records owns the same rule (`codegrep_records.normalize_path`, `MOUNT_PREFIXES`); this
+copy exists because grpo-rewards stays standard library only. A workspace test holds the two
+equal, table and behaviour: change both or neither.
 """
 
 from __future__ import annotations
@@ -17,11 +22,15 @@ __all__ = ["DEFAULT_MOUNT_PREFIXES", "normalize_path", "normalize_paths"]
 
 # Each pattern matches a sandbox mount point at the start of an absolute path. `/workspace/`
 # is followed by one directory (the checkout); a file directly under /workspace/ keeps its name.
+# A leading `/repo/` or `/app/` is read as a mount too, so `/app/models.py` is `models.py`:
+# a path with a leading slash is absolute, and these are the roots sandboxes use.
 DEFAULT_MOUNT_PREFIXES: tuple[str, ...] = (
     r"/tmp/testbed/[^/]+/",
     r"/testbed/",
     r"/workspace/[^/]+/(?=.)",
     r"/workspace/",
+    r"/repo/",
+    r"/app/",
 )
 
 
