@@ -53,9 +53,20 @@ from grpo_rewards._rewards import (
     fbeta_file_reward,
     score_batch,
     score_completion,
+    score_parsed,
     sigma_v1,
 )
 from grpo_rewards._rollout import MAX_CALLS_PER_TURN, RolloutStats, rollout_stats_from_messages
+from grpo_rewards._rollout_infos import (
+    INFO_ANSWER_ERROR,
+    INFO_ANSWER_FILES,
+    INFO_ANSWER_LINE_RANGES,
+    INFO_NUM_TOOL_CALLS,
+    INFO_NUM_TURNS,
+    INFO_TOOL_CALLS_PER_TURN,
+    answer_from_infos,
+    answer_infos,
+)
 from grpo_rewards.errors import (
     BatchShapeError,
     GrpoRewardsError,
@@ -72,6 +83,12 @@ except _metadata.PackageNotFoundError:
 
 __all__ = [
     "DEFAULT_MOUNT_PREFIXES",
+    "INFO_ANSWER_ERROR",
+    "INFO_ANSWER_FILES",
+    "INFO_ANSWER_LINE_RANGES",
+    "INFO_NUM_TOOL_CALLS",
+    "INFO_NUM_TURNS",
+    "INFO_TOOL_CALLS_PER_TURN",
     "MAX_CALLS_PER_TURN",
     "REWARDS",
     "Answer",
@@ -91,6 +108,8 @@ __all__ = [
     "SetScores",
     "UnknownRewardError",
     "__version__",
+    "answer_from_infos",
+    "answer_infos",
     "codegrep_v1",
     "codegrep_v2",
     "codegrep_v3",
@@ -121,6 +140,7 @@ __all__ = [
     "scale_by_efficiency",
     "score_batch",
     "score_completion",
+    "score_parsed",
     "set_scores",
     "sigma_v1",
     "targets_from_file_changes",

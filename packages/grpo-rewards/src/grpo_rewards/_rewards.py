@@ -40,6 +40,7 @@ __all__ = [
     "fbeta_file_reward",
     "score_batch",
     "score_completion",
+    "score_parsed",
     "sigma_v1",
 ]
 
@@ -356,10 +357,23 @@ def score_completion(
     folders to strip from predicted paths. A malformed answer scores 0 (colgrep: −0.5) with
     `reason` set; missing statistics for a reward that needs them raise.
     """
+    return score_parsed(name, parse_answer(completion, roots=roots), gold, stats, params=params)
+
+
+def score_parsed(
+    name: str,
+    parsed: ParsedAnswer,
+    gold: Gold,
+    stats: RolloutStats | None,
+    *,
+    params: Mapping[str, float] | None = None,
+) -> RewardResult:
+    """`score_completion` for an answer already parsed (by `parse_answer`, e.g. recorded by the
+    rollout driver in `rollout_infos`): the same reward, no second parse."""
     fn = _lookup(name)
     if stats is None and name not in _STATLESS:
         raise InvalidRolloutError(f"reward {name!r} needs rollout statistics (turns, tool calls)")
-    result = fn(parse_answer(completion, roots=roots), gold, stats, **(params or {}))
+    result = fn(parsed, gold, stats, **(params or {}))
     if not math.isfinite(result.reward):
         raise InvalidRolloutError(f"reward {name!r} produced {result.reward}")
     return result

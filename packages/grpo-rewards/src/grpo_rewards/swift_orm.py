@@ -11,9 +11,14 @@ A plugin file for `--external_plugins` is two lines:
     register_swift_orms()
 
 Rollout statistics come from `rollout_infos` (`num_turns`, which ms-swift adds, and
-`tool_calls_per_turn` or `num_tool_calls`, which the multi-turn scheduler records), else from the
-rollout's `messages`. The advantage-layer efficiency scale needs torch and lives with the trainer
-subclass in codegrep-model.
+`tool_calls_per_turn` or `num_tool_calls`, which the multi-turn driver records), else from the
+rollout's `messages`. When the driver also recorded the parsed final answer (`answer_files`: what
+codegrep-model's `Episode` writes in strict mode), that answer is scored and the completion is not
+parsed again. The key names are `grpo_rewards`' `INFO_*` constants.
+
+The advantage-layer efficiency scale needs torch, so it belongs in a GRPOTrainer subclass that
+calls `grpo_rewards.efficiency_scale`; that subclass, and the ms-swift plugin around
+codegrep-model's `Episode`, are planned and not part of this repository yet.
 """
 
 from __future__ import annotations
@@ -22,8 +27,14 @@ import importlib
 from collections.abc import Mapping, MutableMapping, Sequence
 from typing import ClassVar
 
-from grpo_rewards._rewards import score_completion
+from grpo_rewards._rewards import score_completion, score_parsed
 from grpo_rewards._rollout import RolloutStats, rollout_stats_from_messages
+from grpo_rewards._rollout_infos import (
+    INFO_NUM_TOOL_CALLS,
+    INFO_NUM_TURNS,
+    INFO_TOOL_CALLS_PER_TURN,
+    answer_from_infos,
+)
 from grpo_rewards._trainer_rows import (
     DEFAULT_FILES_COLUMN,
     DEFAULT_LINE_RANGES_COLUMN,
@@ -48,8 +59,8 @@ __all__ = [
 def swift_rollout_stats(rollout_info: object, messages: object) -> RolloutStats:
     """T and C_total of one ms-swift rollout."""
     if isinstance(rollout_info, Mapping):
-        calls = rollout_info.get("tool_calls_per_turn", rollout_info.get("num_tool_calls"))
-        stats = stats_from_counts(rollout_info.get("num_turns"), calls)
+        calls = rollout_info.get(INFO_TOOL_CALLS_PER_TURN, rollout_info.get(INFO_NUM_TOOL_CALLS))
+        stats = stats_from_counts(rollout_info.get(INFO_NUM_TURNS), calls)
         if stats is not None:
             return stats
     if isinstance(messages, Sequence) and not isinstance(messages, str | bytes):
@@ -86,7 +97,13 @@ class CodeGrepORM:
                 out.append(None)
                 continue
             stats = swift_rollout_stats(infos[i], messages[i])
-            result = score_completion(self.reward_name, text, gold, stats, params=self.params)
+            info = infos[i]
+            # the driver's own parse of the final answer, when it recorded one (strict mode)
+            parsed = answer_from_infos(info) if isinstance(info, Mapping) else None
+            if parsed is None:
+                result = score_completion(self.reward_name, text, gold, stats, params=self.params)
+            else:
+                result = score_parsed(self.reward_name, parsed, gold, stats, params=self.params)
             out.append(result.reward)
         return out
 

@@ -7,8 +7,8 @@ every other dataset column as a keyword list; `None` skips a row. It logs a func
 
 Rollout statistics come from explicit columns when the rollout function provides them
 (`num_turns` + `num_tool_calls`), else from the completion's messages (assistant turns and their
-tool calls). The advantage-layer efficiency scale is applied in a trainer subclass
-(codegrep-model) with `grpo_rewards.scale_by_efficiency`.
+tool calls). The advantage-layer efficiency scale belongs in a trainer subclass that calls
+`grpo_rewards.scale_by_efficiency`; no such subclass is in this repository yet (it is planned).
 """
 
 from __future__ import annotations

@@ -1,0 +1,133 @@
+"""The `rollout_infos` keys: one name per key for writers and readers, and an ORM that scores the
+driver's recorded answer instead of parsing the completion again."""
+
+from __future__ import annotations
+
+import json
+
+import grpo_rewards
+import pytest
+from grpo_rewards import (
+    INFO_ANSWER_ERROR,
+    INFO_ANSWER_FILES,
+    INFO_ANSWER_LINE_RANGES,
+    INFO_NUM_TOOL_CALLS,
+    INFO_NUM_TURNS,
+    INFO_TOOL_CALLS_PER_TURN,
+    Gold,
+    InvalidRolloutError,
+    RolloutStats,
+    answer_from_infos,
+    answer_infos,
+    parse_answer,
+    score_completion,
+    score_parsed,
+)
+from grpo_rewards.swift_orm import CodeGrepV1ORM, CodeGrepV3ORM, swift_rollout_stats
+
+GOLD = [["a.py"]]
+
+
+def test_the_keys_are_the_ones_ms_swift_rows_carry() -> None:
+    assert (INFO_NUM_TURNS, INFO_TOOL_CALLS_PER_TURN, INFO_NUM_TOOL_CALLS) == (
+        "num_turns",
+        "tool_calls_per_turn",
+        "num_tool_calls",
+    )
+    keys = {INFO_ANSWER_FILES, INFO_ANSWER_LINE_RANGES, INFO_ANSWER_ERROR}
+    assert len(keys) == 3
+    assert keys.isdisjoint({INFO_NUM_TURNS, INFO_TOOL_CALLS_PER_TURN, INFO_NUM_TOOL_CALLS})
+    assert {"answer_infos", "answer_from_infos", "INFO_NUM_TURNS"} <= set(grpo_rewards.__all__)
+
+
+def test_stats_are_read_under_the_constants() -> None:
+    stats = swift_rollout_stats({INFO_NUM_TURNS: 3, INFO_TOOL_CALLS_PER_TURN: [4, 2, 0]}, None)
+    assert stats == RolloutStats(turns=3, tool_calls=6)
+    assert swift_rollout_stats({INFO_NUM_TURNS: 2, INFO_NUM_TOOL_CALLS: 5}, None).tool_calls == 5
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '```json\n{"files": ["/testbed/a.py", "b.py"],\n'
+        ' "line_ranges": {"a.py": ["3-5", [9, 9]], "b.py": "x"}}\n```',
+        "<think>{\"files\": [\"x.py\"]}</think>\n{'files': ['a.py']}",  # single quotes: no answer
+        "I could not find it.",
+        '{"files": "a.py"}',
+        None,
+    ],
+)
+def test_answer_infos_round_trip(text: str | None) -> None:
+    parsed = parse_answer(text)
+    infos = json.loads(json.dumps(answer_infos(parsed)))  # JSON-safe
+    back = answer_from_infos(infos)
+    assert back is not None
+    assert back.error == parsed.error
+    if parsed.answer is None:
+        assert back.answer is None
+    else:
+        assert back.answer is not None
+        assert (back.answer.files, back.answer.line_ranges) == (
+            parsed.answer.files,
+            parsed.answer.line_ranges,
+        )
+
+
+def test_the_orm_scores_the_recorded_answer_not_the_completion() -> None:
+    counts = {INFO_NUM_TURNS: 2, INFO_TOOL_CALLS_PER_TURN: [3, 0]}
+    recorded = {**counts, **answer_infos(parse_answer('{"files": ["a.py"]}'))}
+    missing = {**counts, **answer_infos(parse_answer("{'files': ['a.py']}"))}
+    orm = CodeGrepV3ORM()
+    # the completion column says something else each time; the recorded answer wins
+    rewards = orm(
+        ['{"files": ["b.py"]}', '{"files": ["a.py"]}', '{"files": ["a.py"]}'],
+        gold_files=GOLD * 3,
+        rollout_infos=[recorded, missing, counts],
+    )
+    assert rewards == [1.0, 0.0, 1.0]  # the last row recorded no answer: the text is parsed
+
+
+def test_score_parsed_equals_score_completion() -> None:
+    gold = Gold.of(["a.py"], {"a.py": [[1, 10]]})
+    stats = RolloutStats(turns=3, tool_calls=6)
+    for text in ('{"files": ["a.py", "c.py"], "line_ranges": {"a.py": [[2, 4]]}}', "nothing"):
+        for name in ("codegrep_v1", "codegrep_v3", "colgrep_file_f1"):
+            direct = score_completion(name, text, gold, stats)
+            assert score_parsed(name, parse_answer(text), gold, stats) == direct
+
+
+def test_v1_line_ranges_come_from_the_recorded_answer() -> None:
+    text = '{"files": ["a.py"], "line_ranges": {"a.py": [[1, 10]]}}'
+    info = {INFO_NUM_TURNS: 2, INFO_NUM_TOOL_CALLS: 2, **answer_infos(parse_answer(text))}
+    from_infos = CodeGrepV1ORM()(
+        ["(ignored)"], gold_files=GOLD, gold_line_ranges=[{"a.py": [[1, 10]]}], rollout_infos=[info]
+    )
+    from_text = CodeGrepV1ORM()(
+        [text],
+        gold_files=GOLD,
+        gold_line_ranges=[{"a.py": [[1, 10]]}],
+        rollout_infos=[{INFO_NUM_TURNS: 2, INFO_NUM_TOOL_CALLS: 2}],
+    )
+    assert from_infos == from_text == [1.0]
+
+
+@pytest.mark.parametrize(
+    ("info", "what"),
+    [
+        ({INFO_ANSWER_FILES: "a.py"}, INFO_ANSWER_FILES),
+        ({INFO_ANSWER_FILES: ["a.py", 3]}, INFO_ANSWER_FILES),
+        ({INFO_ANSWER_FILES: ["a.py"], INFO_ANSWER_LINE_RANGES: [[1, 2]]}, INFO_ANSWER_LINE_RANGES),
+        ({INFO_ANSWER_FILES: ["a.py"], INFO_ANSWER_LINE_RANGES: {"a.py": [[5, 2]]}}, "a.py"),
+        ({INFO_ANSWER_FILES: ["a.py"], INFO_ANSWER_LINE_RANGES: {"a.py": [["1", 2]]}}, "a.py"),
+        ({INFO_ANSWER_FILES: ["a.py"], INFO_ANSWER_LINE_RANGES: {"a.py": [[True, 2]]}}, "a.py"),
+    ],
+)
+def test_a_bad_recorded_answer_is_a_harness_bug(info: dict[str, object], what: str) -> None:
+    with pytest.raises(InvalidRolloutError, match=what):
+        answer_from_infos(info)
+
+
+def test_no_answer_without_a_reason_still_scores_zero() -> None:
+    parsed = answer_from_infos({INFO_ANSWER_FILES: None})
+    assert parsed is not None
+    assert (parsed.answer, parsed.error) == (None, "no answer")
