@@ -22,6 +22,7 @@ from codegrep_records._paths import MOUNT_PREFIXES, normalize_path, normalize_pa
 from codegrep_records._readers import (
     Loaded,
     RowProblem,
+    describe_validation_error,
     gold_from_instances,
     load_instances,
     load_labels,
@@ -65,6 +66,7 @@ __all__ = [
     "RowProblem",
     "Verdict",
     "__version__",
+    "describe_validation_error",
     "files_from_patch",
     "gold_from_instances",
     "is_test_path",

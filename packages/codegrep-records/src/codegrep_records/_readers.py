@@ -19,7 +19,7 @@ import json
 import math
 import re
 import zlib
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar
@@ -40,6 +40,7 @@ from codegrep_records.errors import MissingExtraError, RecordFileError
 __all__ = [
     "Loaded",
     "RowProblem",
+    "describe_validation_error",
     "gold_from_instances",
     "load_instances",
     "load_labels",
@@ -191,7 +192,7 @@ def read_rows(path: str | Path) -> Iterator[tuple[int, Any]]:
         yield i, row
 
 
-def _describe(exc: ValidationError) -> str:
+def describe_validation_error(exc: ValidationError) -> str:
     """The first validation error as `field: message` (`row: ...` for the row as a whole)."""
     first = exc.errors()[0]
     where = ".".join(str(x) for x in first["loc"]) or "row"
@@ -212,7 +213,7 @@ def _validated(path: str | Path, model: type[T]) -> tuple[list[tuple[int, T]], l
         try:
             records.append((line, model.model_validate(row)))
         except ValidationError as exc:
-            problems.append(RowProblem(str(path), line, _describe(exc)))
+            problems.append(RowProblem(str(path), line, describe_validation_error(exc)))
     return records, problems
 
 
@@ -288,18 +289,26 @@ def load_predictions(path: str | Path) -> Loaded[Prediction]:
     return Loaded(tuple(_clean(p) for p in loaded.records), loaded.problems)
 
 
-def write_records(path: str | Path, records: Iterable[BaseModel]) -> int:
+def _json_line(record: BaseModel) -> str:
+    return record.model_dump_json(exclude_none=True)
+
+
+def write_records(
+    path: str | Path, records: Iterable[T], *, dump: Callable[[T], str] | None = None
+) -> int:
     """Write JSON Lines (gzipped when the name ends in .gz); returns the number of rows.
 
-    Fields that are None are left out. The parent folder is created when missing.
+    Each row is `dump(record)` (default: the record's JSON with the fields that are None left
+    out). The parent folder is created when missing.
     """
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
+    line: Callable[[T], str] = dump or _json_line
     n = 0
     opener = gzip.open if p.suffix == ".gz" else open
     with opener(p, "wt", encoding="utf-8") as fh:
         for rec in records:
-            fh.write(rec.model_dump_json(exclude_none=True) + "\n")
+            fh.write(line(rec) + "\n")
             n += 1
     return n
 
