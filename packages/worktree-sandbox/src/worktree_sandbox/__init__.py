@@ -8,6 +8,7 @@ from worktree_sandbox.commit_tree import CommitTree
 from worktree_sandbox.directory_tree import DirectoryTree
 from worktree_sandbox.errors import (
     CommitNotFoundError,
+    CommitRequiredError,
     RepositoryNotFoundError,
     SandboxClosedError,
     SandboxError,
@@ -41,6 +42,7 @@ __all__ = [
     "TOOL_ARGS",
     "BareRepoCache",
     "CommitNotFoundError",
+    "CommitRequiredError",
     "CommitTree",
     "DirectoryTree",
     "GlobArgs",

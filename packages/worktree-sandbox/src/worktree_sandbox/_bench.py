@@ -9,7 +9,6 @@ concurrent load against raw ripgrep on the same trees. Figures, not pass/fail.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import random
 import re
@@ -18,6 +17,7 @@ import statistics
 import subprocess
 import tempfile
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -55,19 +55,13 @@ def _summary(values_ms: list[float]) -> dict[str, float]:
     }
 
 
-def _commits_for(repo: str, git_dir: Path, instances: Path | None, n: int) -> list[str]:
-    wanted: list[str] = []
-    if instances is not None:
-        with open(instances, encoding="utf-8") as fh:
-            for line in fh:
-                rec = json.loads(line)
-                if rec.get("repo") == repo and rec["base_commit"] not in wanted:
-                    wanted.append(rec["base_commit"])
+def _commits_for(repo: str, git_dir: Path, wanted: Sequence[str], n: int) -> list[str]:
+    """The first `n` of `wanted`, or without any, `n` commits spread over HEAD's history."""
     if not wanted:
         out = git(git_dir, "rev-list", "--first-parent", f"--max-count={n * 20}", "HEAD").stdout
         shas = out.decode().split()
         wanted = shas[:: max(1, len(shas) // n)]
-    return wanted[:n]
+    return list(wanted[:n])
 
 
 async def _patterns(tree: CommitTree, rng: random.Random, k: int) -> list[str]:
@@ -267,18 +261,22 @@ def run_bench(
     cache: BareRepoCache,
     repos: list[str],
     *,
-    instances: Path | None,
+    wanted: Mapping[str, Sequence[str]] | None,
     commits_per_repo: int,
     concurrency: int,
     seed: int,
     console: Console,
 ) -> dict[str, Any]:
+    """Figures per repository, at `wanted[repo]`'s base commits (the CLI reads them from an
+    instances file) or, for a repository without any, commits spread over its history."""
     rng = random.Random(seed)
     results = []
     for repo in repos:
         console.print(f"[bold]{repo}[/bold]: preparing")
         prepared = cache.ensure(repo, [])
-        commits = _commits_for(repo, prepared.git_dir, instances, commits_per_repo)
+        commits = _commits_for(
+            repo, prepared.git_dir, (wanted or {}).get(repo, ()), commits_per_repo
+        )
         cache.ensure(repo, commits)
         results.append(asyncio.run(_bench_repo(cache, repo, commits, concurrency, rng, console)))
     _print(results, console)

@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 import asyncio
-import gzip
 import json
 import os
 import sys
-import zlib
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
-from pydantic import BaseModel, ValidationError
+from codegrep_records import Instance, RecordError, load_records
+from pydantic import BaseModel, Field, ValidationError, field_validator
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
@@ -75,46 +74,51 @@ DEFAULT_SOURCE = "https://github.com/{repo}.git"
 
 @dataclass
 class _Row:
-    line: int
     instance_id: str
     repo: str
     commit: str
 
 
+class _PrepareRow(Instance):
+    """An instance row as every package reads it, plus what cloning needs: a base commit and a
+    repository name the cache accepts. The instance id only names the row in messages."""
+
+    instance_id: str = ""
+    base_commit: str = Field(min_length=1)
+
+    @field_validator("instance_id", mode="before")
+    @classmethod
+    def _unnamed(cls, value: Any) -> Any:
+        # A parquet column some rows lack reads as null in those rows.
+        return "" if value is None else value
+
+    @field_validator("repo")
+    @classmethod
+    def _cacheable(cls, repo: str) -> str:
+        try:
+            BareRepoCache.check_repo_name(repo)
+        except SandboxError as exc:
+            raise ValueError(str(exc)) from None
+        return repo
+
+
 def _read_instances(path: Path) -> tuple[list[_Row], list[str]]:
-    """Rows of a SWE-bench-style JSONL (optionally gzipped); bad rows are returned, not raised.
+    """Rows of an instances file, read by codegrep-records: JSON Lines or a JSON list, either
+    gzipped, or parquet; bad rows are returned as `file:line: field: reason`, not raised.
 
     A file that cannot be read to its end (a truncated or corrupt .gz, an I/O error) raises
-    SandboxError naming the file and the last good line: no run starts on part of a file.
+    SandboxError naming the file: no run starts on part of a file.
     """
-    rows: list[_Row] = []
-    bad: list[str] = []
-    n = 0
     try:
-        with gzip.open(path, "rb") if path.suffix == ".gz" else path.open("rb") as fh:
-            for n, raw in enumerate(fh, 1):
-                if not raw.strip():
-                    continue
-                try:
-                    rec = json.loads(raw.decode("utf-8"))
-                    if not isinstance(rec, dict):
-                        raise TypeError("a row must be a JSON object")
-                    repo, commit = rec["repo"], rec["base_commit"]
-                    if not isinstance(repo, str) or not isinstance(commit, str):
-                        raise TypeError("repo and base_commit must be strings")
-                    BareRepoCache.check_repo_name(repo)
-                except RecursionError:
-                    bad.append(f"{path}:{n}: the row is nested too deeply")
-                    continue
-                except (ValueError, KeyError, TypeError, SandboxError) as exc:
-                    bad.append(f"{path}:{n}: {type(exc).__name__}: {str(exc)[:300]}")
-                    continue
-                rows.append(_Row(n, str(rec.get("instance_id", f"line-{n}")), repo, commit))
-    except (OSError, EOFError, zlib.error) as exc:
-        raise SandboxError(
-            f"{path}: unreadable after line {n} ({type(exc).__name__}: {exc}); nothing was prepared"
-        ) from None
-    return rows, bad
+        # No duplicate check: two rows at one commit are one clone, not a problem.
+        loaded = load_records(path, _PrepareRow, key=None)
+    except RecordError as exc:
+        raise SandboxError(f"{exc}; nothing was prepared") from None
+    rows = [
+        _Row(r.instance_id or f"{r.repo}@{r.base_commit}", r.repo, r.base_commit)
+        for r in loaded.records
+    ]
+    return rows, [str(problem) for problem in loaded.problems]
 
 
 @app.command(
@@ -122,7 +126,10 @@ def _read_instances(path: Path) -> tuple[list[_Row], list[str]]:
     "--source 'https://github.com/{repo}.git'"
 )
 def prepare(
-    instances: Annotated[Path, typer.Argument(help="SWE-bench-style JSONL (repo, base_commit).")],
+    instances: Annotated[
+        Path,
+        typer.Argument(help="SWE-bench-style rows (repo, base_commit): JSONL/JSON(.gz)/parquet."),
+    ],
     cache_dir: Annotated[Path, typer.Option("--cache", help="Cache root.")],
     source: SourceOpt = DEFAULT_SOURCE,
     limit: Annotated[
@@ -413,7 +420,9 @@ def bench(
     ] = None,
     instances: Annotated[
         Path | None,
-        typer.Option("--instances", help="Take commits per repo from this SWE-bench JSONL."),
+        typer.Option(
+            "--instances", help="Take commits per repo from these rows (JSONL/JSON(.gz)/parquet)."
+        ),
     ] = None,
     commits: Annotated[int, typer.Option("--commits", min=1, help="Commits per repository.")] = 5,
     concurrency: Annotated[int, typer.Option("--concurrency", min=1)] = 64,
@@ -424,6 +433,19 @@ def bench(
     from worktree_sandbox._bench import run_bench
 
     _check_output(output)
+    wanted: dict[str, list[str]] | None = None
+    if instances is not None:
+        try:
+            rows, bad = _read_instances(instances)
+        except SandboxError as exc:
+            err.print(f"[red]error:[/red] {exc}")
+            raise typer.Exit(2) from None
+        for b in bad:
+            err.print(f"[yellow]skipped[/yellow] {b}")
+        wanted = {}
+        for r in rows:
+            if r.commit not in wanted.setdefault(r.repo, []):
+                wanted[r.repo].append(r.commit)
     cache = BareRepoCache(cache_dir, source)
     names = repos or cache.repos()
     if not names:
@@ -432,7 +454,7 @@ def bench(
     figures = run_bench(
         cache,
         names,
-        instances=instances,
+        wanted=wanted,
         commits_per_repo=commits,
         concurrency=concurrency,
         seed=seed,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 __all__ = [
     "CommitNotFoundError",
+    "CommitRequiredError",
     "RepositoryNotFoundError",
     "SandboxClosedError",
     "SandboxError",
@@ -24,6 +25,10 @@ class RepositoryNotFoundError(SandboxError):
 
 class CommitNotFoundError(SandboxError):
     """The commit is in neither the bare clone nor its source."""
+
+
+class CommitRequiredError(SandboxError):
+    """A repository name was given to `TreePool.open` without the commit to open it at."""
 
 
 class SandboxClosedError(SandboxError):

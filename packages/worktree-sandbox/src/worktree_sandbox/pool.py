@@ -17,8 +17,8 @@ import os
 import secrets
 import tempfile
 import time
-from collections import OrderedDict
-from collections.abc import AsyncIterator
+from collections import OrderedDict, deque
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -37,7 +37,12 @@ from worktree_sandbox._runtime import Runtime
 from worktree_sandbox.cache import _REPO_NAME, BareRepoCache
 from worktree_sandbox.commit_tree import CommitTree
 from worktree_sandbox.directory_tree import DirectoryTree
-from worktree_sandbox.errors import CommitNotFoundError, SandboxClosedError, SandboxError
+from worktree_sandbox.errors import (
+    CommitNotFoundError,
+    CommitRequiredError,
+    SandboxClosedError,
+    SandboxError,
+)
 from worktree_sandbox.models import SandboxLimits
 from worktree_sandbox.tree import Tree
 
@@ -96,13 +101,21 @@ def _remove_at_exit(path: Path, pid: int) -> None:
         remove_owned(path)
 
 
+# Timings kept per pool: the most recent ones, as a server's pool serves leases without end.
+_STAT_SAMPLES = 4096
+
+
+def _samples() -> deque[float]:
+    return deque(maxlen=_STAT_SAMPLES)
+
+
 @dataclass
 class PoolStats:
     trees_opened: int = 0
     trees_closed: int = 0
     checkouts: int = 0
-    checkout_seconds: list[float] = field(default_factory=list)
-    setup_seconds: list[float] = field(default_factory=list)
+    checkout_seconds: deque[float] = field(default_factory=_samples)  # the last 4,096
+    setup_seconds: deque[float] = field(default_factory=_samples)  # the last 4,096
 
 
 @dataclass
@@ -114,6 +127,12 @@ class _Slot:
 class TreePool:
     """Hands out shared `CommitTree`s; the one place that opens and closes them.
 
+    One pool may live as long as a server and serve any number of concurrent requests: leases
+    of one (repository, commit) share one tree, however the commit is spelled.
+
+    ``cache``: the `BareRepoCache` that repository names are cloned into, or a callable that
+    makes it the first time a name is opened (a command that may be given a folder then makes
+    no cache folders unless it is given a name), or None (names are refused).
     ``materialize``: "auto" makes a read-only checkout in the background (grep then runs
     ripgrep on it), "always" also makes `tree()` wait for it, "never" serves
     everything from git objects.
@@ -121,14 +140,15 @@ class TreePool:
 
     def __init__(
         self,
-        cache: BareRepoCache | None = None,
+        cache: BareRepoCache | Callable[[], BareRepoCache] | None = None,
         *,
         limits: SandboxLimits | None = None,
         workdir: str | os.PathLike[str] | None = None,
         materialize: Materialize = "auto",
         max_idle_trees: int = 16,
     ) -> None:
-        self.cache = cache
+        self._cache = cache if isinstance(cache, BareRepoCache) else None
+        self._make_cache = None if isinstance(cache, BareRepoCache) else cache
         self.runtime = Runtime(limits)
         self.workdir = Path(workdir).expanduser() if workdir is not None else default_workdir()
         self.materialize = materialize
@@ -137,13 +157,25 @@ class TreePool:
         self._slots: dict[tuple[str, str], _Slot] = {}
         self._idle: OrderedDict[tuple[str, str], None] = OrderedDict()
         self._batches: dict[Path, CatFileBatch] = {}
-        self._opening: dict[tuple[str, str], asyncio.Task[_Slot]] = {}
         self._own_dir: Path | None = None
         self._closed = False
 
     @property
     def limits(self) -> SandboxLimits:
         return self.runtime.limits
+
+    @property
+    def cache(self) -> BareRepoCache | None:
+        """The clone cache; one given as a callable is made here, on first use."""
+        if self._cache is None and self._make_cache is not None:
+            self._cache = self._make_cache()
+            self._make_cache = None
+        return self._cache
+
+    @property
+    def has_cache(self) -> bool:
+        """Whether repository names can be opened (without making a cache given as a callable)."""
+        return self._cache is not None or self._make_cache is not None
 
     async def __aenter__(self) -> Self:
         return self
@@ -176,35 +208,44 @@ class TreePool:
 
     @contextlib.asynccontextmanager
     async def open(
-        self, repo: str | os.PathLike[str], commit: str | None = None
+        self, repo: str | os.PathLike[str], commit: str | None = None, *, folders: bool = True
     ) -> AsyncIterator[Tree]:
-        """The one way to open a tree from what a user types.
+        """The one way to open a tree from what a user or a dataset row names.
 
         - a folder, no commit: the folder as it is (`DirectoryTree`, sharing this pool's gate
-          and limits; never memoized);
-        - a folder and a commit: its repository at that commit (`tree_at`);
-        - `owner/name` and a commit: the bare clone in this pool's cache (`tree`).
+          and limits; never memoized, a new one per call);
+        - a folder and a commit: its repository (bare or not) at that commit (`tree_at`);
+        - `owner/name` and a commit: the bare clone in this pool's cache (`tree`), cloned or
+          fetched on first use.
 
-        Anything else is a `SandboxError` saying which of the three was meant. A server holds one
-        pool and opens every request's tree through it, so trees, checkouts and the memo are
-        shared across requests.
+        ``folders=False``: `repo` is always a repository name, never a path of this machine,
+        even when a folder of that name exists here: what dataset rows name, and what a server
+        must assume of a request's text. A commit named twice, or in two spellings (a sha,
+        `HEAD`), is one tree while anyone holds it.
+
+        Raises `CommitRequiredError` for a name without a commit, and `SandboxError` for
+        anything that is neither a folder nor a name, a name when the pool has no cache, and
+        the errors of `tree`/`tree_at` (`RepositoryNotFoundError`, `CommitNotFoundError`).
         """
-        local = Path(repo).expanduser()
-        if local.is_dir():
-            if commit is None:
-                async with DirectoryTree(local, self.runtime) as folder:
-                    yield folder
+        if folders:
+            local = Path(repo).expanduser()
+            if local.is_dir():
+                if commit is None:
+                    async with DirectoryTree(local, self.runtime) as folder:
+                        yield folder
+                    return
+                async with self.tree_at(local, commit) as tree:
+                    yield tree
                 return
-            async with self.tree_at(local, commit) as tree:
-                yield tree
-            return
         name = str(repo)
-        if not _REPO_NAME.match(name):
+        if folders and not _REPO_NAME.match(name):
             raise SandboxError(f"{name!r} is neither a folder nor a repository name (owner/name)")
         if commit is None:
-            raise SandboxError(f"{name!r} is not a folder here; a repository name needs a commit")
-        if self.cache is None:
+            said = f"{name!r} is not a folder here; a" if folders else f"{name!r}: a"
+            raise CommitRequiredError(f"{said} repository name needs a commit")
+        if not self.has_cache:
             raise SandboxError(f"{name!r} names a repository, and this pool has no cache")
+        # `tree` checks the name (owner/name, no `..`) before anything is made for it.
         async with self.tree(name, commit) as tree:
             yield tree
 
@@ -237,19 +278,15 @@ class TreePool:
             raise SandboxClosedError("the pool is closed")
         start = time.perf_counter()
         sha = await self._resolve(git_dir, commit, label)
+        if self._closed:
+            raise SandboxClosedError("the pool is closed")
         key = (str(git_dir), sha)
+        # No await from the lookup to `refs += 1`: concurrent leases of one commit cannot both
+        # open it, a slot just found cannot be evicted before it is held, and a lease cancelled
+        # while it waits above holds nothing and leaves nothing to undo.
         slot = self._slots.get(key)
         if slot is None:
-            opening = self._opening.get(key)
-            if opening is None:
-                opening = asyncio.ensure_future(self._open(git_dir, sha, label))
-                self._opening[key] = opening
-                try:
-                    slot = await opening
-                finally:
-                    self._opening.pop(key, None)
-            else:
-                slot = await asyncio.shield(opening)
+            slot = self._open(git_dir, sha, label)
         slot.refs += 1
         self._idle.pop(key, None)
         self.stats.setup_seconds.append(time.perf_counter() - start)
@@ -269,9 +306,10 @@ class TreePool:
             got = await batch.get(f"{commit}^{{commit}}")
             if got is not None and got[0] == "commit":
                 return commit
-        if self.cache is not None and git_dir.parent == self.cache.root / "repos":
+        cache = self._cache  # a cache not made yet holds no repository
+        if cache is not None and git_dir.parent == cache.root / "repos":
             # Fetch on demand from the source (blocking git work stays off the loop).
-            return await asyncio.to_thread(self.cache.resolve, label, commit)
+            return await asyncio.to_thread(cache.resolve, label, commit)
         proc = await asyncio.to_thread(
             git, git_dir, "rev-parse", "--verify", "--quiet", f"{commit}^{{commit}}", check=False
         )
@@ -287,7 +325,7 @@ class TreePool:
             batch = self._batches[git_dir] = CatFileBatch(git_dir)
         return batch
 
-    async def _open(self, git_dir: Path, sha: str, label: str) -> _Slot:
+    def _open(self, git_dir: Path, sha: str, label: str) -> _Slot:
         tree = CommitTree(
             git_dir,
             sha,

@@ -10,7 +10,7 @@ import asyncio
 import contextlib
 import os
 import threading
-from collections.abc import Coroutine, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
@@ -81,7 +81,7 @@ class SyncSandbox:
 
     def __init__(
         self,
-        cache: BareRepoCache | None = None,
+        cache: BareRepoCache | Callable[[], BareRepoCache] | None = None,
         *,
         limits: SandboxLimits | None = None,
         workdir: str | os.PathLike[str] | None = None,
@@ -110,9 +110,11 @@ class SyncSandbox:
         self._trees.append(handle)
         return handle
 
-    def open(self, repo: str | os.PathLike[str], commit: str | None = None) -> SyncTree:
+    def open(
+        self, repo: str | os.PathLike[str], commit: str | None = None, *, folders: bool = True
+    ) -> SyncTree:
         """A folder as it is, a folder at a commit, or owner/name at a commit (`TreePool.open`)."""
-        return self._enter(self.pool.open(repo, commit))
+        return self._enter(self.pool.open(repo, commit, folders=folders))
 
     def tree(self, repo: str, commit: str) -> SyncTree:
         return self._enter(self.pool.tree(repo, commit))
