@@ -351,6 +351,7 @@ def test_cli_with_a_judge_endpoint(server: ScriptedServer, tmp_path: Path) -> No
     instances = tmp_path / "i.jsonl"
     row = {
         "instance_id": "o__p-1",
+        "repo": "o/p",
         "patch": "diff --git a/pkg/fix.py b/pkg/fix.py\n",
         "problem_statement": "it breaks",
     }

@@ -1,10 +1,11 @@
-"""Path normalisation, the stage 1 filters, and patch parsing."""
+"""Path normalisation (the shared mount table) and the stage 1 filters."""
 
 from __future__ import annotations
 
 import pytest
-from catm import DropReason, patch_files, to_repo_relative
-from catm._paths import classify
+from catm import DropReason, to_repo_relative
+from catm._paths import classify, guess_root
+from codegrep_records import normalize_path
 
 ROOT = "/workspace/astropy__astropy__4.3"
 
@@ -36,6 +37,31 @@ def test_root_is_guessed_from_the_sandbox_layout() -> None:
 
 
 @pytest.mark.parametrize(
+    ("raw", "root"),
+    [
+        ("/repo/src/x.py", "/repo"),
+        ("/app/src/x.py", "/app"),
+        ("/testbed/src/x.py", "/testbed"),
+        ("/workspace/o__p__1.0/src/x.py", "/workspace/o__p__1.0"),
+        ("/tmp/testbed/abc123/src/x.py", "/tmp/testbed/abc123"),
+    ],
+)
+def test_every_mount_of_the_shared_table_maps_like_normalize_path(raw: str, root: str) -> None:
+    assert guess_root(raw) == root
+    assert to_repo_relative(raw, "") == normalize_path(raw) == "src/x.py"
+    # A relative path in a shell that cd-ed into the mount resolves the same way.
+    assert to_repo_relative("x.py", "", f"{root}/src") == "src/x.py"
+
+
+def test_a_file_directly_under_workspace_is_what_normalize_path_says() -> None:
+    assert to_repo_relative("/workspace/reproduce.py", "") == normalize_path(
+        "/workspace/reproduce.py"
+    )
+    assert guess_root("/usr/lib/x.py") == ""
+    assert to_repo_relative("/usr/lib/x.py", "") is None  # outside any root: not a repo file
+
+
+@pytest.mark.parametrize(
     ("relative", "observation", "reason"),
     [
         ("astropy/modeling/core.py", "", None),
@@ -60,14 +86,3 @@ def test_root_is_guessed_from_the_sandbox_layout() -> None:
 )
 def test_classify(relative: str, observation: str, reason: DropReason | None) -> None:
     assert classify(relative, observation) == reason
-
-
-def test_patch_files_from_diff_headers() -> None:
-    patch = (
-        "diff --git a/pkg/a.py b/pkg/a.py\n--- a/pkg/a.py\n+++ b/pkg/a.py\n@@ -1 +1 @@\n-x\n+y\n"
-        "diff --git a/old.py b/new.py\nsimilarity index 90%\n"
-        "diff --git a/gone.py b/gone.py\ndeleted file mode 100644\n"
-        "diff --git a/pkg/a.py b/pkg/a.py\n"
-    )
-    assert patch_files(patch) == ["pkg/a.py", "new.py", "gone.py"]
-    assert patch_files("not a diff") == []

@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 import pytest
 from catm import (
+    GoldRule,
     Instance,
     JudgeRequest,
     JudgeResult,
+    MiningConfig,
     NoJudge,
     Skip,
     Step,
-    ToolCall,
     Trajectory,
+    TrajectoryCall,
     TrajectoryFormat,
     Verdict,
     median_beta,
@@ -26,12 +29,12 @@ WS = "/workspace/o__p__1"
 WORDS = "word "  # one token each under the regex tokenizer
 
 
-def view(path: str, observation: str = "Here's the result of running `cat -n`") -> ToolCall:
-    return ToolCall("editor", "view", path, observation)
+def view(path: str, observation: str = "Here's the result of running `cat -n`") -> TrajectoryCall:
+    return TrajectoryCall("editor", "view", path, observation)
 
 
-def shell(command: str) -> ToolCall:
-    return ToolCall("shell", command)
+def shell(command: str) -> TrajectoryCall:
+    return TrajectoryCall("shell", command)
 
 
 def trajectory(tid: str, steps: list[Step], instance: str = "o__p-1") -> Trajectory:
@@ -111,8 +114,19 @@ def _corpus() -> list[Trajectory | Skip]:
 
 
 INSTANCES = {
-    "o__p-1": Instance("o__p-1", "o/p", ("a.py",), "issue one"),
-    "o__p-2": Instance("o__p-2", "o/p", ("fix.py", "never_read.py"), "issue two"),
+    "o__p-1": Instance(
+        instance_id="o__p-1",
+        repo="o/p",
+        patch="diff --git a/a.py b/a.py\n",
+        problem_statement="issue one",
+    ),
+    # No patch: the row's `gold_files` are the patch files, taken as given.
+    "o__p-2": Instance(
+        instance_id="o__p-2",
+        repo="o/p",
+        gold_files=("fix.py", "never_read.py"),
+        problem_statement="issue two",
+    ),
 }
 
 
@@ -165,8 +179,6 @@ def test_judge_none_keeps_everything_and_says_so() -> None:
 
 
 def test_limit_stops_early() -> None:
-    from catm import MiningConfig
-
     result = mine_labels(_corpus(), INSTANCES, NoJudge(), config=MiningConfig(limit=2))
     assert result.stats.records_read == 2
     assert result.stats.trajectories == 2
@@ -174,8 +186,6 @@ def test_limit_stops_early() -> None:
 
 
 def test_keep_reasoning_writes_the_evidence() -> None:
-    from catm import MiningConfig
-
     result = mine_labels(_corpus(), INSTANCES, NoJudge(), config=MiningConfig(keep_reasoning=True))
     aux = next(m for label in result.labels for m in label.mined if m.path == "aux.py")
     assert aux.reasoning.split() == ["word"] * 50
@@ -204,3 +214,70 @@ def test_eval_output_records_carry_their_own_patch() -> None:
     [label] = mine_labels([record], {}, NoJudge()).labels
     assert label.patch_files == ["m.py"]
     assert [m.path for m in label.mined] == ["m.py"]
+
+
+# A rename (pkg/old.py -> pkg/new.py), an added file and a test file: only the renamed file's
+# old path is at the base commit and is code, so it is the one patch file.
+RENAME_ADD_TEST = (
+    "diff --git a/pkg/old.py b/pkg/new.py\n"
+    "similarity index 90%\n"
+    "rename from pkg/old.py\n"
+    "rename to pkg/new.py\n"
+    "diff --git a/pkg/added.py b/pkg/added.py\n"
+    "new file mode 100644\n"
+    "--- /dev/null\n"
+    "+++ b/pkg/added.py\n"
+    "@@ -0,0 +1 @@\n"
+    "+x = 1\n"
+    "diff --git a/tests/test_pkg.py b/tests/test_pkg.py\n"
+    "--- a/tests/test_pkg.py\n"
+    "+++ b/tests/test_pkg.py\n"
+    "@@ -1 +1 @@\n"
+    "-a\n"
+    "+b\n"
+)
+
+
+def _reads_old_and_new() -> Trajectory:
+    return trajectory(
+        "t1",
+        [
+            Step("", (view(f"{WS}/pkg/old.py"), view(f"{WS}/pkg/other.py"))),
+            Step(WORDS * 10),
+        ],
+    )
+
+
+def test_patch_files_follow_the_shared_gold_rule() -> None:
+    instance = Instance(instance_id="o__p-1", repo="o/p", patch=RENAME_ADD_TEST)
+    [label] = mine_labels([_reads_old_and_new()], {"o__p-1": instance}, NoJudge()).labels
+    assert label.patch_files == ["pkg/old.py"]
+    old = next(m for m in label.mined if m.path == "pkg/old.py")
+    assert old.in_patch  # the file the agent read at the base commit is the patch's file
+    assert not {"pkg/new.py", "pkg/added.py", "tests/test_pkg.py"} & set(label.gold)
+
+
+def test_the_trajectory_records_own_patch_follows_the_same_rule() -> None:
+    record = replace(_reads_old_and_new(), patch=RENAME_ADD_TEST, repo="o/p")
+    [label] = mine_labels([record], {}, NoJudge()).labels
+    assert label.patch_files == ["pkg/old.py"]
+    assert next(m for m in label.mined if m.path == "pkg/old.py").in_patch
+
+
+def test_another_gold_rule_is_a_config_choice() -> None:
+    instance = Instance(instance_id="o__p-1", repo="o/p", patch=RENAME_ADD_TEST)
+    catm_01 = GoldRule(include_added=True, exclude_tests=False, renames="new")
+    config = MiningConfig(gold_rule=catm_01)
+    result = mine_labels([_reads_old_and_new()], {"o__p-1": instance}, NoJudge(), config=config)
+    [label] = result.labels
+    assert label.patch_files == ["pkg/new.py", "pkg/added.py", "tests/test_pkg.py"]
+    assert result.stats.gold_rule == catm_01
+
+
+def test_an_instance_without_patch_files_under_the_rule_gives_no_label() -> None:
+    only_added = "diff --git a/pkg/added.py b/pkg/added.py\nnew file mode 100644\n"
+    instance = Instance(instance_id="o__p-1", repo="o/p", patch=only_added)
+    result = mine_labels([_reads_old_and_new()], {"o__p-1": instance}, NoJudge())
+    assert result.labels == []
+    assert result.stats.instances_without_patch == 1
+    assert result.stats.skip_reasons == {"no patch files for instance": 1}

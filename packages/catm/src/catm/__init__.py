@@ -3,13 +3,19 @@
 Stage 1 finds every repository file an agent read and the reasoning that followed; stage 2 asks an
 LLM judge whether that reasoning shows the file mattered; stage 3 weights files by reasoning length
 and builds the gold set G = patch files ∪ {f : w(f) ≥ 0.15}. See the README for the rules.
+
+The instance and label records (`Instance`, `LabelRecord`, `MinedFile`, `Verdict`) and the gold
+rule (`GoldRule`) are codegrep-records' own, re-exported: `catm.Instance is
+codegrep_records.Instance`.
 """
 
 from __future__ import annotations
 
 from importlib import metadata as _metadata
 
-from catm._instances import Instance, load_instances
+from codegrep_records import GoldRule, Instance, LabelRecord, MinedFile, Verdict
+
+from catm._instances import load_instances
 from catm._judge import (
     Judge,
     JudgeCache,
@@ -22,21 +28,18 @@ from catm._judge import (
 )
 from catm._mining import FileEvidence, TrajectoryMining, mine_trajectory
 from catm._output import LabelReport, MinedExample, label_report, read_labels, write_labels
-from catm._paths import DropReason, patch_files, to_repo_relative
+from catm._paths import DropReason, to_repo_relative
 from catm._pipeline import MiningConfig, MiningResult, iter_records, mine_labels
 from catm._readers import parse_record, read_trajectories
 from catm._records import (
     SCHEMA_VERSION,
     FileRead,
-    LabelRecord,
-    MinedFile,
     MiningStats,
     Skip,
     Step,
-    ToolCall,
     Trajectory,
+    TrajectoryCall,
     TrajectoryFormat,
-    Verdict,
 )
 from catm._shell import ShellEffects, parse_shell
 from catm._tokens import TOKENIZER_NAME, count_tokens
@@ -57,6 +60,7 @@ __all__ = [
     "DropReason",
     "FileEvidence",
     "FileRead",
+    "GoldRule",
     "InputError",
     "Instance",
     "Judge",
@@ -77,8 +81,8 @@ __all__ = [
     "ShellEffects",
     "Skip",
     "Step",
-    "ToolCall",
     "Trajectory",
+    "TrajectoryCall",
     "TrajectoryFormat",
     "TrajectoryMining",
     "Verdict",
@@ -95,7 +99,6 @@ __all__ = [
     "parse_record",
     "parse_shell",
     "parse_verdict",
-    "patch_files",
     "read_labels",
     "read_trajectories",
     "saturation_weight",

@@ -1,75 +1,99 @@
-"""Instance files (SWE-bench style JSONL): instance_id → repository, patch files, issue text.
+"""Instance files: instance_id → the shared `Instance` record, and which rows can give a label.
 
-Accepted rows: SWE-bench (`instance_id`, `repo`, `patch`, `problem_statement`), rows that already
-carry `gold_files`, and Multi-SWE-bench patch rows (`org`, `repo`, `number`, `fix_patch`), whose
-id is `<org>__<repo>-<number>` as in the Multi-SWE-bench harness.
+Reading and validating rows is `codegrep_records` (`read_rows`, `Instance`): JSON Lines, a JSON
+list, either gzipped, or parquet (the `parquet` extra); a byte-order mark is allowed; SWE-bench
+rows, rows that carry `gold_files`, and Multi-SWE-bench rows (`org`, `repo`, `number`,
+`fix_patch`) are all read by the record itself. What catm adds: a row with no patch files under
+the gold rule is unusable (no label can be built for it) and is counted as a `Skip`, like a row
+that is not JSON or does not validate; and several files merge, a later file's row replacing an
+earlier file's (Lite and Verified share instances).
+
+This module does not decide which files of a patch count; that is `codegrep_records.GoldRule`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-import msgspec
+from codegrep_records import (
+    GoldRule,
+    Instance,
+    RowProblem,
+    describe_validation_error,
+    read_rows,
+)
+from codegrep_records import MissingExtraError as RecordsMissingExtraError
+from codegrep_records.errors import RecordFileError
+from pydantic import ValidationError
 
-from catm._paths import patch_files
-from catm._readers import open_text_lines
 from catm._records import Skip
+from catm.errors import InputError, MissingExtraError
 
-_JSON = msgspec.json.Decoder()
-
-
-@dataclass(frozen=True, slots=True)
-class Instance:
-    instance_id: str
-    repo: str
-    patch_files: tuple[str, ...]
-    issue: str = ""
+NO_PATCH_FILES = "no patch files (no patch, fix_patch or gold_files)"
+NO_GOLD_FILES = "no patch files under the gold rule (the patch only adds files or changes tests)"
 
 
-def instance_from_row(row: Any, keep_issue: bool = True) -> Instance | str:
-    """An `Instance`, or the reason the row is not one."""
-    if not isinstance(row, dict):
-        return "row is not a JSON object"
-    instance_id = row.get("instance_id")
-    repo = str(row.get("repo") or "")
-    if not instance_id and row.get("org") and repo and row.get("number") is not None:
-        instance_id = f"{row['org']}__{repo}-{row['number']}"
-        repo = f"{row['org']}/{repo}"
-    if not instance_id:
-        return "no instance_id"
-    patch = row.get("patch") or row.get("fix_patch") or ""
-    files = patch_files(patch) if isinstance(patch, str) and patch else []
-    if not files and isinstance(row.get("gold_files"), list):
-        files = [str(f) for f in row["gold_files"]]
-    if not files:
-        return "no patch files (no patch, fix_patch or gold_files)"
-    issue = row.get("problem_statement") or row.get("body") or ""
-    return Instance(str(instance_id), repo, tuple(files), str(issue) if keep_issue else "")
+def _usable(instance: Instance, rule: GoldRule) -> str | None:
+    """Why `instance` can give no label under `rule`, or None if it can."""
+    if instance.gold_files_for(rule):
+        return None
+    return NO_GOLD_FILES if instance.patch else NO_PATCH_FILES
+
+
+def _read_file(
+    path: Path, rule: GoldRule, keep_issue: bool, instances: dict[str, Instance], skips: list[Skip]
+) -> None:
+    source = str(path)
+    seen: set[str] = set()
+    for line, row in read_rows(path):
+        if isinstance(row, RowProblem):
+            skips.append(Skip(row.path, row.line, row.message))
+            continue
+        try:
+            instance = Instance.model_validate(row)
+        except ValidationError as exc:
+            skips.append(Skip(source, line, describe_validation_error(exc)))
+            continue
+        # Within one file a repeated id is a defect of the file: the first row is kept and the
+        # repeat reported, as every reader of codegrep-records does.
+        if instance.instance_id in seen:
+            skips.append(
+                Skip(source, line, f"duplicate instance_id {instance.instance_id!r}; first kept")
+            )
+            continue
+        seen.add(instance.instance_id)
+        reason = _usable(instance, rule)
+        if reason is not None:
+            skips.append(Skip(source, line, reason))
+            continue
+        if not keep_issue and instance.problem_statement:
+            instance = instance.model_copy(update={"problem_statement": ""})
+        instances[instance.instance_id] = instance
 
 
 def load_instances(
-    paths: list[Path], keep_issue: bool = True
+    paths: list[Path], keep_issue: bool = True, *, rule: GoldRule | None = None
 ) -> tuple[dict[str, Instance], list[Skip]]:
-    """Every usable instance of the given files (later files win on duplicate ids), and skips."""
+    """Every usable instance of the given files, and a `Skip` for every row that is not one.
+
+    A row is usable when it validates as an `Instance` and has patch files under `rule` (default:
+    the shared `GoldRule()`); see `Instance.gold_files_for`. Later files win on duplicate ids;
+    within one file the first row wins and the repeat is a skip. `keep_issue=False` drops the
+    problem statements (the judge is the only reader of them).
+
+    Raises `InputError` for a file that cannot be read at all and `MissingExtraError` for a
+    parquet file without pyarrow.
+    """
+    rule = rule or GoldRule()
     instances: dict[str, Instance] = {}
     skips: list[Skip] = []
     for path in paths:
-        for number, line in open_text_lines(path):
-            if not line.strip():
-                continue
-            try:
-                row = _JSON.decode(line)
-                result = instance_from_row(row, keep_issue)
-            except msgspec.DecodeError as exc:
-                skips.append(Skip(str(path), number, f"invalid JSON: {exc}"))
-                continue
-            except RecursionError:
-                skips.append(Skip(str(path), number, "row nested too deeply"))
-                continue
-            if isinstance(result, str):
-                skips.append(Skip(str(path), number, result))
-            else:
-                instances[result.instance_id] = result
+        try:
+            _read_file(path, rule, keep_issue, instances, skips)
+        except RecordFileError as exc:
+            raise InputError(str(exc)) from exc
+        except RecordsMissingExtraError as exc:
+            raise MissingExtraError(
+                f"{path}: parquet instance files need pyarrow: pip install 'catm[parquet]'"
+            ) from exc
     return instances, skips

@@ -5,13 +5,21 @@ Agents write paths every way there is: absolute inside the sandbox
 and `..`. Labels must be relative to the repository root so they compare with the gold patch's
 `diff --git` paths.
 
+The sandbox mount points come from the one table of the toolkit, `codegrep_records.MOUNT_PREFIXES`,
+so a bare absolute path maps to what `codegrep_records.normalize_path` gives. What catm adds: the
+shell's working directory for relative paths, and None for a path outside the repository root
+(the shared normalizer keeps every path; a read of `/usr/lib/x.py` is not a repository file).
+
 This module decides what a path *is*; which calls count as reads is `_shell` and `_mining`.
 """
 
 from __future__ import annotations
 
 import posixpath
+import re
 from enum import StrEnum
+
+from codegrep_records import MOUNT_PREFIXES
 
 # Plain-text documentation; the paper drops it. `.txt` also covers requirements files and Django's
 # reStructuredText docs, which are documentation or configuration, not code to retrieve.
@@ -20,8 +28,9 @@ DOC_DIRS = frozenset({"doc", "docs", "documentation"})
 # Compiled or generated files an agent may `cat` by accident; never a retrieval target.
 BINARY_EXTENSIONS = frozenset({".pyc", ".pyo", ".so", ".o", ".a", ".dll", ".dylib", ".class"})
 ARTIFACT_PARTS = frozenset({".git", "__pycache__", "node_modules", ".tox", ".venv"})
-# Sandbox roots used when the record does not name its workspace.
-_KNOWN_PARENTS = ("/workspace/", "/testbed/", "/repo/", "/app/")
+# The shared mount-point table as one anchored pattern; alternatives are tried in table order,
+# as `normalize_path` tries them.
+_MOUNT = re.compile("^(?:" + "|".join(f"(?:{p})" for p in MOUNT_PREFIXES) + ")")
 
 
 class DropReason(StrEnum):
@@ -39,14 +48,13 @@ class DropReason(StrEnum):
 
 
 def guess_root(path: str) -> str:
-    """The repository root a bare absolute path most likely sits under, or "" if none is known."""
-    for parent in _KNOWN_PARENTS:
-        if path.startswith(parent):
-            if parent == "/workspace/":
-                head = path[len(parent) :].split("/", 1)[0]
-                return parent + head if head else ""
-            return parent.rstrip("/")
-    return ""
+    """The sandbox mount a bare absolute path sits under (`MOUNT_PREFIXES`), or "" if none.
+
+    `/workspace/o__p__1.0/src/x.py` -> `/workspace/o__p__1.0`; `/tmp/testbed/abc/src/x.py` ->
+    `/tmp/testbed/abc`; `/testbed/src/x.py` -> `/testbed`.
+    """
+    match = _MOUNT.match(path)
+    return match.group(0).rstrip("/") if match else ""
 
 
 def to_repo_relative(path: str, root: str, cwd: str = "") -> str | None:
@@ -99,23 +107,3 @@ def classify(relative: str, observation: str = "") -> DropReason | None:
     if extension in DOC_EXTENSIONS or parts[0].lower() in DOC_DIRS:
         return DropReason.DOCUMENTATION
     return None
-
-
-def patch_files(patch: str) -> list[str]:
-    """Files a unified diff touches, from its `diff --git a/X b/Y` headers (Y; X for deletions)."""
-    files: list[str] = []
-    seen: set[str] = set()
-    for line in patch.splitlines():
-        if not line.startswith("diff --git "):
-            continue
-        rest = line[len("diff --git ") :]
-        # Paths with spaces are rare in SWE-bench; split on the " b/" that starts the new path.
-        cut = rest.rfind(" b/")
-        if not rest.startswith("a/") or cut < 0:
-            continue
-        new, old = rest[cut + 3 :], rest[2:cut]
-        path = new if new != "/dev/null" else old
-        if path not in seen:
-            seen.add(path)
-            files.append(path)
-    return files

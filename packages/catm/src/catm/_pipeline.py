@@ -9,6 +9,10 @@ Combination rules, in one place:
   an instance with 300 trajectories does not out-weigh one with 3;
 - β and mean(w̃) are taken over every (instance, file) pair the judge kept.
 
+Patch files are the shared gold rule's files of the patch (`MiningConfig.gold_rule`, default the
+toolkit's `GoldRule()`: a rename under its old path, no added files, no test files), from the
+`--instances` row or, without one, from the patch the trajectory record carries itself.
+
 Memory: one trajectory is in memory at a time; what grows is the per-instance aggregate (files,
 contributing trajectory ids, and the judge evidence only when a judge is used), i.e. the size of
 the labels themselves.
@@ -21,10 +25,10 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from catm._instances import Instance
+from codegrep_records import GoldRule, Instance, files_from_patch
+
 from catm._judge import Judge, JudgeRequest, JudgeResult
 from catm._mining import TrajectoryMining, mine_trajectory
-from catm._paths import patch_files
 from catm._readers import read_trajectories
 from catm._records import LabelRecord, MinedFile, MiningStats, Skip, Trajectory, Verdict
 from catm._tokens import TOKENIZER_NAME
@@ -39,6 +43,8 @@ class MiningConfig:
     evidence_chars: int = 6000  # post-reasoning shown to the judge, per file
     limit: int | None = None  # stop after this many trajectory records (`--limit`)
     keep_reasoning: bool = False  # write the post-reasoning text into the labels (audits)
+    # Which files of a patch are its patch files; the defaults are the toolkit's one rule.
+    gold_rule: GoldRule = field(default_factory=GoldRule)
 
 
 @dataclass(slots=True)
@@ -122,7 +128,7 @@ def mine_labels(
     counts = _Counts()
     aggregates: dict[str, _InstanceAggregate] = {}
     seen_trajectories: set[str] = set()
-    missing: set[str] = set()  # instances with trajectories but neither --instances row nor patch
+    missing: set[str] = set()  # instances with trajectories but no patch files under the rule
     keep_evidence = judge.name != "none" or config.keep_reasoning
     for record in records:
         if config.limit is not None and counts.records_read >= config.limit:
@@ -139,7 +145,7 @@ def mine_labels(
             continue
         aggregate = aggregates.get(record.instance_id)
         if aggregate is None:
-            aggregate = _new_aggregate(record, instances)
+            aggregate = _new_aggregate(record, instances, config.gold_rule)
             if aggregate is None:
                 missing.add(record.instance_id)
                 where = (record.source_file, record.source_line)
@@ -156,16 +162,21 @@ def mine_labels(
     return _finish(aggregates, counts, len(missing), judge, config, on_judge_start, on_judged)
 
 
-def _new_aggregate(record: Trajectory, instances: dict[str, Instance]) -> _InstanceAggregate | None:
+def _new_aggregate(
+    record: Trajectory, instances: dict[str, Instance], rule: GoldRule
+) -> _InstanceAggregate | None:
     instance = instances.get(record.instance_id)
     if instance is not None:
+        files = instance.gold_files_for(rule)
+        if not files:
+            return None
         return _InstanceAggregate(
-            instance.instance_id, instance.repo or record.repo, instance.patch_files, instance.issue
+            instance.instance_id, instance.repo, files, instance.problem_statement
         )
-    files = patch_files(record.patch) if record.patch else []
+    files = files_from_patch(record.patch, rule) if record.patch else ()
     if not files:
         return None
-    return _InstanceAggregate(record.instance_id, record.repo, tuple(files), "")
+    return _InstanceAggregate(record.instance_id, record.repo, files, "")
 
 
 def _merge(
@@ -265,6 +276,7 @@ def _finish(
     stats = MiningStats(
         judge=judge.name,
         tokenizer=TOKENIZER_NAME,
+        gold_rule=config.gold_rule,
         beta=beta,
         mean_weight_raw=mean_raw,
         threshold=config.threshold,

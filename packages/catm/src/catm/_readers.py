@@ -19,7 +19,7 @@ from typing import IO, Any, cast
 
 import msgspec
 
-from catm._records import Skip, Step, ToolCall, Trajectory, TrajectoryFormat
+from catm._records import Skip, Step, Trajectory, TrajectoryCall, TrajectoryFormat
 from catm.errors import InputError
 
 # Enough of an observation to recognise a directory listing or a "file created" answer.
@@ -59,13 +59,15 @@ def _inflate_errors() -> tuple[type[Exception], ...]:
 
 _INFLATE_ERRORS = _inflate_errors()
 _DOCUMENT_ERRORS: tuple[type[Exception], ...] = (msgspec.DecodeError, *_INFLATE_ERRORS)
+_BOM = b"\xef\xbb\xbf"  # UTF-8 byte-order mark; the JSON decoder would call it invalid
 
 
 def open_text_lines(path: Path) -> Iterator[tuple[int, bytes]]:
     """Yield (1-based line number, raw line) of a `.jsonl`/`.jsonl.gz` file.
 
     A `.json` file (one object or a list of objects) is parsed whole, since JSON arrays cannot be
-    streamed without a streaming parser; it is yielded as if each element were a line.
+    streamed without a streaming parser; it is yielded as if each element were a line. A UTF-8
+    byte-order mark at the start of the file (Windows editors write one) is dropped.
     """
     name = path.name.lower()
     try:
@@ -75,7 +77,7 @@ def open_text_lines(path: Path) -> Iterator[tuple[int, bytes]]:
     with stream:
         if name.endswith((".json", ".json.gz")):
             try:
-                data = _JSON.decode(stream.read())
+                data = _JSON.decode(stream.read().removeprefix(_BOM))
             except _DOCUMENT_ERRORS as exc:
                 raise InputError(f"{path}: not a JSON document ({exc})") from exc
             except RecursionError as exc:
@@ -87,7 +89,7 @@ def open_text_lines(path: Path) -> Iterator[tuple[int, bytes]]:
         number = 0
         try:
             for number, line in enumerate(stream, start=1):
-                yield number, line
+                yield number, line.removeprefix(_BOM) if number == 1 else line
         except _INFLATE_ERRORS as exc:
             # A truncated or corrupt gzip member: everything before it was yielded; say where.
             raise InputError(f"{path}: unreadable after line {number} ({exc})") from exc
@@ -358,7 +360,7 @@ class _StepBuilder:
         self.calls: list[dict[str, str]] = []
 
     def freeze(self) -> Step:
-        return Step(self.reasoning, tuple(ToolCall(**c) for c in self.calls))
+        return Step(self.reasoning, tuple(TrajectoryCall(**c) for c in self.calls))
 
 
 def _call_from_tool(name: str, args: dict[str, Any]) -> dict[str, str] | None:

@@ -1,9 +1,12 @@
 """Typed records that cross module and file boundaries.
 
-Two families live here. Frozen dataclasses (`Trajectory`, `Step`, `ToolCall`, `FileRead`, `Skip`)
-are the in-memory shape every reader produces; they are cheap because the readers make hundreds of
-thousands of them. Pydantic models (`LabelRecord`, `MinedFile`, `MiningStats`) are what catm writes
-to disk and what other packages read back, so they carry a `schema_version`.
+Two families live here. Frozen dataclasses (`Trajectory`, `Step`, `TrajectoryCall`, `FileRead`,
+`Skip`) are the in-memory shape every reader produces; they are cheap because the readers make
+hundreds of thousands of them. `MiningStats` is the run metadata catm writes beside its labels.
+
+The label rows themselves (`LabelRecord`, `MinedFile`, `Verdict`) are codegrep-records' records,
+re-exported here, so that every package that reads a label file reads the same shape; they carry
+its `schema_version`.
 """
 
 from __future__ import annotations
@@ -11,9 +14,25 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from pydantic import BaseModel, ConfigDict, Field
+from codegrep_records import GoldRule, LabelRecord, MinedFile, Verdict
+from pydantic import BaseModel
 
-SCHEMA_VERSION = 1
+__all__ = [
+    "SCHEMA_VERSION",
+    "FileRead",
+    "LabelRecord",
+    "MinedFile",
+    "MiningStats",
+    "Skip",
+    "Step",
+    "Trajectory",
+    "TrajectoryCall",
+    "TrajectoryFormat",
+    "Verdict",
+]
+
+# The label rows' version (codegrep-records owns it); the stats sidecar carries the same number.
+SCHEMA_VERSION: int = LabelRecord.SCHEMA_VERSION
 
 
 class TrajectoryFormat(StrEnum):
@@ -34,8 +53,11 @@ class Skip:
 
 
 @dataclass(frozen=True, slots=True)
-class ToolCall:
-    """One tool call of an agent turn, reduced to what stage 1 needs.
+class TrajectoryCall:
+    """One tool call of a recorded agent turn, reduced to what stage 1 needs.
+
+    Not the agent's own `ToolCall` record (codegrep-model): this is what a trajectory file says
+    was called, normalised across formats.
 
     `tool` is normalised: "editor" (str_replace_editor / file_editor), "shell" (execute_bash /
     terminal), or the original tool name for anything else. `cwd` is the working directory the
@@ -54,7 +76,7 @@ class Step:
     """One assistant turn: the text it wrote (reasoning) and the tool calls it made."""
 
     reasoning: str
-    calls: tuple[ToolCall, ...] = ()
+    calls: tuple[TrajectoryCall, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,50 +104,6 @@ class FileRead:
     reasoning_tokens: int
 
 
-class Verdict(StrEnum):
-    """Stage 2 outcome for one mined file."""
-
-    RELEVANT = "RELEVANT"
-    NOT_RELEVANT = "NOT_RELEVANT"
-    UNJUDGED = "UNJUDGED"  # `--judge none`: kept without asking anyone
-    JUDGE_FAILED = "JUDGE_FAILED"  # endpoint failed after every retry; kept (conservative), counted
-
-
-class MinedFile(BaseModel):
-    """A file some agent read for this instance, with what each stage decided about it."""
-
-    model_config = ConfigDict(frozen=True)
-
-    path: str
-    reasoning_tokens: int = Field(ge=0, description="l(f) after combining reads and trajectories")
-    n_reads: int = Field(ge=1)
-    verdict: Verdict
-    judge_answer: str = ""  # the judge's raw first line, for audits
-    # w̃(f), and w(f) = w̃ / mean(w̃); None when the judge dropped the file. Always finite: a NaN
-    # or infinite weight read back is a corrupt row, and would break the histogram.
-    weight_raw: float | None = Field(default=None, allow_inf_nan=False)
-    weight: float | None = Field(default=None, allow_inf_nan=False)
-    in_patch: bool
-    in_gold: bool
-    trajectories: list[str]
-    reasoning: str = ""  # the post-reasoning the judge saw; only with `--keep-reasoning`
-
-
-class LabelRecord(BaseModel):
-    """The label of one instance: patch files, mined files and the final gold set."""
-
-    model_config = ConfigDict(frozen=True)
-
-    schema_version: int = SCHEMA_VERSION
-    instance_id: str
-    repo: str = ""
-    patch_files: list[str]
-    mined: list[MinedFile]
-    gold: list[str]
-    trajectories: list[str]
-    judge: str  # the judge model, or "none"
-
-
 class MiningStats(BaseModel):
     """Run metadata and per-stage counts, written beside the labels as `<labels>.stats.json`."""
 
@@ -142,6 +120,10 @@ class MiningStats(BaseModel):
     instances: int
     instances_without_patch: int
     instance_rows_skipped: int = 0  # --instances rows not usable (no id, no patch, bad JSON)
+    # The rule that chose `patch_files` from each patch. None: a stats file written by catm 0.1,
+    # whose patch files were every file of the diff headers (renames under the new name, added
+    # and test files included).
+    gold_rule: GoldRule | None = None
     reads_total: int
     reads_dropped: dict[str, int]
     reads_kept: int

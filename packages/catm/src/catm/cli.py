@@ -7,10 +7,12 @@ library. This is the only module that prints.
 from __future__ import annotations
 
 import os
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
 import typer
+from codegrep_records import GoldRule
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
@@ -37,12 +39,22 @@ console = Console(stderr=True)
 out = Console()
 
 
+class Renames(StrEnum):
+    """Which path of a renamed file counts (`GoldRule.renames`)."""
+
+    OLD = "old"
+    NEW = "new"
+    BOTH = "both"
+
+
 @app.command(
     epilog=(
         "Example: catm mine data/openhands_glm46_lite/sessions.jsonl.gz "
         "--instances data/swebench/lite.jsonl -o labels.jsonl --judge none\n\n"
         "With a judge: catm mine trajs.jsonl.gz -i lite.jsonl -o labels.jsonl "
-        "--judge Qwen/Qwen3-32B --endpoint http://localhost:8000/v1 -j 32"
+        "--judge Qwen/Qwen3-32B --endpoint http://localhost:8000/v1 -j 32\n\n"
+        "Patch files follow the toolkit's gold rule (renames under the old path, no added files, "
+        "no test files); --renames, --include-added and --include-tests ask a different question."
     )
 )
 def mine(
@@ -51,7 +63,12 @@ def mine(
     ],
     instances: Annotated[
         list[Path],
-        typer.Option("--instances", "-i", help="SWE-bench style instance JSONL (gold patches)."),
+        typer.Option(
+            "--instances",
+            "-i",
+            help="SWE-bench style instance files (gold patches): .jsonl, .json, .parquet, "
+            "optionally .gz.",
+        ),
     ],
     output: Annotated[Path, typer.Option("-o", "--output", help="Labels JSONL to write.")],
     judge: Annotated[
@@ -75,6 +92,13 @@ def mine(
     retries: Annotated[int, typer.Option(help="Retries per judge request.")] = 4,
     timeout: Annotated[float, typer.Option(help="Seconds per judge request.")] = 60.0,
     threshold: Annotated[float, typer.Option(help="Gold threshold on w(f).")] = GOLD_THRESHOLD,
+    renames: Annotated[
+        Renames, typer.Option(help="Which path of a renamed file is a patch file.")
+    ] = Renames.OLD,
+    include_added: Annotated[
+        bool, typer.Option(help="Count files the patch adds as patch files.")
+    ] = False,
+    include_tests: Annotated[bool, typer.Option(help="Count test files as patch files.")] = False,
     limit: Annotated[
         int | None, typer.Option(help="Stop after this many trajectory records.")
     ] = None,
@@ -88,8 +112,11 @@ def mine(
     verbose: Annotated[bool, typer.Option("-v", "--verbose", help="List skipped rows.")] = False,
 ) -> None:
     """Mine relevance labels from agent trajectories (stages 1-3)."""
+    rule = GoldRule(
+        include_added=include_added, exclude_tests=not include_tests, renames=renames.value
+    )
     try:
-        table, instance_skips = load_instances(list(instances))
+        table, instance_skips = load_instances(list(instances), rule=rule)
         judge_impl: Judge
         if judge == "none":
             judge_impl = NoJudge()
@@ -125,7 +152,10 @@ def mine(
                 table,
                 judge_impl,
                 config=MiningConfig(
-                    threshold=threshold, limit=limit, keep_reasoning=keep_reasoning
+                    threshold=threshold,
+                    limit=limit,
+                    keep_reasoning=keep_reasoning,
+                    gold_rule=rule,
                 ),
                 on_trajectory=lambda: progress.advance(reading),
                 on_judge_start=judge_start,
@@ -175,6 +205,12 @@ def stats(
         raise typer.Exit(2) from exc
     if run is not None:
         _print_stats_table(run.model_dump())
+        if run.gold_rule is None:
+            console.print(
+                "[yellow]written by catm 0.1: patch_files are every file of the diff "
+                "(renames under the new name, added and test files included); run catm mine "
+                "again for the shared gold rule[/yellow]"
+            )
     summary = Table(title=f"labels in {labels.name}")
     summary.add_column("figure")
     summary.add_column("value", justify="right")
@@ -232,7 +268,9 @@ def _print_stats_table(values: dict[str, object]) -> None:
     table.add_column("figure")
     table.add_column("value", justify="right")
     for key, value in values.items():
-        if isinstance(value, dict):
+        if key == "gold_rule" and value is None:
+            value = "catm 0.1 (every file of the diff)"
+        elif isinstance(value, dict):
             value = ", ".join(f"{k}={v}" for k, v in sorted(value.items())) or "-"
         elif isinstance(value, float):
             value = f"{value:.4f}"
