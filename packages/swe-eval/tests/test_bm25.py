@@ -151,3 +151,38 @@ def test_predict_cli_runs_the_lexical_agent(repo: tuple[Path, str], tmp_path: Pa
     # The agent needs an endpoint: said at once, nothing run.
     agent = CliRunner().invoke(app, [*argv[:2], "agent", *argv[3:]])
     assert agent.exit_code == 2
+
+
+def test_predict_cli_counts_a_commit_it_cannot_find_and_goes_on(
+    repo: tuple[Path, str], tmp_path: Path
+) -> None:
+    import json
+
+    from swe_eval.cli import app
+    from typer.testing import CliRunner
+
+    src, base = repo
+    rows = [
+        {"instance_id": f"acme__widgets-{i}", "repo": "acme/widgets", "base_commit": commit,
+         "problem_statement": "render_widget returns the wrong html", "patch": ""}
+        for i, commit in enumerate(["0" * 40, base])
+    ]  # fmt: skip
+    instances = tmp_path / "i.jsonl"
+    instances.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "bm25.jsonl"
+    argv = ["predict", "-r", "bm25", "-i", str(instances), "-o", str(out),
+            "--cache", str(tmp_path / "cache")]  # fmt: skip
+    # The missing commit is said, counted and skipped; it no longer ends the run.
+    result = CliRunner().invoke(app, [*argv, "--source", str(src) + "/{owner}/{name}"])
+    assert result.exit_code == 1, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    said = " ".join(result.output.split())
+    assert "acme__widgets-0" in said
+    assert "1 predicted, 1 failed" in said
+    assert [json.loads(x)["instance_id"] for x in out.read_text().splitlines()] == [
+        "acme__widgets-1"
+    ]
+    # A source template that names no repository is a clear error, not a traceback.
+    result = CliRunner().invoke(app, [*argv, "--source", str(src)])
+    assert result.exit_code == 2
+    assert "names no repository" in " ".join(result.output.split())

@@ -186,6 +186,7 @@ def test_precision_curve_stops_when_answers_stop_growing(files: dict[str, Path])
 @pytest.mark.parametrize(
     "args",
     [
+        ["retrieval", "-p", "{good}"],
         ["cut", "-p", "{good}"],
         ["plot", "-p", "{good}", "-o", "{tmp}/x.png"],
         ["predict", "-r", "bm25", "--cache", "{tmp}/cache", "-o", "{tmp}/o.jsonl"],

@@ -1,89 +1,56 @@
+"""swe-eval scores with codegrep-records' records, gold rule and readers: the very same objects.
+
+The behaviour itself (patch parsing, the gold rule, Lite's published gold files, every reader and
+its bad-row accounting) is tested in codegrep-records; here only that swe-eval's names still lead
+there, and what swe-eval adds around them.
+"""
+
 from __future__ import annotations
 
+import codegrep_records
 import pytest
-from swe_eval import ChangeKind, GoldRule, files_from_patch, is_test_path, parse_patch
+import swe_eval
+from swe_eval import DatasetError, SweEvalError
+
+SHARED = [
+    "CATM_WEIGHT_THRESHOLD",
+    "ChangeKind",
+    "GoldLabel",
+    "GoldRule",
+    "Instance",
+    "Loaded",
+    "PatchFile",
+    "Prediction",
+    "RowProblem",
+    "files_from_patch",
+    "gold_from_instances",
+    "is_test_path",
+    "load_instances",
+    "load_labels",
+    "load_predictions",
+    "parse_patch",
+    "read_rows",
+]
 
 
-def diff(path: str, body: str = "-old\n+new\n", header: str = "") -> str:
-    """A minimal git diff for one file."""
-    return (
-        f"diff --git a/{path} b/{path}\n{header}index 111..222 100644\n"
-        f"--- a/{path}\n+++ b/{path}\n@@ -1 +1 @@\n{body}"
-    )
+@pytest.mark.parametrize("name", SHARED)
+def test_swe_evals_name_is_the_records_object(name: str) -> None:
+    assert getattr(swe_eval, name) is getattr(codegrep_records, name)
 
 
-ADDED = (
-    "diff --git a/pkg/new.py b/pkg/new.py\nnew file mode 100644\nindex 0000000..1111111\n"
-    "--- /dev/null\n+++ b/pkg/new.py\n@@ -0,0 +1 @@\n+x = 1\n"
-)
-DELETED = (
-    "diff --git a/pkg/old.py b/pkg/old.py\ndeleted file mode 100644\nindex 1111111..0000000\n"
-    "--- a/pkg/old.py\n+++ /dev/null\n@@ -1 +0,0 @@\n-x = 1\n"
-)
-RENAMED = (
-    "diff --git a/pkg/a.py b/pkg/b.py\nsimilarity index 90%\nrename from pkg/a.py\n"
-    "rename to pkg/b.py\nindex 1..2 100644\n--- a/pkg/a.py\n+++ b/pkg/b.py\n@@ -1 +1 @@\n-a\n+b\n"
-)
+def test_swe_eval_gold_still_imports_and_leads_to_the_records() -> None:
+    from swe_eval.gold import GoldRule, files_from_patch
+
+    assert files_from_patch is codegrep_records.files_from_patch
+    assert GoldRule is codegrep_records.GoldRule
 
 
-def test_kinds_and_paths_at_base_commit() -> None:
-    patch = diff("pkg/mod.py") + ADDED + DELETED + RENAMED
-    changes = {c.path: c for c in parse_patch(patch)}
-    assert changes["pkg/mod.py"].kind is ChangeKind.MODIFIED
-    assert changes["pkg/new.py"].kind is ChangeKind.ADDED
-    assert changes["pkg/old.py"].kind is ChangeKind.DELETED
-    # A renamed file counts under the path that exists at the base commit.
-    assert changes["pkg/a.py"].kind is ChangeKind.RENAMED
-    assert changes["pkg/a.py"].new_path == "pkg/b.py"
-    assert files_from_patch(patch) == ("pkg/mod.py", "pkg/old.py", "pkg/a.py")
-    assert "pkg/new.py" in files_from_patch(patch, GoldRule(include_added=True))
+def test_the_prediction_schema_version_is_the_records_one() -> None:
+    assert swe_eval.PREDICTION_SCHEMA_VERSION == codegrep_records.Prediction.SCHEMA_VERSION == 1
 
 
-def test_test_files_are_left_out_unless_asked() -> None:
-    patch = diff("src/app.py") + diff("tests/test_app.py") + diff("src/conftest.py")
-    assert files_from_patch(patch) == ("src/app.py",)
-    assert len(files_from_patch(patch, GoldRule(exclude_tests=False))) == 3
-
-
-@pytest.mark.parametrize(
-    ("path", "expected"),
-    [
-        ("sympy/core/tests/test_basic.py", True),
-        ("tests/i18n/sampleproject/manage.py", True),
-        ("testing/test_x.py", True),
-        ("src/_pytest/python.py", False),
-        ("pkg/foo_test.py", True),
-        ("pkg/testing.py", False),
-        ("pkg/contest.py", False),
-        ("lib/test/x.c", True),
-    ],
-)
-def test_is_test_path(path: str, expected: bool) -> None:
-    assert is_test_path(path) is expected
-
-
-def test_plain_unified_diff_without_git_headers() -> None:
-    patch = "--- a/x.py\t2020-01-01\n+++ b/x.py\t2020-01-02\n@@ -1 +1 @@\n-a\n+b\n"
-    assert files_from_patch(patch) == ("x.py",)
-    added = "--- /dev/null\n+++ b/y.py\n@@ -0,0 +1 @@\n+a\n"
-    assert files_from_patch(added) == ()
-
-
-def test_each_file_once_in_order() -> None:
-    patch = diff("b.py") + diff("a.py") + diff("b.py")
-    assert files_from_patch(patch) == ("b.py", "a.py")
-
-
-def test_lite_gold_matches_the_published_gold_files(shared_data) -> None:  # type: ignore[no-untyped-def]
-    from swe_eval import gold_from_instances, load_instances
-
-    inst = load_instances(shared_data / "swebench" / "lite.jsonl").records
-    gold = gold_from_instances(inst)
-    import json
-
-    published = {
-        row["instance_id"]: set(row["gold_files"])
-        for row in map(json.loads, (shared_data / "swebench" / "lite.jsonl").open())
-    }
-    assert len(gold) == 300
-    assert all(set(gold[i].files) == published[i] for i in published)
+def test_an_unreadable_file_is_one_kind_of_error_whoever_found_it() -> None:
+    # The readers raise RecordFileError; swe-eval's own DatasetError is one too, so a caller
+    # catching RecordFileError (as the CLI does, through RecordError) sees both.
+    assert issubclass(DatasetError, codegrep_records.RecordFileError)
+    assert issubclass(DatasetError, SweEvalError)

@@ -11,9 +11,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from codegrep_records import is_test_path
 from worktree_sandbox import SandboxError
-
-from swe_eval.gold import is_test_path
 
 __all__ = ["Document", "FileSource", "MappingTree", "code_tokens", "collect_documents"]
 

@@ -15,24 +15,27 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-from swe_eval._corpus import FileSource
-from swe_eval.cuts import Cut, apply_cut, sweep_cuts
-from swe_eval.datasets import (
+from codegrep_records import (
+    GoldLabel,
+    GoldRule,
+    Instance,
     Loaded,
+    Prediction,
+    RecordError,
     RowProblem,
     gold_from_instances,
     load_instances,
     load_labels,
     load_predictions,
-    write_predictions,
 )
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from swe_eval._corpus import FileSource
+from swe_eval._prediction_writer import prediction_json, write_predictions
+from swe_eval.cuts import Cut, apply_cut, sweep_cuts
 from swe_eval.errors import SweEvalError
-from swe_eval.gold import GoldRule
 from swe_eval.metrics import DEFAULT_KS, SystemEval, evaluate, paired_difference, summarize
-from swe_eval.models import GoldLabel, Instance, Prediction
 from swe_eval.peers import PeerFormat, convert_peer
 from swe_eval.report import TableFormat, render
 
@@ -60,7 +63,7 @@ def _clear_errors() -> Iterator[None]:
     """A file that cannot be read (or a bad value) ends the command with its message, exit 2."""
     try:
         yield
-    except (SweEvalError, ValueError) as exc:
+    except (SweEvalError, RecordError, ValueError) as exc:
         err.print(f"[red]error:[/] {exc}")
         raise typer.Exit(2) from exc
 
@@ -210,7 +213,7 @@ def retrieval(
                             ev, evals[0], metric=metric, n_resamples=max(resamples, 1000), seed=seed
                         )
                     )
-    except (SweEvalError, ValueError) as exc:
+    except (SweEvalError, RecordError, ValueError) as exc:
         err.print(f"[red]error:[/] {exc}")
         raise typer.Exit(2) from exc
     for s in summaries:
@@ -244,7 +247,7 @@ def convert(
         conv = convert_peer(
             fmt, source, name=name, ranking=ranking, top_k=top_k, min_score=min_score
         )
-    except (SweEvalError, ValueError) as exc:
+    except (SweEvalError, RecordError, ValueError) as exc:
         err.print(f"[red]error:[/] {exc}")
         raise typer.Exit(2) from exc
     n = write_predictions(output, conv.predictions)
@@ -342,17 +345,25 @@ def predict(
             )
         )
     failures = 0
-    from worktree_sandbox import BareRepoCache, SyncSandbox
+    from worktree_sandbox import BareRepoCache, SandboxError, SyncSandbox
 
-    repo_cache = BareRepoCache(cache, source=source)
+    try:
+        repo_cache = BareRepoCache(cache, source=source)
+    except (SandboxError, OSError) as exc:  # a --source naming no repository, an unusable --cache
+        err.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(2) from exc
     with SyncSandbox(repo_cache) as sb:
         for r, commits in _commits_by_repo(todo).items():
-            repo_cache.ensure(r, commits=commits)
+            try:  # one clone and one fetch per repository, rather than one per instance
+                repo_cache.ensure(r, commits=commits)
+            except SandboxError as exc:
+                # not fatal: each instance it concerns fails below on its own and is counted
+                err.print(f"[yellow]{r}[/]: {exc}")
 
         @contextmanager
         def open_tree(inst: Instance) -> Iterator[FileSource]:
-            assert inst.base_commit is not None
-            with sb.tree(inst.repo, inst.base_commit) as tree:
+            # A row names a repository, never a folder that happens to be here.
+            with sb.open(inst.repo, inst.base_commit, folders=False) as tree:
                 yield tree
 
         output.parent.mkdir(parents=True, exist_ok=True)
@@ -371,7 +382,7 @@ def predict(
                     failures += 1
                     err.print(f"[red]{outcome.instance_id}[/]: {outcome.error}")
                     continue
-                fh.write(outcome.prediction.model_dump_json(exclude_none=True) + "\n")
+                fh.write(prediction_json(outcome.prediction) + "\n")
                 fh.flush()
     err.print(f"{len(todo) - failures} predicted, {failures} failed")
     if failures:

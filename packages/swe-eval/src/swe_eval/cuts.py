@@ -10,8 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from codegrep_records import GoldLabel, Prediction
+
 from swe_eval.metrics import evaluate
-from swe_eval.models import GoldLabel, Prediction
 
 __all__ = ["Cut", "CutResult", "apply_cut", "sweep_cuts"]
 

@@ -3,9 +3,17 @@
 Everything this package raises on purpose derives from `SweEvalError`. A missing optional
 dependency is a `MissingExtraError`, which is also an `ImportError` so that `except ImportError`
 in user code keeps working.
+
+Instance, prediction and label files are read by `codegrep_records`, which raises its own
+`RecordFileError` for a file that cannot be read at all (and its own `MissingExtraError` for
+parquet without pyarrow), both `codegrep_records.RecordError`s. `DatasetError` derives from
+`RecordFileError` too, so `except codegrep_records.RecordFileError` catches an unreadable file
+whichever package found it; the CLI handles `RecordError` wherever it handles `SweEvalError`.
 """
 
 from __future__ import annotations
+
+from codegrep_records import RecordFileError
 
 __all__ = [
     "DatasetError",
@@ -19,8 +27,11 @@ class SweEvalError(Exception):
     """Base of every error raised by swe-eval."""
 
 
-class DatasetError(SweEvalError):
-    """An instance, label or prediction file cannot be read at all (missing, wrong format)."""
+class DatasetError(SweEvalError, RecordFileError):
+    """An input file cannot be read at all (missing, wrong format).
+
+    The readers of `codegrep_records` raise its `RecordFileError`, of which this is a subclass.
+    """
 
 
 class PredictionError(SweEvalError):

@@ -1,29 +1,20 @@
-"""Gold files from a unified diff, and the rules that decide which of them count.
+"""The gold rule, kept importable under its old name: `codegrep_records` owns it now.
 
-A retriever runs at the base commit, so gold is "the files at the base commit that the fix
-touches". The rules (also in the README):
-
-- modified file: counts, under its path;
-- deleted file: counts (it exists at the base commit and must be found to be deleted);
-- renamed file: counts under its *old* path, the one that exists at the base commit;
-- new file: does not count by default (no retriever can name a file that does not exist yet);
-  `GoldRule(include_added=True)` keeps it;
-- test file: does not count by default (SWE-bench keeps test changes in `test_patch`, and a
-  localizer for a coding agent is asked for the code to change). A path is a test file when a
-  directory in it is named `test` or `tests`, or its file name is `conftest.py`, `test_*.py`,
-  `*_test.py` or `*_tests.py`.
-
-The same rules turn a peer's *patch* into its "files edited" prediction, so gold and prediction
-are read the same way.
+Every name here is the `codegrep_records` object itself (`swe_eval.gold.GoldRule is
+codegrep_records.GoldRule`), so gold means the same in every package. New code imports them from
+`codegrep_records` or from `swe_eval`; this module only keeps `swe_eval.gold` imports working.
 """
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
-from enum import StrEnum
-
-from grpo_rewards import normalize_path
+from codegrep_records import (
+    ChangeKind,
+    GoldRule,
+    PatchFile,
+    files_from_patch,
+    is_test_path,
+    parse_patch,
+)
 
 __all__ = [
     "ChangeKind",
@@ -33,127 +24,3 @@ __all__ = [
     "is_test_path",
     "parse_patch",
 ]
-
-_GIT_HEADER = re.compile(r"^diff --git (?P<a>\S+|\"[^\"]+\") (?P<b>\S+|\"[^\"]+\")$")
-_TEST_NAME = re.compile(r"^(conftest\.py|test_.*\.py|.*_tests?\.py)$")
-_TEST_DIRS = frozenset({"test", "tests"})
-
-
-class ChangeKind(StrEnum):
-    MODIFIED = "modified"
-    ADDED = "added"
-    DELETED = "deleted"
-    RENAMED = "renamed"
-
-
-@dataclass(frozen=True)
-class PatchFile:
-    """One file a patch touches. `path` is the path at the base commit (new path if added)."""
-
-    path: str
-    kind: ChangeKind
-    new_path: str | None = None
-
-
-@dataclass(frozen=True)
-class GoldRule:
-    """Which touched files count as gold (and as a patch-derived prediction)."""
-
-    include_added: bool = False
-    exclude_tests: bool = True
-
-    def keeps(self, change: PatchFile) -> bool:
-        if change.kind is ChangeKind.ADDED and not self.include_added:
-            return False
-        return not (self.exclude_tests and is_test_path(change.path))
-
-
-def is_test_path(path: str) -> bool:
-    parts = normalize_path(path).split("/")
-    return bool(_TEST_DIRS.intersection(parts[:-1])) or bool(_TEST_NAME.match(parts[-1]))
-
-
-def _strip_prefix(raw: str) -> str | None:
-    raw = raw.strip().strip('"')
-    if raw == "/dev/null":
-        return None
-    # Timestamps after a tab in plain (non-git) diffs: "--- a/x.py\t2020-01-01 ..."
-    raw = raw.split("\t", 1)[0]
-    if raw.startswith(("a/", "b/")):
-        raw = raw[2:]
-    return normalize_path(raw)
-
-
-def parse_patch(patch: str) -> tuple[PatchFile, ...]:
-    """Every file a unified diff touches, in order of appearance, each once.
-
-    Reads `diff --git` headers with their `new file` / `deleted file` / `rename from|to` lines,
-    and falls back to `---`/`+++` pairs for diffs without git headers.
-    """
-    found: dict[str, PatchFile] = {}
-    lines = patch.splitlines()
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        header = _GIT_HEADER.match(line)
-        if header:
-            a = _strip_prefix(header["a"])
-            b = _strip_prefix(header["b"])
-            kind = ChangeKind.MODIFIED
-            old, new = a, b
-            i += 1
-            # Extended header lines until the first hunk or the next file.
-            while i < len(lines) and not lines[i].startswith(("diff --git ", "@@")):
-                ext = lines[i]
-                if ext.startswith("new file mode"):
-                    kind = ChangeKind.ADDED
-                elif ext.startswith("deleted file mode"):
-                    kind = ChangeKind.DELETED
-                elif ext.startswith("rename from "):
-                    kind, old = ChangeKind.RENAMED, normalize_path(ext[len("rename from ") :])
-                elif ext.startswith("rename to "):
-                    new = normalize_path(ext[len("rename to ") :])
-                elif ext.startswith("--- "):
-                    minus = _strip_prefix(ext[4:])
-                    if minus is None:
-                        kind = ChangeKind.ADDED
-                elif ext.startswith("+++ "):
-                    plus = _strip_prefix(ext[4:])
-                    if plus is None:
-                        kind = ChangeKind.DELETED
-                i += 1
-            if kind is ChangeKind.ADDED:
-                change = PatchFile(path=new or old or "", kind=kind)
-            elif kind is ChangeKind.RENAMED:
-                change = PatchFile(path=old or "", kind=kind, new_path=new)
-            else:
-                change = PatchFile(path=old or new or "", kind=kind)
-            if change.path and change.path not in found:
-                found[change.path] = change
-            continue
-        if line.startswith("--- ") and i + 1 < len(lines) and lines[i + 1].startswith("+++ "):
-            minus = _strip_prefix(line[4:])
-            plus = _strip_prefix(lines[i + 1][4:])
-            if minus is None and plus is not None:
-                change = PatchFile(path=plus, kind=ChangeKind.ADDED)
-            elif plus is None and minus is not None:
-                change = PatchFile(path=minus, kind=ChangeKind.DELETED)
-            elif minus is not None and plus is not None and minus != plus:
-                change = PatchFile(path=minus, kind=ChangeKind.RENAMED, new_path=plus)
-            elif minus is not None:
-                change = PatchFile(path=minus, kind=ChangeKind.MODIFIED)
-            else:
-                i += 2
-                continue
-            if change.path not in found:
-                found[change.path] = change
-            i += 2
-            continue
-        i += 1
-    return tuple(found.values())
-
-
-def files_from_patch(patch: str, rule: GoldRule | None = None) -> tuple[str, ...]:
-    """The paths of `patch` that `rule` keeps, in order of appearance."""
-    rule = rule or GoldRule()
-    return tuple(change.path for change in parse_patch(patch) if rule.keeps(change))

@@ -27,11 +27,10 @@ from enum import StrEnum
 from typing import Any
 
 import numpy as np
+from codegrep_records import GoldLabel, Prediction
 from grpo_rewards import fbeta_from_counts
 from numpy.typing import NDArray
 from pydantic import BaseModel, ConfigDict
-
-from swe_eval.models import GoldLabel, Prediction
 
 __all__ = [
     "DEFAULT_KS",

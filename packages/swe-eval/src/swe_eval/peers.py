@@ -10,8 +10,8 @@ an instance a peer did not answer simply has no prediction, and the scorer count
 - `chronorepo`: ChronoRepo's `f1_scores_*.jsonl`, the `bm25` or `hybrid` ranking of
   `[path, score]` pairs, cut to the top k and/or to a score floor.
 - `autocoderover`, `swe-agent`: SWE-bench prediction files (`instance_id`, `model_patch`); the
-  files edited, read with the same rule as gold (`swe_eval.gold`): new files and test files do
-  not count. An empty or absent patch gives an empty prediction.
+  files edited, read with the same rule as gold (`codegrep_records.GoldRule`): new files and
+  test files do not count. An empty or absent patch gives an empty prediction.
 """
 
 from __future__ import annotations
@@ -23,11 +23,14 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from grpo_rewards import normalize_path
-
-from swe_eval.datasets import RowProblem, read_rows
-from swe_eval.gold import GoldRule, files_from_patch
-from swe_eval.models import Prediction
+from codegrep_records import (
+    GoldRule,
+    Prediction,
+    RowProblem,
+    files_from_patch,
+    normalize_path,
+    read_rows,
+)
 
 __all__ = [
     "Conversion",

@@ -15,10 +15,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from codegrep_records import GoldLabel, Prediction
+
 from swe_eval.cuts import Cut, apply_cut
 from swe_eval.errors import MissingExtraError
 from swe_eval.metrics import SystemSummary, evaluate
-from swe_eval.models import GoldLabel, Prediction
 
 __all__ = [
     "NEUTRAL_PRECISION",

@@ -13,8 +13,9 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Protocol
 
+from codegrep_records import Instance, Prediction
+
 from swe_eval._corpus import FileSource
-from swe_eval.models import Instance, Prediction
 
 __all__ = ["PredictOutcome", "Retriever", "predict"]
 

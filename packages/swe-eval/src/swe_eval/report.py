@@ -12,7 +12,8 @@ from collections import Counter
 from collections.abc import Sequence
 from enum import StrEnum
 
-from swe_eval.datasets import RowProblem
+from codegrep_records import RowProblem
+
 from swe_eval.metrics import PairedDifference, SystemSummary
 
 __all__ = [
