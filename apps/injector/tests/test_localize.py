@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import re
 import subprocess
 from pathlib import Path
 
 import pytest
+from codegrep_model import PolicyReply, ScriptedPolicy
+from injector import localize
 from injector.cli import app
 from typer.testing import CliRunner
+from worktree_sandbox import BareRepoCache, TreePool
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -65,6 +70,9 @@ def test_localize_json_on_a_working_tree(repo: Path, tmp_path: Path) -> None:
     assert data["status"] == "answered"
     assert data["policy"] == "lexical"
     assert 1 <= data["turns"] <= 4
+    # the policy's confidence per file, aligned with `files`
+    assert len(data["scores"]) == len(data["files"])
+    assert all(0 <= s <= 1 for s in data["scores"])
 
 
 def test_localize_reads_stdin_and_prints_reasons(repo: Path) -> None:
@@ -72,7 +80,44 @@ def test_localize_reads_stdin_and_prints_reasons(repo: Path) -> None:
     assert res.exit_code == 0, res.output
     first = res.output.splitlines()[0]
     assert first.startswith("billing/invoice.py")
+    assert re.search(r"billing/invoice\.py +0\.\d\d +defines", first)  # the score column
     assert "lexical:" in res.output
+
+
+def test_a_policy_without_scores_prints_none(repo: Path) -> None:
+    policy = ScriptedPolicy([PolicyReply(content='{"files": ["billing/tax.py"]}')])
+    result = asyncio.run(localize(str(repo), "vat is wrong", policy=policy))
+    assert result.to_json()["scores"] is None
+    assert result.files[0].score is None
+
+
+def test_names_open_through_the_cache_and_a_pool_can_be_given(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    source = str(repo.parent / "{name}")  # a local mirror pattern
+    # a folder needs no clone cache, and none is made
+    res = CliRunner().invoke(app, ["localize", "--repo", str(repo), "--issue", "-"], input=ISSUE)
+    assert res.exit_code == 0, res.output
+    assert not (tmp_path / "home" / ".cache").exists()
+    argv = ["localize", "--repo", "acme/billing-repo", "--commit", "HEAD", "--issue", "-"]
+    res = CliRunner().invoke(
+        app, [*argv, "--json", "--cache", str(tmp_path / "cache"), "--source", source], input=ISSUE
+    )
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.output)["files"] == ["billing/invoice.py"]
+
+    async def served() -> list[list[str]]:
+        cache = BareRepoCache(tmp_path / "cache", source)
+        async with TreePool(cache, workdir=tmp_path / "trees") as pool:
+            results = await asyncio.gather(
+                *(localize("acme/billing-repo", ISSUE, commit="HEAD", pool=pool) for _ in range(3)),
+                localize(str(repo), ISSUE, pool=pool),
+            )
+            assert pool.stats.trees_opened == 1  # the three requests shared one tree
+        return [[f.path for f in r.files] for r in results]
+
+    assert asyncio.run(served()) == [["billing/invoice.py"]] * 4
 
 
 def test_localize_sees_uncommitted_changes_and_commits(repo: Path, tmp_path: Path) -> None:
@@ -101,7 +146,13 @@ def test_bad_inputs_exit_2(repo: Path, tmp_path: Path) -> None:
     assert res.exit_code == 2
     res = runner.invoke(app, ["localize", "--repo", "not/here", "--issue", "-"], input="x y z")
     assert res.exit_code == 2
-    assert "needs --commit" in res.output
+    assert "'not/here' is not a directory; a repository name (owner/name) needs --commit" in (
+        " ".join(res.output.split())
+    )
+    argv = ["localize", "--repo", "not/a/dir", "--commit", "HEAD", "--issue", "-"]
+    res = runner.invoke(app, argv, input="x y z")
+    assert res.exit_code == 2
+    assert "neither a folder nor a repository name" in res.output
     binary = tmp_path / "issue.bin"
     binary.write_bytes(b"\xff\xfe not utf-8")
     res = runner.invoke(app, ["localize", "--repo", str(repo), "--issue", str(binary)])

@@ -20,13 +20,12 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+import codegrep_records as records
 from codegrep_model import (
     Instance,
     LexicalPolicy,
-    Prediction,
     RolloutRecord,
     ToolTree,
-    read_jsonl,
     run_batch,
 )
 from grpo_rewards import set_scores
@@ -125,15 +124,18 @@ def main() -> None:
     parser.add_argument("--repo", action="append", help="repositories (default: the fetchable 9)")
     args = parser.parse_args()
     repos = tuple(args.repo or FETCHABLE)
-    all_rows = list(read_jsonl(args.instances, Instance))
+    all_rows = list(records.load_instances(args.instances).records)
     instances = [r for r in all_rows if r.repo in repos]
     left_out = sorted({r.repo for r in all_rows} - set(repos))
     print(f"{len(instances)} of {len(all_rows)} instances; left out: {', '.join(left_out)}")
     args.output.mkdir(parents=True, exist_ok=True)
     asyncio.run(run(args, instances))
 
-    gold = {r.instance_id: r.gold_files for r in all_rows}
-    preds = {p.instance_id: p for p in read_jsonl(args.output / "predictions.jsonl", Prediction)}
+    gold = {r.instance_id: r.gold_files_for() for r in all_rows}
+    preds = {
+        p.instance_id: p
+        for p in records.load_predictions(args.output / "predictions.jsonl").records
+    }
     by_repo: dict[str, list[dict[str, float]]] = defaultdict(list)
     overall: list[dict[str, float]] = []
     for inst in instances:

@@ -19,12 +19,12 @@ import statistics
 import time
 from pathlib import Path
 
+import codegrep_records as records
 from codegrep_model import (
     Instance,
     LexicalPolicy,
     PolicyReply,
     PolicyRequest,
-    read_jsonl,
     run_rollout,
 )
 from worktree_sandbox import BareRepoCache, TreePool
@@ -101,7 +101,9 @@ def main() -> None:
     parser.add_argument("--delay", type=float, default=1.0, help="seconds per model reply")
     parser.add_argument("-o", "--output", type=Path, default=Path("bench-out/overhead.json"))
     args = parser.parse_args()
-    rows = [r for r in read_jsonl(args.instances, Instance) if r.repo == args.repo][: args.limit]
+    rows = [r for r in records.load_instances(args.instances).records if r.repo == args.repo][
+        : args.limit
+    ]
     res = asyncio.run(run(args, rows))
     shares = [r["share"] for r in res]
     summary = {

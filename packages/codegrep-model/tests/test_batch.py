@@ -8,7 +8,8 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-from codegrep_model import Instance, LexicalPolicy, Prediction, ToolTree, read_jsonl, run_batch
+from codegrep_model import Instance, LexicalPolicy, ToolTree, run_batch
+from codegrep_records import load_predictions
 from worktree_sandbox import DirectoryTree, SandboxError
 
 
@@ -49,7 +50,7 @@ def run(small_repo: Path, out: Path, *, limit: int | None = None, jobs: int = 2)
 def test_batch_resumes_and_counts_errors(small_repo: Path, tmp_path: Path) -> None:
     first = run(small_repo, tmp_path, limit=3)
     assert (first.total, first.answered, first.errors) == (3, 2, 1)  # type: ignore[attr-defined]
-    preds = list(read_jsonl(tmp_path / "pred.jsonl", Prediction))
+    preds = list(load_predictions(tmp_path / "pred.jsonl").records)
     assert sorted(p.instance_id for p in preds) == ["shop-0", "shop-1"]
     assert all(p.files == ("shop/cart.py",) for p in preds)
     assert all(p.retriever == "lexical" and p.turns == 3 and p.tool_calls > 0 for p in preds)
@@ -58,7 +59,7 @@ def test_batch_resumes_and_counts_errors(small_repo: Path, tmp_path: Path) -> No
     assert second.skipped == 2  # type: ignore[attr-defined]
     assert second.total == 3  # type: ignore[attr-defined]
     assert second.errors == 1  # type: ignore[attr-defined]
-    assert len(list(read_jsonl(tmp_path / "pred.jsonl", Prediction))) == 4
+    assert len(list(load_predictions(tmp_path / "pred.jsonl").records)) == 4
     rollouts = [json.loads(x) for x in (tmp_path / "roll.jsonl").read_text().splitlines()]
     assert [r["status"] for r in rollouts].count("error") == 2
     assert "no such repository" in next(r["error"] for r in rollouts if r["status"] == "error")

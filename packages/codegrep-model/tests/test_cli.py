@@ -36,8 +36,14 @@ def test_batch_cli_runs_resumes_and_dry_runs(tmp_path: Path, small_repo: Path) -
     assert "skipped bad row" in res.output  # the broken line is reported, not fatal
     preds = [json.loads(x) for x in out.read_text().splitlines()]
     assert [p["files"] for p in preds] == [["shop/cart.py"]] * 2
+    # LexicalPolicy's per-file scores reach the predictions, aligned with the files
+    assert all(len(p["scores"]) == 1 and 0 < p["scores"][0] < 1 for p in preds)
     rollouts = (tmp_path / "out" / "pred.rollouts.jsonl").read_text().splitlines()
     assert len(rollouts) == 2
+    bad_source = [*base[:-4], "--source", "/no/template", "-j", "2"]
+    res = runner.invoke(app, bad_source)
+    assert res.exit_code == 2  # said in one line, not a traceback
+    assert "names no repository" in res.output
     res = runner.invoke(app, [*base, "--limit", "-1", "--dry-run"])
     assert res.exit_code == 2  # rejected, not read as "all but the last"
     res = runner.invoke(app, [*base, "--dry-run"])
@@ -50,3 +56,20 @@ def test_batch_cli_runs_resumes_and_dry_runs(tmp_path: Path, small_repo: Path) -
         "shop-1",
         "shop-2",
     ]
+
+
+def test_batch_cli_says_what_is_wrong_with_its_files(tmp_path: Path) -> None:
+    runner = CliRunner()
+    base = ["batch", "-o", str(tmp_path / "pred.jsonl"), "--cache", str(tmp_path / "c")]
+    res = runner.invoke(app, [*base, str(tmp_path / "missing.jsonl"), "--dry-run"])
+    assert res.exit_code == 2  # one line, not a traceback
+    assert "missing.jsonl: no such file" in " ".join(res.output.split())
+    res = runner.invoke(app, [*base, str(tmp_path), "--dry-run"])
+    assert res.exit_code == 2
+    assert "is a directory" in " ".join(res.output.split())
+    rows = tmp_path / "i.jsonl"
+    rows.write_text('{"instance_id": "a", "repo": "o/n", "base_commit": "c"}\n')
+    gz = ["batch", str(rows), "-o", str(tmp_path / "pred.jsonl.gz"), "--cache", str(tmp_path)]
+    res = runner.invoke(app, [*gz, "--dry-run"])
+    assert res.exit_code == 2
+    assert "batch appends to it; name a .jsonl file" in " ".join(res.output.split())

@@ -11,12 +11,16 @@ import pytest
 from codegrep_model import (
     DEFAULT_MAX_ISSUE_BYTES,
     Instance,
+    LexicalConfig,
     LexicalPolicy,
     RolloutConfig,
     RolloutRecord,
+    prediction_from_rollout,
     run_rollout,
 )
 from codegrep_model._issue import IssueClues
+from hypothesis import given
+from hypothesis import strategies as st
 from worktree_sandbox import DirectoryTree, TreePool
 
 LIB = {
@@ -117,6 +121,66 @@ def test_turn_plan_uses_the_tools(geo: Path) -> None:
     assert rec.stats.tool_calls == sum(len(n) for n in names) <= 16
     assert rec.answer is not None
     assert rec.answer.files[0] in {"geo/io.py", "geo/shapes.py"}
+
+
+def test_scores_follow_the_ranking(
+    tmp_path: Path,
+    repo_factory: Callable[[Path, dict[str, str]], tuple[Path, str]],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    ranked: list[dict[str, float]] = []
+    real = LexicalPolicy._choose
+
+    def choose(self: LexicalPolicy, scores: dict[str, float]) -> list[str]:
+        ranked.append(dict(scores))
+        return real(self, scores)
+
+    monkeypatch.setattr(LexicalPolicy, "_choose", choose)
+    # Two definitions of what the issue names; the path prior ("cart") ranks one a little higher.
+    cart = "class Cart:\n    def total(self):\n        return sum(self.prices)\n"
+    files = {
+        "shop/cart.py": cart,
+        "shop/legacy/basket.py": cart,
+        "shop/tax.py": "def vat(x): ...\n",
+    }
+    repo = repo_factory(tmp_path / "shop", files)[0]
+    rec = localize(repo, "`Cart.total` ignores discounts in the cart")
+    assert rec.answer is not None
+    chosen, scores = rec.answer.files, rec.answer.scores
+    assert chosen == ("shop/cart.py", "shop/legacy/basket.py")
+    assert scores is not None
+    assert len(scores) == len(chosen)
+    assert all(0 <= s <= 1 for s in scores)
+    assert scores[0] > scores[1]
+    # each is s / (s + score_half) of the file's ranking score in the answer turn, and the
+    # whole ranking, not only the files answered, keeps its order under it
+    internal = ranked[-1]
+    policy = LexicalPolicy()
+    half = policy.config.score_half
+    assert scores == tuple(round(internal[f] / (internal[f] + half), 4) for f in chosen)
+    order = sorted(internal, key=lambda f: (-internal[f], f))
+    confidence = [policy._confidence(internal[f]) for f in order]
+    assert confidence == sorted(confidence, reverse=True)
+    assert prediction_from_rollout(rec).scores == scores
+    # on the geometry library too: one file, scored
+    one = localize(repo_factory(tmp_path / "geo", LIB)[0], "`Circle.area` should use `math.tau`")
+    assert one.answer is not None
+    assert one.answer.files == ("geo/shapes.py",)
+    assert one.answer.scores is not None
+    assert 0 < one.answer.scores[0] < 1
+
+
+@given(st.lists(st.floats(min_value=0, max_value=1e6), min_size=2, max_size=20))
+def test_the_score_is_monotone_in_the_ranking_score(raw: list[float]) -> None:
+    policy = LexicalPolicy()
+    confidence = [policy._confidence(s) for s in sorted(raw, reverse=True)]
+    assert all(0 <= c <= 1 for c in confidence)
+    assert confidence == sorted(confidence, reverse=True)
+
+
+def test_score_half_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="score_half"):
+        LexicalConfig(score_half=0)
 
 
 def test_nothing_to_go_on_gives_an_empty_answer_not_a_crash(geo: Path) -> None:

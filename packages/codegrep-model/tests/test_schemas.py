@@ -8,12 +8,11 @@ from pathlib import Path
 import pytest
 from codegrep_model import (
     Answer,
+    Episode,
     Instance,
     PromptSet,
-    RecordError,
     openai_tools,
     parse_answer,
-    read_jsonl,
     render_top_levels,
 )
 from worktree_sandbox import TOOL_ARGS
@@ -38,6 +37,51 @@ def test_parse_answer_tolerates_packaging(text: str, files: tuple[str, ...]) -> 
     answer = parse_answer(text)
     assert answer is not None
     assert answer.files == files
+    assert answer.scores is None  # models' answers carry none
+
+
+def test_scores_are_aligned_with_the_files_or_refused() -> None:
+    answer = Answer.model_validate(
+        {"files": ["a.py", "./a.py", "b.py:3-4"], "scores": [0.9, 0.8, 0.5]}
+    )
+    assert answer.files == ("a.py", "b.py")
+    assert answer.scores == (0.9, 0.5)  # the duplicate's score went with it
+    # scores written for the files once de-duplicated fit them too
+    assert Answer(files=("a.py", "a.py", "b.py"), scores=(0.9, 0.5)).scores == (0.9, 0.5)
+    assert Answer.model_validate({"files": "a.py", "scores": [1.0]}).scores == (1.0,)
+    assert Answer(files=()).scores is None
+    for files, scores in [
+        (["a.py", "b.py"], [0.9]),
+        (["a.py"], [0.9, 0.8]),
+        (["a.py", "a.py"], [0.9, 0.8, 0.7]),
+        ([], [0.5]),
+    ]:
+        with pytest.raises(ValueError, match="scores must be aligned with files"):
+            Answer.model_validate({"files": files, "scores": scores})
+    for bad in (1.5, -0.1, float("nan"), float("inf"), "high"):
+        with pytest.raises(ValueError, match="scores"):
+            Answer.model_validate({"files": ["a.py"], "scores": [bad]})
+
+
+@pytest.mark.parametrize(
+    ("text", "files", "scores"),
+    [
+        ('{"files": ["a.py", "b.py"], "scores": [0.8, 0.4]}', ("a.py", "b.py"), (0.8, 0.4)),
+        ("```json\n{'files': ['./a.py'], 'scores': [0.5]}\n```", ("a.py",), (0.5,)),
+        ('{"locations": ["a.py:1-2", "a.py"], "scores": [0.7, 0.6]}', ("a.py",), (0.7,)),
+        # scores that do not fit lose only themselves: the files stand as parsed without them
+        ('{"files": ["a.py", "b.py"], "scores": [0.8]}', ("a.py", "b.py"), None),
+        ('{"files": ["a.py"], "scores": [80]}', ("a.py",), None),
+        ('{"files": ["a.py"], "scores": {"a.py": 0.8}}', ("a.py",), None),
+        ('{"files": ["a.py"], "scores": null}', ("a.py",), None),
+    ],
+)
+def test_parse_answer_carries_scores_that_fit(
+    text: str, files: tuple[str, ...], scores: tuple[float, ...] | None
+) -> None:
+    answer = parse_answer(text)
+    assert answer is not None
+    assert (answer.files, answer.scores) == (files, scores)
 
 
 @pytest.mark.parametrize(
@@ -108,15 +152,23 @@ def test_top_levels_listing() -> None:
     assert text.splitlines()[-1] == "setup.py"
 
 
-def test_read_jsonl_names_file_and_line(tmp_path: Path) -> None:
-    p = tmp_path / "i.jsonl"
-    good = {"instance_id": "a", "repo": "o/n", "base_commit": "c", "problem_statement": "x"}
-    p.write_text(json.dumps(good) + "\n{not json}\n" + json.dumps({"repo": "o/n"}) + "\n")
-    errors: list[str] = []
-    rows = list(read_jsonl(p, Instance, errors))
-    assert [r.instance_id for r in rows] == ["a"]
-    assert len(errors) == 2
-    assert f"{p}:2:" in errors[0]
-    assert f"{p}:3:" in errors[1]
-    with pytest.raises(RecordError, match=":2:"):
-        list(read_jsonl(p, Instance))
+def test_an_episode_never_holds_the_gold_answer() -> None:
+    """The instance a policy sees and the state a trainer stores carry the task, not its answer."""
+    inst = Instance(
+        instance_id="o__n-1",
+        repo="o/n",
+        base_commit="c0ffee",
+        problem_statement="the widget breaks",
+        patch="diff --git a/SECRET_PATCH.py b/SECRET_PATCH.py\n",
+        test_patch="diff --git a/tests/SECRET_TEST.py b/tests/SECRET_TEST.py\n",
+        FAIL_TO_PASS=["tests/SECRET_TEST.py::test_it"],
+        gold_files=["SECRET_GOLD.py"],
+    )
+    episode = Episode.start(inst, ["a.py"], policy="scripted")
+    seen = episode.instance
+    assert (seen.instance_id, seen.repo, seen.base_commit) == ("o__n-1", "o/n", "c0ffee")
+    assert seen.problem_statement == "the widget breaks"
+    assert (seen.patch, seen.test_patch, seen.FAIL_TO_PASS, seen.gold_files) == ("", "", (), ())
+    state = json.dumps(episode.to_state())
+    assert "SECRET" not in state
+    assert "the widget breaks" in state

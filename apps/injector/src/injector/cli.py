@@ -61,7 +61,8 @@ def localize(
     api_key: Annotated[str | None, typer.Option(envvar="OPENAI_API_KEY")] = None,
     timeout_s: Annotated[float, typer.Option(help="Per model request.")] = 120.0,
     cache: Annotated[
-        Path | None, typer.Option(help="Clone cache for owner/name (default ~/.cache/codegrep).")
+        Path | None,
+        typer.Option(help="Clone cache for owner/name (default ~/.cache/codegrep/repos)."),
     ] = None,
     source: Annotated[
         str, typer.Option(help="Clone source template for owner/name.")
@@ -159,9 +160,15 @@ def _print_human(result: object) -> None:
         return
     table = Table(show_header=False, box=None, pad_edge=False)
     table.add_column(style="bold cyan", no_wrap=True)
+    scored = bool(result.files) and all(f.score is not None for f in result.files)
+    if scored:
+        table.add_column(justify="right", style="dim")
     table.add_column()
     for f in result.files:
-        table.add_row(f.path, f.reason)
+        if scored:
+            table.add_row(f.path, f"{f.score:.2f}", f.reason)
+        else:
+            table.add_row(f.path, f.reason)
     if result.files:
         console.print(table)
     else:

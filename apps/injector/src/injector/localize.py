@@ -1,15 +1,15 @@
 """`localize`: one rollout of a policy over a local directory or a (repository, commit) pair.
 
 A directory is searched as it is (its working tree, uncommitted changes included, read-only);
-with a commit, the repository's objects at that commit are searched instead (through
-`worktree_sandbox.TreePool`), and a name like `psf/requests` is cloned into a cache first.
+with a commit, the repository's objects at that commit are searched instead, and a name like
+`psf/requests` is cloned into a cache first. `worktree_sandbox.TreePool.open` decides which;
+a caller that serves many requests passes its own long-lived pool.
 """
 
 from __future__ import annotations
 
+import re
 import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,20 +19,23 @@ from codegrep_model import (
     Policy,
     RolloutConfig,
     RolloutRecord,
-    ToolTree,
     run_rollout,
 )
-from worktree_sandbox import BareRepoCache, DirectoryTree, SandboxError, TreePool
+from pydantic import ValidationError
+from worktree_sandbox import BareRepoCache, CommitRequiredError, SandboxError, TreePool
 
 from injector.errors import RepositoryInputError
 
 __all__ = ["Localization", "LocalizedFile", "localize"]
+
+_DEFAULT_CACHE_DIR = Path("~/.cache/codegrep/repos")
 
 
 @dataclass(frozen=True)
 class LocalizedFile:
     path: str
     reason: str
+    score: float | None = None  # the policy's confidence, when it gives one (not calibrated)
 
 
 @dataclass(frozen=True)
@@ -48,8 +51,11 @@ class Localization:
 
     def to_json(self) -> dict[str, object]:
         answer = self.record.answer
+        scores = [f.score for f in self.files]
         return {
             "files": [f.path for f in self.files],
+            # aligned with `files`, as in predictions; null when the policy gives none
+            "scores": scores if self.files and None not in scores else None,
             "reasons": {f.path: f.reason for f in self.files},
             "line_ranges": {k: [list(r) for r in v] for k, v in answer.line_ranges.items()}
             if answer
@@ -80,26 +86,13 @@ def _reason(record: RolloutRecord, path: str) -> str:
     return "named by the model"
 
 
-@asynccontextmanager
-async def _open_tree(
-    repo: str, commit: str | None, cache_dir: Path | None, source: str
-) -> AsyncIterator[ToolTree]:
-    local = Path(repo).expanduser()
-    if local.is_dir():
-        if commit is None:
-            async with DirectoryTree(local) as tree:
-                yield tree
-            return
-        async with TreePool(materialize="never") as pool, pool.tree_at(local, commit) as tree:
-            yield tree
-        return
-    if repo.count("/") != 1 or commit is None:
-        raise RepositoryInputError(
-            f"{repo!r} is not a directory; a repository name (owner/name) needs --commit"
-        )
-    cache = BareRepoCache(cache_dir or Path("~/.cache/codegrep/repos").expanduser(), source)
-    async with TreePool(cache, materialize="never") as pool, pool.tree(repo, commit) as tree:
-        yield tree
+def _record_repo(folder: Path, name: str) -> str:
+    """The owner/name the rollout record gives `repo`: itself when it is a repository name,
+    `local/<folder name>` for a folder (the pool says what is wrong with anything else)."""
+    if not folder.is_dir() and re.fullmatch(r"[^/\s]+/[^/\s]+", name):
+        return name
+    base = re.sub(r"[\s/]+", "-", folder.resolve().name).strip("-")
+    return f"local/{base if base not in ('', '.', '..') else 'root'}"
 
 
 async def localize(
@@ -111,27 +104,50 @@ async def localize(
     config: RolloutConfig | None = None,
     cache_dir: Path | None = None,
     source: str = "https://github.com/{repo}.git",
+    pool: TreePool | None = None,
 ) -> Localization:
-    """Files of `repo` that `issue` needs, most important first, each with a reason."""
+    """Files of `repo` that `issue` needs, most important first, each with a reason.
+
+    `repo` is what `TreePool.open` takes: a folder (as it is, or at `commit`) or owner/name at
+    `commit`. Without `pool`, a pool is made for this call, with no checkout, whose clone cache
+    (`cache_dir`, default ~/.cache/codegrep/repos; `source`) is made only if `repo` is a name.
+    """
     started = time.perf_counter()
     chosen = policy or LexicalPolicy()
     name = str(repo)
     local = Path(name).expanduser()
-    label = local.resolve().name if local.is_dir() else name
-    instance = Instance(
-        instance_id="localize",
-        repo=label,
-        base_commit=commit or "WORKTREE",
-        problem_statement=issue,
-    )
     try:
-        async with _open_tree(name, commit, cache_dir, source) as tree:
-            record = await run_rollout(chosen, tree, instance, config=config)
+        instance = Instance(
+            instance_id="localize",
+            repo=_record_repo(local, name),
+            base_commit=commit,
+            problem_statement=issue,
+        )
+    except ValidationError as exc:  # e.g. "owner/..": shaped like a name, not one
+        raise RepositoryInputError(
+            f"{name!r} is neither a folder nor a repository name (owner/name)"
+        ) from exc
+    try:
+        if pool is not None:
+            record = await _run(pool, name, commit, chosen, instance, config)
+        else:
+            root = (cache_dir or _DEFAULT_CACHE_DIR).expanduser()
+            # No checkout: this one rollout is served from git objects, nothing is written.
+            async with TreePool(lambda: BareRepoCache(root, source), materialize="never") as own:
+                record = await _run(own, name, commit, chosen, instance, config)
+    except CommitRequiredError as exc:
+        raise RepositoryInputError(
+            f"{name!r} is not a directory; a repository name (owner/name) needs --commit"
+        ) from exc
     except SandboxError as exc:
         raise RepositoryInputError(str(exc)) from exc
-    files = record.answer.files if record.answer else ()
+    answer = record.answer
+    files = answer.files if answer else ()
+    scores = answer.scores if answer and answer.scores is not None else (None,) * len(files)
     return Localization(
-        files=tuple(LocalizedFile(p, _reason(record, p)) for p in files),
+        files=tuple(
+            LocalizedFile(p, _reason(record, p), s) for p, s in zip(files, scores, strict=True)
+        ),
         status=record.status,
         policy=record.policy,
         turns=record.stats.turns,
@@ -140,3 +156,15 @@ async def localize(
         latency_s=time.perf_counter() - started,
         record=record,
     )
+
+
+async def _run(
+    pool: TreePool,
+    repo: str,
+    commit: str | None,
+    policy: Policy,
+    instance: Instance,
+    config: RolloutConfig | None,
+) -> RolloutRecord:
+    async with pool.open(repo, commit) as tree:
+        return await run_rollout(policy, tree, instance, config=config)

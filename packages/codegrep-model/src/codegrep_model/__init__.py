@@ -1,8 +1,9 @@
 """codegrep-model: the CodeGrep retrieval agent at inference time.
 
-Prompts and tool schemas, the answer schema and its tolerant parser, the asyncio rollout engine
-(3 exploration turns of up to 8 concurrent calls, then an answer turn), the policies behind one
-Protocol (`OpenAIPolicy`, `LexicalPolicy`, `ScriptedPolicy`) and a resumable batch runner.
+Prompts and tool schemas, the answer schema and its tolerant parser, the rollout as a
+synchronous state machine (`Episode`: 3 exploration turns of up to 8 calls, then an answer turn)
+with an asyncio driver (`run_rollout`, the calls of a turn run concurrently), the policies behind
+one Protocol (`OpenAIPolicy`, `LexicalPolicy`, `ScriptedPolicy`) and a resumable batch runner.
 """
 
 from importlib import metadata as _metadata
@@ -16,12 +17,21 @@ from codegrep_model.engine import (
     rollout_stats,
     run_rollout,
 )
+from codegrep_model.episode import (
+    EPISODE_STATE_VERSION,
+    Action,
+    AskPolicy,
+    Done,
+    Episode,
+    PlannedCall,
+    RunCalls,
+)
 from codegrep_model.errors import (
     CodegrepModelError,
     EndpointError,
     EndpointTimeoutError,
+    EpisodeError,
     PolicyError,
-    RecordError,
 )
 from codegrep_model.lexical import LexicalConfig, LexicalPolicy
 from codegrep_model.openai_policy import OpenAIPolicy
@@ -31,13 +41,14 @@ from codegrep_model.records import (
     ChatMessage,
     Instance,
     Prediction,
+    RewardView,
     RolloutRecord,
     RolloutStats,
     ToolCall,
     ToolCallRecord,
     TurnRecord,
     Usage,
-    read_jsonl,
+    prediction_from_rollout,
 )
 from codegrep_model.scripted import ScriptedPolicy, call
 from codegrep_model.tools import openai_tools, tool_names
@@ -50,27 +61,35 @@ except _metadata.PackageNotFoundError:
 
 __all__ = [
     "DEFAULT_MAX_ISSUE_BYTES",
+    "EPISODE_STATE_VERSION",
+    "Action",
     "Answer",
+    "AskPolicy",
     "BatchSummary",
     "ChatMessage",
     "CodegrepModelError",
+    "Done",
     "EndpointError",
     "EndpointTimeoutError",
+    "Episode",
+    "EpisodeError",
     "Instance",
     "LexicalConfig",
     "LexicalPolicy",
     "Observation",
     "OpenAIPolicy",
+    "PlannedCall",
     "Policy",
     "PolicyError",
     "PolicyReply",
     "PolicyRequest",
     "Prediction",
     "PromptSet",
-    "RecordError",
+    "RewardView",
     "RolloutConfig",
     "RolloutRecord",
     "RolloutStats",
+    "RunCalls",
     "ScriptedPolicy",
     "ToolCall",
     "ToolCallRecord",
@@ -82,7 +101,7 @@ __all__ = [
     "normalize_path",
     "openai_tools",
     "parse_answer",
-    "read_jsonl",
+    "prediction_from_rollout",
     "render_top_levels",
     "rollout_stats",
     "run_batch",

@@ -3,6 +3,10 @@
 Models wrap the JSON in code fences, add a sentence before it, use single quotes, answer with a
 bare list, or name line ranges as "a-b" strings. `parse_answer` accepts all of these and returns
 `None` only when there is no list of files to be found; the engine then asks again or falls back.
+
+An answer may carry per-file `scores` (a policy's confidence, aligned with `files`); models'
+answers normally have none, and a reply whose scores do not line up with its files keeps its files
+and loses only the scores.
 """
 
 from __future__ import annotations
@@ -10,33 +14,41 @@ from __future__ import annotations
 import ast
 import json
 import re
-from typing import Any
+from typing import Annotated, Any
 
+import codegrep_records as records
 import grpo_rewards as rewards
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 __all__ = ["Answer", "normalize_path", "parse_answer"]
 
-LineRange = tuple[int, int]
+_LineRange = tuple[int, int]
+# Finite, as JSON has no NaN or Infinity; within [0, 1], the scale every confidence is given on.
+Score = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]
 
 
 def normalize_path(path: str) -> str:
-    """Repository-relative, forward slashes, no `./`, `a/`/`b/` diff prefixes kept as written."""
-    p = path.strip().strip("`'\"").replace("\\", "/")
-    while p.startswith("./"):
-        p = p[2:]
-    return p.lstrip("/")
+    """A path as a model wrote it, repository-relative: the quotes and backticks around it go,
+    then `codegrep_records.normalize_path` applies the one path rule of the toolkit (mount
+    prefixes such as `/testbed/` removed, forward slashes, no `./`), the same rule the rewards
+    score with."""
+    return records.normalize_path(path.strip().strip("`'\""))
 
 
 class Answer(BaseModel):
-    """What the agent hands to the coding agent: files (ranked) and optional line ranges."""
+    """What the agent hands to the coding agent: files (ranked), optional line ranges and scores."""
 
     model_config = ConfigDict(frozen=True, extra="ignore")
 
     files: tuple[str, ...] = Field(description="Files to edit, most important first.")
-    line_ranges: dict[str, tuple[LineRange, ...]] = Field(default_factory=dict)
+    line_ranges: dict[str, tuple[_LineRange, ...]] = Field(default_factory=dict)
     reasons: dict[str, str] = Field(
         default_factory=dict, description="Optional: why each file (shown to people, not scored)."
+    )
+    scores: tuple[Score, ...] | None = Field(
+        default=None,
+        description="Optional: the policy's confidence per file, aligned with `files`, in [0, 1]; "
+        "what each policy means by it is its own (see LexicalPolicy), none is calibrated.",
     )
 
     @field_validator("reasons", mode="before")
@@ -46,6 +58,28 @@ class Answer(BaseModel):
             return {}
         return {normalize_path(str(k)): str(r)[:300] for k, r in v.items() if r}
 
+    @model_validator(mode="before")
+    @classmethod
+    def _align_scores(cls, data: Any) -> Any:
+        """Scores given for the files as written follow them through de-duplication."""
+        if not isinstance(data, dict) or not isinstance(data.get("scores"), list | tuple):
+            return data
+        files, scores = data.get("files"), data["scores"]
+        raw = [files] if isinstance(files, str) else files
+        if not isinstance(raw, list | tuple) or len(scores) != len(raw):
+            return data  # a length the final files do not have either fails below
+        kept = [i for i, _ in _file_entries(raw)]
+        return {**data, "scores": [scores[i] for i in kept]}
+
+    @model_validator(mode="after")
+    def _scores_fit(self) -> Answer:
+        if self.scores is not None and len(self.scores) != len(self.files):
+            raise ValueError(
+                f"{len(self.scores)} scores for {len(self.files)} files: scores must be aligned "
+                "with files"
+            )
+        return self
+
     @field_validator("files", mode="before")
     @classmethod
     def _files(cls, v: Any) -> Any:
@@ -53,14 +87,7 @@ class Answer(BaseModel):
             v = [v]
         if not isinstance(v, list | tuple):
             return v
-        seen: list[str] = []
-        for item in v:
-            # Models sometimes write `path:10-20` or `path:Class.method` inside the files list.
-            raw = item.get("path", "") if isinstance(item, dict) else str(item)
-            p = normalize_path(re.sub(r":[\w.\-, ]*$", "", raw))
-            if p and p not in seen:
-                seen.append(p)
-        return seen
+        return [p for _, p in _file_entries(v)]
 
     @field_validator("line_ranges", mode="before")
     @classmethod
@@ -81,6 +108,20 @@ class Answer(BaseModel):
             if parsed:
                 out[normalize_path(str(path))] = parsed
         return out
+
+
+def _file_entries(items: list[Any] | tuple[Any, ...]) -> list[tuple[int, str]]:
+    """(index in `items`, normalized path) of the entries kept: first of duplicates, no empties."""
+    seen: set[str] = set()
+    out: list[tuple[int, str]] = []
+    for i, item in enumerate(items):
+        # Models sometimes write `path:10-20` or `path:Class.method` inside the files list.
+        raw = item.get("path", "") if isinstance(item, dict) else str(item)
+        p = normalize_path(re.sub(r":[\w.\-, ]*$", "", raw))
+        if p and p not in seen:
+            seen.add(p)
+            out.append((i, p))
+    return out
 
 
 def _range(r: Any) -> tuple[int, int] | None:
@@ -170,6 +211,30 @@ def _find_reasons(text: str) -> dict[str, str]:
     return {}
 
 
+def _with_scores(answer: Answer, text: str) -> Answer:
+    """`answer` with the scores the reply gives beside the same files, if it gives any.
+
+    The files always come from the parse above: scores that are malformed, out of [0, 1] or that
+    do not line up with those files are dropped, never a reason to reject the answer.
+    """
+    if "scores" not in text:  # models' replies: nothing to look for, nothing parsed twice
+        return answer
+    for blob in _candidates(text):
+        data = _load(blob)
+        if not isinstance(data, dict) or data.get("scores") is None:
+            continue
+        files = data.get("files", data.get("locations", data.get("paths")))
+        if files is None:
+            continue
+        try:
+            probe = Answer.model_validate({"files": files, "scores": data["scores"]})
+        except ValueError:
+            continue
+        if probe.files == answer.files:
+            return answer.model_copy(update={"scores": probe.scores})
+    return answer
+
+
 def parse_answer(text: str | None) -> Answer | None:
     """The answer in a model reply, or None when the reply holds no list of files.
 
@@ -182,13 +247,14 @@ def parse_answer(text: str | None) -> Answer | None:
     strict = rewards.parse_answer(text).answer
     text = _THINK.sub("", text)
     if strict is not None:
-        return Answer(
+        answer = Answer(
             files=strict.files,
             line_ranges={
                 f: tuple((r.start, r.end) for r in rs) for f, rs in strict.line_ranges.items()
             },
             reasons=_find_reasons(text),
         )
+        return _with_scores(answer, text)
     wholes = {blob.strip() for blob in _wholes(text)}
     for blob in _candidates(text):
         data = _load(blob)
@@ -215,5 +281,5 @@ def parse_answer(text: str | None) -> Answer | None:
             answer = Answer.model_validate(data)
         except ValueError:
             continue
-        return answer
+        return _with_scores(answer, text)
     return None

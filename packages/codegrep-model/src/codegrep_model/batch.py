@@ -3,7 +3,8 @@
 Resumable: instances that already have a prediction are skipped. Honest: an instance whose tree
 cannot be opened or whose policy fails is written to the rollouts file with status `error`, gets
 no prediction (so a rerun retries it) and is counted in the summary; it never silently leaves the
-denominator. Fallback answers are predictions with `fallback: true`.
+denominator. Fallback answers are predictions with `fallback: true`; in strict mode a rollout
+without an answer is a prediction with no files, counted as `unanswered`.
 """
 
 from __future__ import annotations
@@ -16,10 +17,18 @@ from contextlib import AbstractAsyncContextManager, ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import codegrep_records as records
+
 from codegrep_model.engine import RolloutConfig, ToolTree, run_rollout
 from codegrep_model.policy import Policy
 from codegrep_model.prompts import PromptSet
-from codegrep_model.records import Instance, Prediction, RolloutRecord, RolloutStats, read_jsonl
+from codegrep_model.records import (
+    Instance,
+    Prediction,
+    RolloutRecord,
+    RolloutStats,
+    prediction_from_rollout,
+)
 
 __all__ = ["BatchSummary", "run_batch"]
 
@@ -32,6 +41,9 @@ class BatchSummary:
     skipped: int = 0
     answered: int = 0
     fallback: int = 0
+    unanswered: int = field(
+        default=0, metadata={"doc": "Strict mode only: no answer and, by design, no fallback."}
+    )
     errors: int = 0
     wall_s: float = 0.0
     error_messages: list[str] = field(default_factory=list)
@@ -45,15 +57,17 @@ class BatchSummary:
 
     @property
     def done(self) -> int:
-        return self.answered + self.fallback
+        return self.answered + self.fallback + self.unanswered
 
 
 def _finished(path: Path, bad: list[str] | None = None) -> set[str]:
     """Instances with a prediction in `path`; rows that do not parse go to `bad`."""
     if not path.exists():
         return set()
-    sink: list[str] = [] if bad is None else bad
-    return {p.instance_id for p in read_jsonl(path, Prediction, sink)}
+    loaded = records.load_records(path, Prediction, key=None)
+    if bad is not None:
+        bad.extend(str(p) for p in loaded.problems)
+    return {p.instance_id for p in loaded.records}
 
 
 async def run_batch(
@@ -114,9 +128,12 @@ async def run_batch(
                     else:
                         if record.status == "answered":
                             summary.answered += 1
-                        else:
+                        elif record.status == "fallback":
                             summary.fallback += 1
-                        pred_f.write(Prediction.from_rollout(record).model_dump_json() + "\n")
+                        else:
+                            summary.unanswered += 1
+                        pred = prediction_from_rollout(record)
+                        pred_f.write(pred.model_dump_json(exclude_none=True) + "\n")
                         pred_f.flush()
                     if roll_f is not None:
                         roll_f.write(record.model_dump_json() + "\n")
@@ -133,6 +150,7 @@ async def run_batch(
         "skipped": summary.skipped,
         "answered": summary.answered,
         "fallback": summary.fallback,
+        "unanswered": summary.unanswered,
         "errors": summary.errors,
         "bad_prediction_rows": len(summary.bad_prediction_rows),
         "wall_s": round(summary.wall_s, 3),

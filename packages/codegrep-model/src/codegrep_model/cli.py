@@ -30,7 +30,10 @@ def version() -> None:
 
 @app.command()
 def batch(
-    instances: Annotated[Path, typer.Argument(help="SWE-bench-style instances JSONL.")],
+    instances: Annotated[
+        Path,
+        typer.Argument(help="SWE-bench-style instances: JSON Lines (.gz too), JSON or parquet."),
+    ],
     output: Annotated[Path, typer.Option("-o", "--output", help="Predictions JSONL (appended).")],
     cache: Annotated[Path, typer.Option(help="BareRepoCache folder.")],
     source: Annotated[
@@ -60,27 +63,39 @@ def batch(
       codegrep-model batch swebench/lite.jsonl -o bench-out/lite.pred.jsonl --cache ~/.cache/cg \\
         --source "https://github.com/{repo}.git" -j 4 --limit 20
     """
+    import codegrep_records as records
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
-    from worktree_sandbox import BareRepoCache, TreePool
+    from worktree_sandbox import BareRepoCache, SandboxError, TreePool
 
     from codegrep_model.batch import _finished, run_batch
     from codegrep_model.engine import ToolTree
     from codegrep_model.lexical import LexicalPolicy
     from codegrep_model.openai_policy import OpenAIPolicy
     from codegrep_model.policy import Policy
-    from codegrep_model.records import Instance, RolloutRecord, read_jsonl
+    from codegrep_model.records import Instance, RolloutRecord
 
     console = Console(stderr=True)
-    bad: list[str] = []
-    rows = [r for r in read_jsonl(instances, Instance, bad) if not repo or r.repo in repo]
-    for msg in bad:
-        console.print(f"[yellow]skipped bad row[/] {msg}")
+    for path in (output, rollouts):
+        if path is not None and path.suffix == ".gz":
+            # batch appends as it goes and resumes from what is there: plain JSON Lines only
+            console.print(f"[red]error:[/] {path}: batch appends to it; name a .jsonl file")
+            raise typer.Exit(2)
+    try:
+        loaded = records.load_instances(instances)
+    except records.RecordError as exc:  # missing, a folder, not JSON, parquet without pyarrow
+        console.print(f"error: {exc}", style="red", markup=False)
+        raise typer.Exit(2) from None
+    for problem in loaded.problems:
+        console.print(f"skipped bad row {problem}", style="yellow", markup=False)
+    rows = [r for r in loaded.records if not repo or r.repo in repo]
     rollouts = rollouts or output.with_name(output.name.removesuffix(".jsonl") + ".rollouts.jsonl")
     unparsed: list[str] = []
     done = _finished(output, unparsed)
     for msg in unparsed:
-        console.print(f"[yellow]bad prediction row (its instance runs again)[/] {msg}")
+        console.print(
+            f"bad prediction row (its instance runs again) {msg}", style="yellow", markup=False
+        )
     todo = [r for r in rows if r.instance_id not in done][: limit if limit is not None else None]
     console.print(
         f"{len(rows)} instances, {len(rows) - len([r for r in rows if r.instance_id not in done])}"
@@ -88,6 +103,11 @@ def batch(
     )
     if dry_run:
         return
+    try:
+        repo_cache = BareRepoCache(cache, source=source)
+    except (SandboxError, OSError) as exc:  # a --source naming no repository, an unusable --cache
+        console.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(2) from None
     policy: Policy = (
         OpenAIPolicy(base_url, model, api_key=api_key, timeout_s=timeout_s)
         if base_url
@@ -95,12 +115,12 @@ def batch(
     )
 
     async def go() -> None:
-        repo_cache = BareRepoCache(cache, source=source)
         async with TreePool(repo_cache) as pool:
 
             @asynccontextmanager
             async def open_tree(inst: Instance) -> AsyncIterator[ToolTree]:
-                async with pool.tree(inst.repo, inst.base_commit) as tree:
+                # A row names a repository, never a folder that happens to be here.
+                async with pool.open(inst.repo, inst.base_commit, folders=False) as tree:
                     yield tree
 
             with Progress(

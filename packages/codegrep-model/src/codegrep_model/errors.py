@@ -2,8 +2,8 @@
 
 Nothing here reaches the model: tool failures, malformed calls and missing answers are turned into
 messages the model reads or into flags on the rollout record. These exceptions are for the code
-around the agent: an endpoint that keeps failing, a record file that cannot be read, a policy that
-is used wrongly.
+around the agent: an endpoint that keeps failing, a policy or an episode that is used wrongly.
+Record files are read by `codegrep_records`, whose `RecordError` says what was wrong with one.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ __all__ = [
     "CodegrepModelError",
     "EndpointError",
     "EndpointTimeoutError",
+    "EpisodeError",
     "PolicyError",
-    "RecordError",
 ]
 
 
@@ -33,5 +33,6 @@ class EndpointTimeoutError(EndpointError):
     """An OpenAI-compatible endpoint did not answer within the request timeout."""
 
 
-class RecordError(CodegrepModelError):
-    """A JSONL record file has a row that does not validate; the message names file and line."""
+class EpisodeError(CodegrepModelError):
+    """An `Episode` was driven out of order (a reply when it waits for tool results, results of
+    the wrong length, a step after it is done) or rebuilt from a state it cannot read."""

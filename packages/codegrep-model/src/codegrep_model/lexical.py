@@ -10,7 +10,9 @@ policy must beat.
 Turn plan (3 exploration turns available; it uses 2 and answers on the third):
 1. definitions of the issue's identifiers, error-message literals (grep, up to 8 calls);
 2. coverage of the issue's identifiers in each top candidate (grep with `path`), reads of the top 2;
-3. answer.
+3. answer, with a score per file: `s / (s + score_half)` of the file's ranking score `s`, so in
+   [0, 1] and monotone in the ranking. It is not a calibrated probability (calibration is a later
+   step, on top of these scores); it only orders answers by how much evidence they rest on.
 
 It keeps no per-rollout state: every reply is recomputed from the issue and the observations so
 far, so one instance serves any number of concurrent rollouts. Only the parse of the issue is
@@ -82,6 +84,13 @@ class LexicalConfig:
     coverage_floor: float = 0.2
     keep_ratio: float = 0.9
     max_files: int = 2
+    # The ranking score a file needs for an answer score of 0.5 (see `LexicalPolicy._confidence`);
+    # it shapes the scores only, never which files are chosen.
+    score_half: float = 1.0
+
+    def __post_init__(self) -> None:
+        if not self.score_half > 0:
+            raise ValueError(f"score_half must be positive, not {self.score_half}")
 
 
 class LexicalPolicy:
@@ -113,7 +122,10 @@ class LexicalPolicy:
                 return PolicyReply(content=None, tool_calls=calls)
         files = self._choose(scores)
         reasons = {f: _reason(why[f]) for f in files}
-        return PolicyReply(content=json.dumps({"files": files, "reasons": reasons}))
+        confidence = [self._confidence(scores[f]) for f in files]
+        return PolicyReply(
+            content=json.dumps({"files": files, "scores": confidence, "reasons": reasons})
+        )
 
     def _clues(self, issue: str) -> IssueClues:
         clues = self._parsed.get(issue)
@@ -227,7 +239,8 @@ class LexicalPolicy:
                 if args.get("path"):
                     found = {h for m in r.matches for h in names_re.findall(m.text)}
                     total = sum(idents.values()) or 1.0
-                    coverage[args["path"]] = sum(idents[n] for n in found) / total
+                    # sorted: a sum in set order depends on the hash seed (flips near-ties)
+                    coverage[args["path"]] = sum(idents[n] for n in sorted(found)) / total
                 elif obs.call.id.startswith("lex_grep_") and "def|class" in args["pattern"]:
                     for m in r.matches:
                         # a substring test first (cheap), the exact pattern only for the names
@@ -296,7 +309,7 @@ class LexicalPolicy:
                 df[t] += 1
         n = max(1, len(token_sets))
         for f, toks in token_sets.items():
-            s = sum(math.log(n / df[t]) * math.log1p(tf[t]) for t in toks if t in tf)
+            s = sum(math.log(n / df[t]) * math.log1p(tf[t]) for t in sorted(toks) if t in tf)
             if s > 0:
                 score[f] += c.word_weight * s
 
@@ -331,6 +344,18 @@ class LexicalPolicy:
         return tuple(calls[:cap])
 
     # -- answer -------------------------------------------------------------------------------
+
+    def _confidence(self, score: float) -> float:
+        """The answer's score of a file whose ranking score is `score`: `s / (s + score_half)`.
+
+        In [0, 1] and non-decreasing in `s`, so a file ranked higher never gets a lower score
+        (rounding to 4 places keeps that; it can only make near ties equal, and reaches 1 only
+        for s of about 20,000 times score_half). Not a probability:
+        `s` sums evidence weights, and how often a file with a given score is right is for
+        calibration to measure.
+        """
+        s = max(score, 0.0)
+        return round(s / (s + self.config.score_half), 4)
 
     def _choose(self, scores: dict[str, float]) -> list[str]:
         ranked = sorted(scores, key=lambda f: (-scores[f], f))

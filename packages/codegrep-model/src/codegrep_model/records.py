@@ -1,32 +1,31 @@
-"""Typed records: instances in, chat messages and rollouts during a run, predictions out.
+"""Typed records of a run: chat messages, tool calls, turns and the rollout record.
 
-These are the boundary of the package. Every record carries a `schema_version`; `read_jsonl`
-rejects bad rows with the file and line in the message and counts them instead of stopping.
+The instance that goes in and the prediction that comes out are `codegrep_records`' `Instance`
+and `Prediction` (re-exported here), read and written by its readers, so that every package of
+the toolkit means the same by them. `prediction_from_rollout` turns a rollout into a prediction.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterator
-from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from codegrep_records import Instance, Prediction
+from pydantic import BaseModel, ConfigDict, Field
 
 from codegrep_model.answer import Answer
-from codegrep_model.errors import RecordError
 
 __all__ = [
     "ChatMessage",
     "Instance",
     "Prediction",
+    "RewardView",
     "RolloutRecord",
     "RolloutStats",
     "ToolCall",
     "ToolCallRecord",
     "TurnRecord",
     "Usage",
-    "read_jsonl",
+    "prediction_from_rollout",
 ]
 
 SCHEMA_VERSION = 1
@@ -34,16 +33,6 @@ SCHEMA_VERSION = 1
 
 class _Record(BaseModel):
     model_config = ConfigDict(frozen=True, extra="ignore")
-
-
-class Instance(_Record):
-    """One SWE-bench-style row; only what the agent needs (extra columns are ignored)."""
-
-    instance_id: str
-    repo: str
-    base_commit: str
-    problem_statement: str
-    gold_files: tuple[str, ...] = ()
 
 
 class ToolCall(_Record):
@@ -119,7 +108,13 @@ class TurnRecord(_Record):
 
 
 class RolloutStats(_Record):
-    """What the rewards need: T turns, C_total executed calls, c̄ = C_total / T."""
+    """What the rewards need: T turns, C_total executed calls, c̄ = C_total / T, as recorded.
+
+    The record of one rollout's counts, with the refusals and failures beside them. The rewards'
+    own `grpo_rewards.RolloutStats` is the validated input of a reward (T >= 1, C_total <= 8T);
+    the episode computes these counts through it (`rollout_stats`), so both hold the same T and
+    C_total; this one is what a rollout file keeps.
+    """
 
     turns: int
     tool_calls: int
@@ -129,15 +124,37 @@ class RolloutStats(_Record):
     tool_errors: int = 0
 
 
+class RewardView(_Record):
+    """Strict mode (training): what the reward reads of the rollout, recorded by the episode.
+
+    The final answer exactly as `grpo_rewards.parse_answer` reads the last assistant message
+    (no tolerance beyond it, no fallback), and the counts the rewards use. The episode writes the
+    same into `rollout_infos`, so the reward scores this and never parses the completion again.
+    """
+
+    files: tuple[str, ...] | None = Field(description="None: no answer (see `answer_error`).")
+    line_ranges: dict[str, tuple[tuple[int, int], ...]] = Field(default_factory=dict)
+    answer_error: str | None = Field(
+        default=None, description="Why there is no answer (the reward parser's reason)."
+    )
+    turns: int = Field(description="T: every assistant turn, the answer turn included.")
+    tool_calls: int = Field(description="C_total: the calls that ran.")
+    tool_calls_per_turn: tuple[int, ...] = Field(
+        default=(), description="Calls that ran, per assistant turn (T entries)."
+    )
+
+
 class RolloutRecord(_Record):
     schema_version: int = SCHEMA_VERSION
     instance_id: str
     repo: str
-    commit: str
+    commit: str | None = Field(description="The base commit; None for a tree without one.")
     policy: str
-    status: Literal["answered", "fallback", "error"] = Field(
+    status: Literal["answered", "fallback", "unanswered", "error"] = Field(
         description="answered: the model gave a parsable answer; fallback: it did not and the "
-        "files it read stand in (flagged); error: the policy failed (infrastructure), no answer."
+        "files it read stand in (flagged); unanswered: it did not, in strict mode, which has no "
+        "fallback (`reward_view.answer_error` says why); error: the policy failed "
+        "(infrastructure), no answer."
     )
     answer: Answer | None = None
     messages: tuple[ChatMessage, ...] = ()
@@ -154,51 +171,27 @@ class RolloutRecord(_Record):
         "RolloutConfig.max_issue_bytes and was cut; None: it was used whole.",
     )
     error: str | None = None
+    reward_view: RewardView | None = Field(
+        default=None, description="Strict mode only: the answer and counts the reward reads."
+    )
 
 
-class Prediction(_Record):
-    """DESIGN.md's prediction record: what every retriever writes and swe-eval reads."""
+def prediction_from_rollout(r: RolloutRecord) -> Prediction:
+    """The prediction a rollout makes: its answer's files, scores and line ranges, its counts.
 
-    schema_version: int = SCHEMA_VERSION
-    instance_id: str
-    files: tuple[str, ...]
-    line_ranges: dict[str, tuple[tuple[int, int], ...]] = Field(default_factory=dict)
-    turns: int = 0
-    tool_calls: int = 0
-    tokens: int = 0
-    latency_s: float = 0.0
-    retriever: str
-    fallback: bool = False
-
-    @classmethod
-    def from_rollout(cls, r: RolloutRecord) -> Prediction:
-        answer = r.answer or Answer(files=())
-        return cls(
-            instance_id=r.instance_id,
-            files=answer.files,
-            line_ranges=answer.line_ranges,
-            turns=r.stats.turns,
-            tool_calls=r.stats.tool_calls,
-            tokens=r.usage.total_tokens,
-            latency_s=round(r.wall_s, 4),
-            retriever=r.policy,
-            fallback=r.status == "fallback",
-        )
-
-
-R = TypeVar("R", bound=BaseModel)
-
-
-def read_jsonl(path: Path, model: type[R], errors: list[str] | None = None) -> Iterator[R]:
-    """Rows of `path` as `model`; bad rows are appended to `errors` (or raise when it is None)."""
-    with path.open(encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                yield model.model_validate(json.loads(line))
-            except (ValueError, ValidationError) as exc:
-                msg = f"{path}:{lineno}: {type(exc).__name__}: {str(exc).splitlines()[0]}"
-                if errors is None:
-                    raise RecordError(msg) from exc
-                errors.append(msg)
+    A rollout without an answer (an error, or strict mode's `unanswered`) predicts no files; a
+    fallback answer is flagged `fallback`. Line ranges are left out when the answer has none.
+    """
+    answer = r.answer or Answer(files=())
+    return Prediction(
+        instance_id=r.instance_id,
+        files=answer.files,
+        scores=answer.scores,
+        line_ranges=dict(answer.line_ranges) or None,
+        turns=r.stats.turns,
+        tool_calls=r.stats.tool_calls,
+        tokens=r.usage.total_tokens,
+        latency_s=round(r.wall_s, 4),
+        retriever=r.policy,
+        fallback=r.status == "fallback",
+    )

@@ -1,0 +1,770 @@
+"""One rollout as a synchronous state machine: the `Episode` decides, a driver does the I/O.
+
+An `Episode` holds everything a rollout is: the prompts and the conversation, the turn budget,
+the per-turn call cap and its refusals, the feedback for malformed calls, the answer turn, the
+rescue prompt, the fallback, the statistics and the record. It reads no clock, awaits nothing and
+touches no tree: `next_action()` says what to do next, and the driver feeds back what happened.
+
+    episode = Episode.start(instance, repo_files, policy="my-model")
+    while not isinstance(action := episode.next_action(), Done):
+        if isinstance(action, AskPolicy):    # action.request: a PolicyRequest
+            episode.on_reply(reply_to(action.request), model_s=seconds)
+        else:                                # RunCalls: valid calls, within the cap
+            episode.on_results([tree_call(c.name, c.arguments) for c in action.calls])
+    record = action.record
+
+`run_rollout` (engine.py) is the asyncio driver. A trainer's per-turn hooks (ms-swift's
+`on_turn_end` / `step` / `check_finished`) can drive the same object and carry it between hooks
+as a JSON-safe dict (`to_state` / `from_state`) in `rollout_infos`; the ms-swift plugin that does
+so is planned, not in this package yet. `rollout_infos()` gives the
+counts, and in strict mode the parsed answer, under `grpo_rewards`' `INFO_*` keys.
+
+Strict mode (`RolloutConfig(strict=True)`, for training) reads answers exactly as the reward
+does (`grpo_rewards.parse_answer`, no extra tolerance) and has no fallback: a rollout that never
+answers stays `unanswered`, and the record says why.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import grpo_rewards as rewards
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from worktree_sandbox import GlobResult, GrepResult, ReadResult, ToolErrorKind, ToolResult
+
+from codegrep_model.answer import Answer, parse_answer
+from codegrep_model.errors import EpisodeError
+from codegrep_model.policy import Observation, PolicyReply, PolicyRequest
+from codegrep_model.prompts import PromptSet, render_top_levels
+from codegrep_model.records import (
+    ChatMessage,
+    Instance,
+    RewardView,
+    RolloutRecord,
+    RolloutStats,
+    ToolCall,
+    ToolCallRecord,
+    TurnRecord,
+    Usage,
+)
+from codegrep_model.tools import openai_tools, tool_names
+
+__all__ = [
+    "DEFAULT_MAX_ISSUE_BYTES",
+    "EPISODE_STATE_VERSION",
+    "Action",
+    "AskPolicy",
+    "Done",
+    "Episode",
+    "PlannedCall",
+    "RolloutConfig",
+    "RunCalls",
+    "rollout_stats",
+]
+
+AnyResult = GrepResult | GlobResult | ReadResult
+Status = Literal["answered", "fallback", "unanswered", "error"]
+
+# 256 KiB of UTF-8: ten times the longest SWE-bench problem statement (24,770 bytes over the 435
+# rows of Lite and Verified dev at hand), so real issues are never cut, while a pasted 1 MB log
+# costs a quarter of its parse and prompt.
+DEFAULT_MAX_ISSUE_BYTES = 256 * 1024
+
+#: Version of the dict `Episode.to_state` writes; `from_state` refuses any other.
+EPISODE_STATE_VERSION = 1
+
+_RESULT = TypeAdapter(ToolResult)
+
+
+class RolloutConfig(BaseModel):
+    """The interaction budget (defaults: the CodeGrep paper's 3 + 1 turns, 8 calls per turn)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    exploration_turns: int = Field(default=3, ge=0)
+    max_calls_per_turn: int = Field(default=8, ge=1)
+    rescue_attempts: int = Field(default=1, ge=0, description="Extra asks when no answer comes.")
+    fallback_max_files: int = Field(default=3, ge=0, description="Files read that stand in.")
+    reply_timeout_s: float | None = Field(
+        default=None, gt=0, description="Per policy reply; None leaves it to the policy."
+    )
+    max_issue_bytes: int = Field(
+        default=DEFAULT_MAX_ISSUE_BYTES,
+        ge=1,
+        description="A longer issue (UTF-8 bytes) is cut to this for the policy and the prompt; "
+        "the record carries both sizes.",
+    )
+    strict: bool = Field(
+        default=False,
+        description="Training: parse answers exactly as the reward does (grpo_rewards."
+        "parse_answer), no fallback answer, and record the parsed answer and the counts "
+        "(RolloutRecord.reward_view, Episode.rollout_infos).",
+    )
+
+
+def rollout_stats(turns: Sequence[TurnRecord]) -> RolloutStats:
+    """T, C_total and c̄ as `grpo_rewards.RolloutStats` defines them (T counts every assistant
+    turn, the answer turn included, and is at least 1). C_total counts the calls that ran:
+    refused and malformed calls did not, so c̄ stays within the per-turn cap the rewards check."""
+    calls = [c for t in turns for c in t.calls]
+    executed = sum(c.status in ("ok", "tool_error") for c in calls)
+    stats = rewards.RolloutStats(turns=len(turns), tool_calls=executed)
+    return RolloutStats(
+        turns=stats.turns,
+        tool_calls=stats.tool_calls,
+        calls_per_turn=stats.cbar,
+        refused_calls=sum(c.status == "refused" for c in calls),
+        malformed_calls=sum(c.status == "malformed" for c in calls),
+        tool_errors=sum(c.status == "tool_error" for c in calls),
+    )
+
+
+def _executed_per_turn(turns: Sequence[TurnRecord]) -> list[int]:
+    return [sum(c.status in ("ok", "tool_error") for c in t.calls) for t in turns]
+
+
+@dataclass(frozen=True)
+class PlannedCall:
+    """A call for the tree: a known tool, arguments that are a JSON object, within the cap."""
+
+    call: ToolCall
+    arguments: dict[str, Any]
+
+    @property
+    def name(self) -> str:
+        return self.call.name
+
+
+@dataclass(frozen=True)
+class AskPolicy:
+    """Ask the policy for the next assistant message; `request.tools` is empty on the answer
+    (and rescue) turns, which offer no tools."""
+
+    request: PolicyRequest
+
+    @property
+    def answer_turn(self) -> bool:
+        return self.request.answer_turn
+
+
+@dataclass(frozen=True)
+class RunCalls:
+    """Run these calls (concurrently if you like) and hand the results back in this order."""
+
+    calls: tuple[PlannedCall, ...]
+
+
+@dataclass(frozen=True)
+class Done:
+    """The episode is over. `record.wall_s` is the sum of the durations fed in; a driver that
+    timed the whole rollout asks `Episode.record(wall_s=...)` instead."""
+
+    record: RolloutRecord
+
+
+Action = AskPolicy | RunCalls | Done
+
+
+@dataclass(frozen=True)
+class _Feedback:
+    """A call that never reaches the tree (malformed or unknown tool): its record and message."""
+
+    record: ToolCallRecord
+    text: str
+
+
+@dataclass(frozen=True)
+class _Pending:
+    """An exploration reply whose calls are out at the tree."""
+
+    reply: PolicyReply
+    model_s: float
+    outcomes: tuple[PlannedCall | _Feedback, ...]  # one per call within the cap, in order
+
+
+def _paths(result: AnyResult) -> tuple[str, ...]:
+    if isinstance(result, ReadResult):
+        return (result.path,) if result.ok and result.path else ()
+    if isinstance(result, GrepResult):
+        return tuple(dict.fromkeys(m.path for m in result.matches))
+    return result.paths
+
+
+def _plan(call: ToolCall, known: tuple[str, ...]) -> PlannedCall | _Feedback:
+    def malformed(msg: str) -> _Feedback:
+        return _Feedback(ToolCallRecord(call=call, status="malformed", error=msg), msg)
+
+    if not call.name:
+        return malformed(
+            "Malformed tool call: write it as "
+            '<tool_call>{"name": "grep", "arguments": {"pattern": "..."}}</tool_call>.'
+        )
+    if call.name not in known:
+        return malformed(f"Unknown tool {call.name!r}. The tools are: {', '.join(known)}.")
+    try:
+        args = json.loads(call.arguments) if call.arguments.strip() else {}
+    except ValueError as exc:
+        return malformed(
+            f"Malformed call to {call.name}: the arguments are not valid JSON ({exc}). "
+            "Send a JSON object that matches the tool's parameters."
+        )
+    if not isinstance(args, dict):
+        return malformed(f"Malformed call to {call.name}: the arguments must be a JSON object.")
+    return PlannedCall(call=call, arguments=args)
+
+
+def _executed(call: ToolCall, result: AnyResult) -> ToolCallRecord:
+    status: Literal["ok", "tool_error", "malformed"]
+    if result.ok:
+        status = "ok"
+    elif result.error == ToolErrorKind.INVALID_ARGUMENTS:
+        status = "malformed"
+    else:
+        status = "tool_error"
+    return ToolCallRecord(
+        call=call,
+        status=status,
+        error=None if result.ok else result.text,
+        elapsed_ms=result.elapsed_ms,
+        truncated=result.truncated,
+        cached=result.cached,
+        paths=_paths(result)[:50],
+    )
+
+
+def _cut_issue(text: str, max_bytes: int) -> tuple[str, int, int | None]:
+    """`text` cut to at most `max_bytes` UTF-8 bytes, at a character boundary; its size in
+    bytes; the bytes kept when it was cut (None when it was not)."""
+    # surrogatepass: a JSONL problem statement may hold a lone surrogate; it must not crash here
+    data = text.encode("utf-8", "surrogatepass")
+    if len(data) <= max_bytes:
+        return text, len(data), None
+    end = max_bytes
+    while end > 0 and data[end] & 0xC0 == 0x80:  # a continuation byte: mid-character
+        end -= 1
+    return data[:end].decode("utf-8", "surrogatepass"), len(data), end
+
+
+def _fallback(turns: Sequence[TurnRecord], limit: int) -> Answer:
+    read: list[str] = []
+    for t in turns:
+        for c in t.calls:
+            if c.call.name == "read" and c.status == "ok":
+                read.extend(p for p in c.paths if p not in read)
+    return Answer(files=tuple(read[:limit]))
+
+
+def _result(observation: Mapping[str, Any]) -> AnyResult | None:
+    raw = observation["result"]
+    return None if raw is None else _RESULT.validate_python(raw)
+
+
+def _strict_answer(parsed: rewards.ParsedAnswer) -> Answer | None:
+    if parsed.answer is None:
+        return None
+    return Answer(
+        files=parsed.answer.files,
+        line_ranges={
+            f: tuple((r.start, r.end) for r in rs) for f, rs in parsed.answer.line_ranges.items()
+        },
+    )
+
+
+class Episode:
+    """One rollout, step by step. Build it with `start` (or `from_state`), then loop on
+    `next_action()`: answer `AskPolicy` with `on_reply`, `RunCalls` with `on_results`, until
+    `Done`. A policy that fails (an endpoint down, a reply timeout) ends it with `fail`.
+
+    Feeding it out of order raises `EpisodeError`. Durations are what the driver measured and
+    passes in; the episode only adds them up.
+    """
+
+    def __init__(
+        self,
+        *,
+        instance: Instance,
+        repo_files: Sequence[str],
+        config: RolloutConfig,
+        prompts: PromptSet,
+        policy: str,
+        issue_bytes: int,
+        issue_cut_to: int | None,
+    ) -> None:
+        # Use `start` or `from_state`; this only sets the fields both share.
+        self._cfg = config
+        self._ps = prompts
+        self._policy = policy
+        self._instance = instance
+        self._issue_bytes = issue_bytes
+        self._issue_cut_to = issue_cut_to
+        self._files = tuple(repo_files)
+        self._tools = tuple(openai_tools())
+        self._known = tool_names()
+        self._messages: list[ChatMessage] = []
+        self._turns: list[TurnRecord] = []
+        self._history: list[tuple[Observation, ...]] = []
+        self._observations: tuple[Observation, ...] = ()
+        self._model_s = 0.0
+        self._tools_s = 0.0
+        self._usage = Usage()
+        self._answer: Answer | None = None
+        self._status: Status | None = None
+        self._error: str | None = None
+        self._parsed: rewards.ParsedAnswer | None = None  # strict: the last answer parse
+        self._pending: _Pending | None = None
+
+    # ------------------------------------------------------------------ building
+
+    @classmethod
+    def start(
+        cls,
+        instance: Instance,
+        repo_files: Sequence[str],
+        *,
+        policy: str,
+        config: RolloutConfig | None = None,
+        prompts: PromptSet | None = None,
+    ) -> Episode:
+        """A new episode for `instance` on a tree holding `repo_files`; `policy` names the
+        policy in the record. The issue is cut to `config.max_issue_bytes` here."""
+        cfg = config or RolloutConfig()
+        ps = prompts or PromptSet.load()
+        issue, issue_bytes, issue_cut_to = _cut_issue(
+            instance.problem_statement, cfg.max_issue_bytes
+        )
+        # The agent is given the task, never its answer: the gold patch, the tests and any gold
+        # files stay out of the episode, its state and what a policy sees.
+        instance = Instance(
+            instance_id=instance.instance_id,
+            repo=instance.repo,
+            base_commit=instance.base_commit,
+            problem_statement=issue,
+        )
+        episode = cls(
+            instance=instance,
+            repo_files=repo_files,
+            config=cfg,
+            prompts=ps,
+            policy=policy,
+            issue_bytes=issue_bytes,
+            issue_cut_to=issue_cut_to,
+        )
+        episode._messages = [
+            ChatMessage(
+                role="system",
+                content=ps.system(
+                    max_calls=cfg.max_calls_per_turn, exploration_turns=cfg.exploration_turns
+                ),
+            ),
+            ChatMessage(
+                role="user",
+                content=ps.user(
+                    repo=instance.repo,
+                    issue=instance.problem_statement,
+                    top_levels=render_top_levels(episode._files),
+                ),
+            ),
+        ]
+        episode._enter_answer_phase_if_due()
+        return episode
+
+    # ------------------------------------------------------------------ reading
+
+    @property
+    def config(self) -> RolloutConfig:
+        return self._cfg
+
+    @property
+    def instance(self) -> Instance:
+        """The instance as the policy sees it (its issue cut when it was too long)."""
+        return self._instance
+
+    @property
+    def policy(self) -> str:
+        return self._policy
+
+    @property
+    def messages(self) -> tuple[ChatMessage, ...]:
+        return tuple(self._messages)
+
+    @property
+    def turns(self) -> tuple[TurnRecord, ...]:
+        return tuple(self._turns)
+
+    @property
+    def stats(self) -> RolloutStats:
+        return rollout_stats(self._turns)
+
+    @property
+    def answer(self) -> Answer | None:
+        return self._answer
+
+    @property
+    def status(self) -> Status | None:
+        """None while the episode runs."""
+        return self._status
+
+    @property
+    def done(self) -> bool:
+        return self._status is not None
+
+    def next_action(self) -> Action:
+        """What the driver must do next. Asking twice without feeding anything returns the
+        same action."""
+        if self._status is not None:
+            return Done(self.record())
+        if self._pending is not None:
+            return RunCalls(tuple(o for o in self._pending.outcomes if isinstance(o, PlannedCall)))
+        return AskPolicy(
+            PolicyRequest(
+                instance=self._instance,
+                messages=tuple(self._messages),
+                tools=self._tools if self._exploring() else (),
+                turn=len(self._turns) + 1,
+                exploration_turns=self._cfg.exploration_turns,
+                max_calls=self._cfg.max_calls_per_turn,
+                observations=self._observations,
+                history=tuple(self._history),
+                repo_files=self._files,
+            )
+        )
+
+    def record(self, *, wall_s: float | None = None) -> RolloutRecord:
+        """The full record of a finished episode. `wall_s` is the rollout's wall-clock time as
+        the driver measured it; None: the sum of the model and tool seconds fed in."""
+        if self._status is None:
+            raise EpisodeError("the episode is not done: no record yet")
+        wall = self._model_s + self._tools_s if wall_s is None else wall_s
+        return RolloutRecord(
+            instance_id=self._instance.instance_id,
+            repo=self._instance.repo,
+            commit=self._instance.base_commit,
+            policy=self._policy,
+            status=self._status,
+            answer=self._answer,
+            messages=tuple(self._messages),
+            turns=tuple(self._turns),
+            stats=rollout_stats(self._turns),
+            usage=self._usage,
+            wall_s=wall,
+            model_s=self._model_s,
+            overhead_s=max(0.0, wall - self._model_s),
+            issue_bytes=self._issue_bytes,
+            issue_cut_to=self._issue_cut_to,
+            error=self._error,
+            reward_view=self._reward_view(),
+        )
+
+    def rollout_infos(self) -> dict[str, Any]:
+        """What the reward reads, under `grpo_rewards`' keys, JSON-safe (for ms-swift's
+        `rollout_infos`): T, C_total and the calls that ran per turn; in strict mode, once the
+        episode is done, also the parsed answer (`answer_files` None: no answer, and why)."""
+        stats = rollout_stats(self._turns)
+        infos: dict[str, Any] = {
+            rewards.INFO_NUM_TURNS: stats.turns,
+            rewards.INFO_NUM_TOOL_CALLS: stats.tool_calls,
+            rewards.INFO_TOOL_CALLS_PER_TURN: _executed_per_turn(self._turns),
+        }
+        parsed = self._final_parse()
+        if parsed is not None:
+            infos.update(rewards.answer_infos(parsed))
+        return infos
+
+    # ------------------------------------------------------------------ feeding
+
+    def on_reply(self, reply: PolicyReply, *, model_s: float = 0.0) -> None:
+        """The policy's reply to the last `AskPolicy`; `model_s` is how long it took."""
+        if self._status is not None or self._pending is not None:
+            raise EpisodeError("the episode is not waiting for a reply")
+        self._model_s += model_s
+        self._usage += reply.usage
+        if self._exploring():
+            self._explore_reply(reply, model_s)
+        else:
+            self._answer_reply(reply, model_s)
+
+    def on_results(self, results: Sequence[AnyResult], *, tools_s: float = 0.0) -> None:
+        """The tree's results for the last `RunCalls`, in its order; `tools_s`: how long the
+        calls took together."""
+        if self._pending is None or self._status is not None:
+            raise EpisodeError("the episode is not waiting for tool results")
+        planned = sum(isinstance(o, PlannedCall) for o in self._pending.outcomes)
+        if len(results) != planned:
+            raise EpisodeError(f"{len(results)} results for {planned} calls")
+        self._finish_tool_turn(results, tools_s)
+
+    def fail(self, error: BaseException | str) -> None:
+        """End the episode with status `error` (the policy failed: infrastructure, not the
+        model); no answer."""
+        if self._status is not None:
+            raise EpisodeError("the episode is already done")
+        self._error = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
+        self._answer = None
+        self._status = "error"
+        self._pending = None
+        if self._cfg.strict:
+            self._parsed = rewards.ParsedAnswer(
+                None, f"no answer: the policy failed ({self._error})"
+            )
+
+    # ------------------------------------------------------------------ the rules
+
+    def _exploring(self) -> bool:
+        return len(self._turns) < self._cfg.exploration_turns
+
+    def _enter_answer_phase_if_due(self) -> None:
+        # After the last exploration turn the answer prompt closes the conversation (the last
+        # reminder already is that prompt when the turn had calls).
+        due = len(self._turns) == self._cfg.exploration_turns
+        if due and self._messages[-1].content != self._ps.answer():
+            self._messages.append(ChatMessage(role="user", content=self._ps.answer()))
+
+    def _take_answer(self, content: str | None) -> bool:
+        """Parse `content`; when it holds an answer the episode is answered."""
+        if self._cfg.strict:
+            self._parsed = rewards.parse_answer(content)
+            answer = _strict_answer(self._parsed)
+        else:
+            answer = parse_answer(content)
+        if answer is None:
+            return False
+        self._answer = answer
+        self._status = "answered"
+        return True
+
+    def _explore_reply(self, reply: PolicyReply, model_s: float) -> None:
+        turn = len(self._turns) + 1
+        self._messages.append(
+            ChatMessage(role="assistant", content=reply.content, tool_calls=reply.tool_calls)
+        )
+        if not reply.tool_calls:
+            self._turns.append(
+                TurnRecord(
+                    index=turn,
+                    kind="explore",
+                    content=reply.content,
+                    model_s=model_s,
+                    usage=reply.usage,
+                )
+            )
+            if self._take_answer(reply.content):
+                return
+            self._messages.append(ChatMessage(role="user", content=self._ps.no_calls()))
+            self._observations = ()
+            self._enter_answer_phase_if_due()
+            return
+        outcomes = tuple(
+            _plan(c, self._known) for c in reply.tool_calls[: self._cfg.max_calls_per_turn]
+        )
+        self._pending = _Pending(reply=reply, model_s=model_s, outcomes=outcomes)
+        if not any(isinstance(o, PlannedCall) for o in outcomes):
+            self._finish_tool_turn((), 0.0)  # nothing for the tree
+
+    def _finish_tool_turn(self, results: Sequence[AnyResult], tools_s: float) -> None:
+        pending = self._pending
+        assert pending is not None
+        cap = self._cfg.max_calls_per_turn
+        turn = len(self._turns) + 1
+        fed = iter(results)
+        records: list[ToolCallRecord] = []
+        texts: list[str] = []
+        observations: list[Observation] = []
+        for outcome in pending.outcomes:
+            if isinstance(outcome, PlannedCall):
+                result = next(fed)
+                records.append(_executed(outcome.call, result))
+                texts.append(result.text)
+                observations.append(Observation(call=outcome.call, result=result))
+            else:
+                records.append(outcome.record)
+                texts.append(outcome.text)
+                observations.append(Observation(call=outcome.record.call, result=None))
+        for i, call in enumerate(pending.reply.tool_calls[cap:]):
+            msg = self._ps.too_many_calls(max_calls=cap, index=cap + i + 1)
+            records.append(ToolCallRecord(call=call, status="refused", error=msg))
+            texts.append(msg)
+        for record, text in zip(records, texts, strict=True):
+            self._messages.append(
+                ChatMessage(
+                    role="tool", content=text, tool_call_id=record.call.id, name=record.call.name
+                )
+            )
+        self._observations = tuple(observations)
+        self._history.append(self._observations)
+        self._turns.append(
+            TurnRecord(
+                index=turn,
+                kind="explore",
+                content=pending.reply.content,
+                calls=tuple(records),
+                model_s=pending.model_s,
+                tools_s=tools_s,
+                usage=pending.reply.usage,
+            )
+        )
+        self._tools_s += tools_s
+        self._pending = None
+        left = self._cfg.exploration_turns - turn
+        self._messages.append(ChatMessage(role="user", content=self._ps.reminder(turns_left=left)))
+        self._enter_answer_phase_if_due()
+
+    def _answer_reply(self, reply: PolicyReply, model_s: float) -> None:
+        attempt = len(self._turns) - self._cfg.exploration_turns
+        # Calls on a turn without tools are dropped: answering them would need tool messages
+        # the protocol has no place for, and the turn is for the answer only.
+        self._messages.append(ChatMessage(role="assistant", content=reply.content))
+        self._turns.append(
+            TurnRecord(
+                index=len(self._turns) + 1,
+                kind="answer" if attempt == 0 else "rescue",
+                content=reply.content,
+                model_s=model_s,
+                usage=reply.usage,
+            )
+        )
+        if self._take_answer(reply.content):
+            return
+        if attempt < self._cfg.rescue_attempts:
+            self._messages.append(ChatMessage(role="user", content=self._ps.rescue()))
+        self._observations = ()
+        if attempt < self._cfg.rescue_attempts:
+            return
+        if self._cfg.strict:
+            self._status = "unanswered"  # no fallback: what the reward sees is no answer
+        else:
+            self._answer = _fallback(self._turns, self._cfg.fallback_max_files)
+            self._status = "fallback"
+
+    def _final_parse(self) -> rewards.ParsedAnswer | None:
+        """Strict mode, once done: the final answer as the reward reads it."""
+        if not self._cfg.strict or self._status is None:
+            return None
+        return self._parsed or rewards.ParsedAnswer(None, "no answer")
+
+    def _reward_view(self) -> RewardView | None:
+        parsed = self._final_parse()
+        if parsed is None:
+            return None
+        stats = rollout_stats(self._turns)
+        answer = parsed.answer
+        return RewardView(
+            files=None if answer is None else answer.files,
+            line_ranges={}
+            if answer is None
+            else {f: tuple((r.start, r.end) for r in rs) for f, rs in answer.line_ranges.items()},
+            answer_error=parsed.error,
+            turns=stats.turns,
+            tool_calls=stats.tool_calls,
+            tool_calls_per_turn=tuple(_executed_per_turn(self._turns)),
+        )
+
+    # ------------------------------------------------------------------ state
+
+    def to_state(self) -> dict[str, Any]:
+        """Everything the episode holds, as a JSON-safe dict (for ms-swift's `rollout_infos`,
+        between a trainer's per-turn hooks). `from_state` rebuilds an episode that continues
+        exactly as this one would. The prompts are not in it: pass the same `PromptSet`."""
+
+        def obs(o: Observation) -> dict[str, Any]:
+            result = None if o.result is None else o.result.model_dump(mode="json")
+            return {"call": o.call.model_dump(mode="json"), "result": result}
+
+        pending = None
+        if self._pending is not None:
+            reply = self._pending.reply
+            pending = {
+                "content": reply.content,
+                "tool_calls": [c.model_dump(mode="json") for c in reply.tool_calls],
+                "usage": reply.usage.model_dump(mode="json"),
+                "model_s": self._pending.model_s,
+            }
+        return {
+            "version": EPISODE_STATE_VERSION,
+            "config": self._cfg.model_dump(mode="json"),
+            "policy": self._policy,
+            "instance": self._instance.model_dump(mode="json"),
+            "issue_bytes": self._issue_bytes,
+            "issue_cut_to": self._issue_cut_to,
+            "repo_files": list(self._files),
+            "messages": [m.model_dump(mode="json") for m in self._messages],
+            "turns": [t.model_dump(mode="json") for t in self._turns],
+            "history": [[obs(o) for o in h] for h in self._history],
+            # the current observations are () or the last tool turn's (history[-1])
+            "observations_are_last": bool(self._observations),
+            "model_s": self._model_s,
+            "tools_s": self._tools_s,
+            "usage": self._usage.model_dump(mode="json"),
+            "answer": None if self._answer is None else self._answer.model_dump(mode="json"),
+            "status": self._status,
+            "error": self._error,
+            "parsed": None if self._parsed is None else rewards.answer_infos(self._parsed),
+            "pending": pending,
+        }
+
+    @classmethod
+    def from_state(cls, state: Mapping[str, Any], *, prompts: PromptSet | None = None) -> Episode:
+        """The episode `to_state` described (after a JSON round trip, too); raises
+        `EpisodeError` when `state` is not such a dict."""
+        if not isinstance(state, Mapping) or state.get("version") != EPISODE_STATE_VERSION:
+            raise EpisodeError(
+                f"not an episode state of version {EPISODE_STATE_VERSION}: "
+                f"{state.get('version') if isinstance(state, Mapping) else type(state).__name__}"
+            )
+        try:
+            episode = cls(
+                instance=Instance.model_validate(state["instance"]),
+                repo_files=tuple(state["repo_files"]),
+                config=RolloutConfig.model_validate(state["config"]),
+                prompts=prompts or PromptSet.load(),
+                policy=str(state["policy"]),
+                issue_bytes=int(state["issue_bytes"]),
+                issue_cut_to=state["issue_cut_to"],
+            )
+            episode._messages = [ChatMessage.model_validate(m) for m in state["messages"]]
+            episode._turns = [TurnRecord.model_validate(t) for t in state["turns"]]
+            episode._history = [
+                tuple(
+                    Observation(call=ToolCall.model_validate(o["call"]), result=_result(o))
+                    for o in h
+                )
+                for h in state["history"]
+            ]
+            if state["observations_are_last"]:
+                episode._observations = episode._history[-1]
+            episode._model_s = float(state["model_s"])
+            episode._tools_s = float(state["tools_s"])
+            episode._usage = Usage.model_validate(state["usage"])
+            if state["answer"] is not None:
+                episode._answer = Answer.model_validate(state["answer"])
+            episode._status = state["status"]
+            episode._error = state["error"]
+            if state["parsed"] is not None:
+                episode._parsed = rewards.answer_from_infos(state["parsed"])
+            pending = state["pending"]
+            if pending is not None:
+                reply = PolicyReply(
+                    content=pending["content"],
+                    tool_calls=tuple(ToolCall.model_validate(c) for c in pending["tool_calls"]),
+                    usage=Usage.model_validate(pending["usage"]),
+                )
+                cap = episode._cfg.max_calls_per_turn
+                episode._pending = _Pending(
+                    reply=reply,
+                    model_s=float(pending["model_s"]),
+                    outcomes=tuple(_plan(c, episode._known) for c in reply.tool_calls[:cap]),
+                )
+        except (
+            KeyError,
+            IndexError,
+            TypeError,
+            ValueError,
+            ValidationError,
+            rewards.GrpoRewardsError,
+        ) as exc:
+            raise EpisodeError(f"unreadable episode state: {type(exc).__name__}: {exc}") from exc
+        if episode._status not in (None, "answered", "fallback", "unanswered", "error"):
+            raise EpisodeError(f"unreadable episode state: status {episode._status!r}")
+        return episode
