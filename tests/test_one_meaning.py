@@ -1,0 +1,182 @@
+"""One meaning per shared record and rule, across every package that uses it.
+
+Each test here is a disagreement that existed between packages before `codegrep-records` owned
+the records and rules: the same patch gave different gold files, the same path different
+repository paths, the same answer different files depending on its quotes, and the same
+instances file read in one package failed in another.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+from pathlib import Path
+
+import catm
+import codegrep_model
+import codegrep_records as records
+import grpo_rewards
+import pytest
+import swe_eval
+from catm._paths import to_repo_relative
+from catm.cli import app as catm_app
+from codegrep_model.answer import normalize_path as answer_path
+from codegrep_model.answer import parse_answer
+from codegrep_model.cli import app as model_app
+from swe_eval.gold import files_from_patch
+from typer.testing import CliRunner
+
+FIXTURES = Path(__file__).parent / "fixtures" / "written-by-0.1"
+runner = CliRunner()
+
+
+def _patch() -> str:
+    row = json.loads((FIXTURES / "catm-input.instances.jsonl").read_text())
+    return str(row["patch"])
+
+
+def test_the_fixture_patch_renames_adds_and_changes_a_test() -> None:
+    kinds = {c.path: c.kind for c in records.parse_patch(_patch())}
+    assert kinds == {
+        "p/old.py": records.ChangeKind.RENAMED,
+        "p/added.py": records.ChangeKind.ADDED,
+        "tests/test_p.py": records.ChangeKind.MODIFIED,
+    }
+
+
+def test_catm_and_swe_eval_take_the_same_gold_from_a_patch(tmp_path: Path) -> None:
+    """A rename counts under its old name (the file at the base commit); an added file and a
+    test file do not count: catm's labels used to hold all three under the new names."""
+    labels = tmp_path / "labels.jsonl"
+    result = runner.invoke(
+        catm_app,
+        [
+            "mine",
+            str(FIXTURES / "catm-input.trajectories.jsonl"),
+            "-i",
+            str(FIXTURES / "catm-input.instances.jsonl"),
+            "-o",
+            str(labels),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    [label] = list(catm.read_labels(labels))
+    assert files_from_patch(_patch()) == ("p/old.py",)
+    assert label.patch_files == ["p/old.py"]
+    assert not {"p/new.py", "p/added.py", "tests/test_p.py"} & set(label.gold)
+    # The agent read p/old.py: it is the patch's file, and the label says so.
+    [old] = [m for m in label.mined if m.path == "p/old.py"]
+    assert old.in_patch
+    # swe-eval reads the label file catm wrote with the same meaning.
+    loaded = swe_eval.load_labels(labels)
+    assert loaded.records[0].files == frozenset(label.gold)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "/repo/src/x.py",
+        "/app/src/x.py",
+        "/testbed/src/x.py",
+        "/workspace/o__p__1.0/src/x.py",
+        "/tmp/testbed/abc123/src/x.py",
+    ],
+)
+def test_every_package_maps_a_mounted_path_to_the_same_repository_path(raw: str) -> None:
+    assert records.normalize_path(raw) == "src/x.py"
+    assert grpo_rewards.normalize_path(raw) == "src/x.py"
+    assert answer_path(raw) == "src/x.py"
+    assert to_repo_relative(raw, "") == "src/x.py"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"files": ["/testbed/x.py"]}',
+        "{'files': ['/testbed/x.py']}",
+        '```json\n{"files": ["./x.py"]}\n```',
+    ],
+)
+def test_an_answer_means_the_same_whatever_its_quotes(text: str) -> None:
+    answer = parse_answer(text)
+    assert answer is not None
+    assert answer.files == ("x.py",)
+
+
+def test_each_shared_record_has_one_definition() -> None:
+    assert codegrep_model.Instance is records.Instance
+    assert swe_eval.Instance is records.Instance
+    assert codegrep_model.Prediction is records.Prediction
+    assert swe_eval.Prediction is records.Prediction
+    assert swe_eval.GoldLabel is records.GoldLabel
+    assert catm.Instance is records.Instance
+    assert catm.LabelRecord is records.LabelRecord
+    assert catm.MinedFile is records.MinedFile
+
+
+def test_a_prediction_keeps_fallback_through_swe_eval(tmp_path: Path) -> None:
+    path = tmp_path / "p.jsonl"
+    row = {"instance_id": "a__b-1", "files": ["x.py"], "retriever": "lexical", "fallback": True}
+    path.write_text(json.dumps(row) + "\n")
+    [pred] = swe_eval.load_predictions(path).records
+    assert pred.fallback is True
+
+
+@pytest.mark.parametrize("suffix", [".jsonl.gz", ".json", ".parquet"])
+def test_codegrep_model_reads_every_instance_format_swe_eval_reads(
+    tmp_path: Path, suffix: str
+) -> None:
+    rows = [
+        {
+            "instance_id": f"o__p-{i}",
+            "repo": "o/p",
+            "base_commit": "0" * 40,
+            "problem_statement": "the parser mis-handles tuples",
+            "patch": "diff --git a/p/a.py b/p/a.py\n",
+        }
+        for i in (1, 2)
+    ]
+    path = tmp_path / f"instances{suffix}"
+    if suffix == ".jsonl.gz":
+        with gzip.open(path, "wt", encoding="utf-8") as fh:
+            fh.writelines(json.dumps(r) + "\n" for r in rows)
+    elif suffix == ".json":
+        path.write_text(json.dumps(rows))
+    else:
+        pq = pytest.importorskip("pyarrow.parquet")
+        pa = pytest.importorskip("pyarrow")
+        pq.write_table(pa.Table.from_pylist(rows), path)
+    assert len(swe_eval.load_instances(path).records) == 2
+    out = tmp_path / "pred.jsonl"
+    result = runner.invoke(
+        model_app,
+        ["batch", str(path), "-o", str(out), "--cache", str(tmp_path / "c"), "--dry-run"],
+    )
+    assert result.exit_code == 0, result.output
+    assert "2 instances" in result.output
+
+
+def test_the_sandbox_prepares_from_a_gzipped_instances_file(tmp_path: Path) -> None:
+    from worktree_sandbox.cli import app as sandbox_app
+
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    path = tmp_path / "i.jsonl.gz"
+    with gzip.open(path, "wt", encoding="utf-8") as fh:
+        fh.write(json.dumps({"instance_id": "o__p-1", "repo": "o/p", "base_commit": "0" * 40}))
+    result = runner.invoke(
+        sandbox_app,
+        [
+            "prepare",
+            str(path),
+            "--cache",
+            str(tmp_path / "c"),
+            "--source",
+            str(tmp_path / "nowhere" / "{owner}+{name}"),
+        ],
+    )
+    # No source repository exists, so the instance fails to prepare; what matters is that the
+    # row was read (it is named as a failure, not skipped as unreadable).
+    assert "o__p-1" in result.output
+    assert "row(s) skipped" not in result.output or "0 row(s) skipped" in result.output
