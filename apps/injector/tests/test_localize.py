@@ -9,9 +9,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from codegrep import localize
+from codegrep.cli import app
 from codegrep_model import PolicyReply, ScriptedPolicy
-from injector import localize
-from injector.cli import app
 from typer.testing import CliRunner
 from worktree_sandbox import BareRepoCache, TreePool
 

@@ -24,7 +24,7 @@ from codegrep_model import (
 from pydantic import ValidationError
 from worktree_sandbox import BareRepoCache, CommitRequiredError, SandboxError, TreePool
 
-from injector.errors import RepositoryInputError
+from codegrep.errors import RepositoryInputError
 
 __all__ = ["Localization", "LocalizedFile", "localize"]
 

@@ -32,7 +32,7 @@ def version() -> None:
 
     Example: codegrep version
     """
-    from injector import __version__
+    from codegrep import __version__
 
     typer.echo(__version__)
 
@@ -82,8 +82,8 @@ def localize(
     """
     from codegrep_model import OpenAIPolicy, Policy, RolloutConfig
 
-    from injector.errors import InjectorError, IssueInputError
-    from injector.localize import localize as run_localize
+    from codegrep.errors import InjectorError, IssueInputError
+    from codegrep.localize import localize as run_localize
 
     try:
         text = sys.stdin.read() if issue == "-" else Path(issue).read_text(encoding="utf-8")
@@ -114,7 +114,7 @@ def localize(
         result = asyncio.run(go())
     except InjectorError as exc:
         raise _fail(str(exc)) from exc
-    from injector.localize import Localization
+    from codegrep.localize import Localization
 
     assert isinstance(result, Localization)
     if result.record.issue_cut_to is not None:
@@ -151,7 +151,7 @@ def _print_human(result: object) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from injector.localize import Localization
+    from codegrep.localize import Localization
 
     assert isinstance(result, Localization)
     console = Console()
