@@ -1,4 +1,4 @@
-"""The exception tree of the codegrep app: what the CLI turns into an error message and exit code 2."""
+"""The exception tree of the codegrep app: what the CLI turns into a message and exit 2."""
 
 from __future__ import annotations
 
