@@ -38,6 +38,7 @@ from grpo_rewards._metrics import (
     set_scores,
     targets_from_file_changes,
 )
+from grpo_rewards._missing_counts import OnMissingCounts
 from grpo_rewards._paths import DEFAULT_MOUNT_PREFIXES, normalize_path, normalize_paths
 from grpo_rewards._rewards import (
     REWARDS,
@@ -67,11 +68,14 @@ from grpo_rewards._rollout_infos import (
     answer_from_infos,
     answer_infos,
 )
+from grpo_rewards._trainer_rows import ADAPTER_REWARDS
 from grpo_rewards.errors import (
     BatchShapeError,
     GrpoRewardsError,
     InvalidRolloutError,
     MissingFrameworkError,
+    MissingRolloutStatsError,
+    MissingRolloutStatsWarning,
     UnknownRewardError,
 )
 
@@ -82,6 +86,7 @@ except _metadata.PackageNotFoundError:
     __version__ = "0+unknown"
 
 __all__ = [
+    "ADAPTER_REWARDS",
     "DEFAULT_MOUNT_PREFIXES",
     "INFO_ANSWER_ERROR",
     "INFO_ANSWER_FILES",
@@ -99,8 +104,11 @@ __all__ = [
     "InvalidRolloutError",
     "LineRange",
     "MissingFrameworkError",
+    "MissingRolloutStatsError",
+    "MissingRolloutStatsWarning",
     "MultiLevelScores",
     "MultiLevelTargets",
+    "OnMissingCounts",
     "ParsedAnswer",
     "RewardResult",
     "RolloutStats",

@@ -11,9 +11,11 @@
 - DAPO-style dynamic sampling: groups whose rewards are all equal carry no gradient; find them.
 
 The std is the sample std (ddof = 1) like `torch.Tensor.std`, which TRL and ms-swift use; pass
-`ddof=0` for the population std. Pure Python by default; `backend="numpy"` vectorizes large
-batches when numpy is installed (`pip install grpo-rewards[numpy]`). No torch here: trainers'
-hooks (codegrep-model) call these functions and move the result to their tensors.
+`ddof=0` for the population std. Pure Python by default; `group_advantages(...,
+backend="numpy")` vectorizes large batches when numpy is installed (`pip install
+grpo-rewards[numpy]`). No torch here: a trainer hook calls these functions and moves the result
+to its tensors (the GRPOTrainer subclasses that would do so for ms-swift and TRL are planned, not
+written; the training-tier test shows the TRL one in a few lines).
 """
 
 from __future__ import annotations

@@ -24,7 +24,12 @@ from grpo_rewards._metrics import (
 )
 from grpo_rewards._paths import normalize_paths
 from grpo_rewards._rollout import RolloutStats
-from grpo_rewards.errors import BatchShapeError, InvalidRolloutError, UnknownRewardError
+from grpo_rewards.errors import (
+    BatchShapeError,
+    InvalidRolloutError,
+    MissingRolloutStatsError,
+    UnknownRewardError,
+)
 
 __all__ = [
     "REWARDS",
@@ -337,8 +342,14 @@ def _lookup(name: str) -> Callable[..., RewardResult]:
     try:
         return REWARDS[name]
     except KeyError:
+        hint = (
+            " (codescout_multilevel scores a finish call, not a JSON answer: call it directly, "
+            "or through an adapter)"
+            if name == "codescout_multilevel"
+            else ""
+        )
         raise UnknownRewardError(
-            f"unknown reward {name!r}; known: {', '.join(sorted(REWARDS))}"
+            f"unknown reward {name!r}; known: {', '.join(sorted(REWARDS))}{hint}"
         ) from None
 
 
@@ -348,7 +359,7 @@ def score_completion(
     gold: Gold,
     stats: RolloutStats | None,
     *,
-    params: Mapping[str, float] | None = None,
+    params: Mapping[str, object] | None = None,
     roots: Iterable[str] = (),
 ) -> RewardResult:
     """Parse one final assistant message and score it with the reward called `name`.
@@ -366,13 +377,15 @@ def score_parsed(
     gold: Gold,
     stats: RolloutStats | None,
     *,
-    params: Mapping[str, float] | None = None,
+    params: Mapping[str, object] | None = None,
 ) -> RewardResult:
     """`score_completion` for an answer already parsed (by `parse_answer`, e.g. recorded by the
     rollout driver in `rollout_infos`): the same reward, no second parse."""
     fn = _lookup(name)
     if stats is None and name not in _STATLESS:
-        raise InvalidRolloutError(f"reward {name!r} needs rollout statistics (turns, tool calls)")
+        raise MissingRolloutStatsError(
+            f"reward {name!r} needs rollout statistics (turns, tool calls)"
+        )
     result = fn(parsed, gold, stats, **(params or {}))
     if not math.isfinite(result.reward):
         raise InvalidRolloutError(f"reward {name!r} produced {result.reward}")
@@ -385,7 +398,7 @@ def score_batch(
     golds: Sequence[Gold],
     stats: Sequence[RolloutStats | None],
     *,
-    params: Mapping[str, float] | None = None,
+    params: Mapping[str, object] | None = None,
 ) -> list[RewardResult]:
     """`score_completion` over aligned sequences (one entry per rollout)."""
     if not len(completions) == len(golds) == len(stats):

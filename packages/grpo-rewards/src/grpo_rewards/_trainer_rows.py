@@ -1,8 +1,10 @@
-"""What the adapters share: reading labels and rollout statistics from trainers' per-row values.
+"""What the adapters share: the reward names they accept, reading labels and rollout statistics
+from trainers' per-row values, and scoring one row.
 
 Trainers hand rewards their dataset columns as loosely typed values (lists, dicts, Arrow structs
-turned into dicts, sometimes JSON text). This module turns them into `Gold` and `RolloutStats` at
-the boundary, so nothing loosely typed travels further. It imports no trainer framework.
+turned into dicts, sometimes JSON text). This module turns them into `Gold` (or CodeScout's
+`MultiLevelTargets`) and `RolloutStats` at the boundary, so nothing loosely typed travels
+further. It imports no trainer framework.
 """
 
 from __future__ import annotations
@@ -11,16 +13,24 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 
-from grpo_rewards._rewards import Gold
+from grpo_rewards._codescout_rows import score_codescout, targets_from_values
+from grpo_rewards._metrics import MultiLevelTargets
+from grpo_rewards._rewards import REWARDS, Gold, RewardResult, score_completion
 from grpo_rewards._rollout import MAX_CALLS_PER_TURN, RolloutStats, rollout_stats_from_messages
-from grpo_rewards.errors import GrpoRewardsError, InvalidRolloutError
+from grpo_rewards.errors import GrpoRewardsError, InvalidRolloutError, UnknownRewardError
 
 __all__ = [
+    "ADAPTER_REWARDS",
+    "CODESCOUT",
     "DEFAULT_FILES_COLUMN",
     "DEFAULT_LINE_RANGES_COLUMN",
+    "Label",
+    "check_reward_name",
     "column",
     "final_text",
     "gold_from_values",
+    "labels_from_columns",
+    "score_label",
     "stats_from_completion",
     "stats_from_counts",
 ]
@@ -28,6 +38,22 @@ __all__ = [
 #: Dataset columns the adapters read the label from (override per adapter).
 DEFAULT_FILES_COLUMN = "gold_files"
 DEFAULT_LINE_RANGES_COLUMN = "gold_line_ranges"
+
+CODESCOUT = "codescout_multilevel"
+#: The reward names every adapter (TRL, ms-swift, verl) accepts: `REWARDS`, which score the JSON
+#: answer against gold files, and CodeScout's, which scores the finish call against
+#: `file_changes`.
+ADAPTER_REWARDS: tuple[str, ...] = (*REWARDS, CODESCOUT)
+
+#: One row's label: gold files (and line ranges), or CodeScout's three-level targets.
+Label = Gold | MultiLevelTargets
+
+
+def check_reward_name(name: object) -> str:
+    """`name` if an adapter can score it, else `UnknownRewardError` listing the names."""
+    if not isinstance(name, str) or name not in ADAPTER_REWARDS:
+        raise UnknownRewardError(f"unknown reward {name!r}; known: {', '.join(ADAPTER_REWARDS)}")
+    return name
 
 
 def column(kwargs: Mapping[str, object], name: str, n: int, *, required: bool) -> list[object]:
@@ -127,3 +153,36 @@ def stats_from_completion(completion: object) -> RolloutStats:
         messages = [m for m in completion if isinstance(m, Mapping)]
         return rollout_stats_from_messages(messages)
     return rollout_stats_from_messages([{"role": "assistant", "content": completion}])
+
+
+def labels_from_columns(
+    kwargs: Mapping[str, object],
+    n: int,
+    reward: str,
+    *,
+    files_column: str,
+    line_ranges_column: str,
+    file_changes_column: str,
+) -> list[Label | None]:
+    """Each rollout's label from the batch columns: `file_changes_column` for CodeScout's reward,
+    `files_column` (+ `line_ranges_column`) for the others; None where a row has no label."""
+    if reward == CODESCOUT:
+        return [
+            targets_from_values(v) for v in column(kwargs, file_changes_column, n, required=True)
+        ]
+    files = column(kwargs, files_column, n, required=True)
+    ranges = column(kwargs, line_ranges_column, n, required=False)
+    return [gold_from_values(f, r) for f, r in zip(files, ranges, strict=True)]
+
+
+def score_label(
+    reward: str,
+    completion: object,
+    label: Label,
+    stats: RolloutStats | None,
+    params: Mapping[str, object],
+) -> RewardResult:
+    """Score one rollout: its final answer against gold files, or (CodeScout) its finish call."""
+    if isinstance(label, MultiLevelTargets):
+        return score_codescout(completion, label, None if stats is None else stats.turns, params)
+    return score_completion(reward, final_text(completion), label, stats, params=params)

@@ -1,4 +1,4 @@
-"""ms-swift ORM plugin: our rewards under `--reward_funcs codegrep_v3` (and v1, v2, colgrep).
+"""ms-swift ORM plugin: our rewards under `--reward_funcs codegrep_v3` (and every other one).
 
 ms-swift instantiates `orms[name](...)` once and calls it with the final assistant message of each
 rollout as `completions` plus every dataset column and `rollout_infos` as batched keyword lists
@@ -12,9 +12,13 @@ A plugin file for `--external_plugins` is two lines:
 
 Rollout statistics come from `rollout_infos` (`num_turns`, which ms-swift adds, and
 `tool_calls_per_turn` or `num_tool_calls`, which the multi-turn driver records), else from the
-rollout's `messages`. When the driver also recorded the parsed final answer (`answer_files`: what
-codegrep-model's `Episode` writes in strict mode), that answer is scored and the completion is not
-parsed again. The key names are `grpo_rewards`' `INFO_*` constants.
+rollout's `messages`. When neither holds any (ms-swift without a multi-turn scheduler), a reward
+that needs them would see c̄ = 0 for every rollout: the ORM warns once, or raises when its
+`on_missing_counts` is "raise". When the driver also recorded the parsed final answer
+(`answer_files`: what codegrep-model's `Episode` writes in strict mode), that answer is scored
+and the completion is not parsed again. The key names are `grpo_rewards`' `INFO_*` constants.
+`codescout_multilevel` reads the `localization_finish` call from `messages` (else from the
+completion text) and its gold from the `file_changes` column.
 
 The advantage-layer efficiency scale needs torch, so it belongs in a GRPOTrainer subclass that
 calls `grpo_rewards.efficiency_scale`; that subclass, and the ms-swift plugin around
@@ -27,7 +31,15 @@ import importlib
 from collections.abc import Mapping, MutableMapping, Sequence
 from typing import ClassVar
 
-from grpo_rewards._rewards import score_completion, score_parsed
+from grpo_rewards._codescout_rows import DEFAULT_FILE_CHANGES_COLUMN
+from grpo_rewards._metrics import MultiLevelTargets
+from grpo_rewards._missing_counts import (
+    MissingCountsGuard,
+    OnMissingCounts,
+    check_on_missing_counts,
+    needs_counts,
+)
+from grpo_rewards._rewards import score_parsed
 from grpo_rewards._rollout import RolloutStats, rollout_stats_from_messages
 from grpo_rewards._rollout_infos import (
     INFO_NUM_TOOL_CALLS,
@@ -38,8 +50,10 @@ from grpo_rewards._rollout_infos import (
 from grpo_rewards._trainer_rows import (
     DEFAULT_FILES_COLUMN,
     DEFAULT_LINE_RANGES_COLUMN,
+    check_reward_name,
     column,
-    gold_from_values,
+    labels_from_columns,
+    score_label,
     stats_from_counts,
 )
 from grpo_rewards.errors import MissingFrameworkError
@@ -50,60 +64,118 @@ __all__ = [
     "CodeGrepV1ORM",
     "CodeGrepV2ORM",
     "CodeGrepV3ORM",
+    "CodeScoutMultilevelORM",
     "ColgrepFileF1ORM",
+    "FbetaFileORM",
     "register_swift_orms",
     "swift_rollout_stats",
 ]
 
 
+def _info_stats(rollout_info: object) -> RolloutStats | None:
+    """The counts the driver recorded in `rollout_infos`, or None."""
+    if not isinstance(rollout_info, Mapping):
+        return None
+    calls = rollout_info.get(INFO_TOOL_CALLS_PER_TURN, rollout_info.get(INFO_NUM_TOOL_CALLS))
+    return stats_from_counts(rollout_info.get(INFO_NUM_TURNS), calls)
+
+
+def _messages(messages: object) -> list[Mapping[str, object]] | None:
+    if isinstance(messages, Sequence) and not isinstance(messages, str | bytes):
+        return [m for m in messages if isinstance(m, Mapping)]
+    return None
+
+
 def swift_rollout_stats(rollout_info: object, messages: object) -> RolloutStats:
     """T and C_total of one ms-swift rollout."""
-    if isinstance(rollout_info, Mapping):
-        calls = rollout_info.get(INFO_TOOL_CALLS_PER_TURN, rollout_info.get(INFO_NUM_TOOL_CALLS))
-        stats = stats_from_counts(rollout_info.get(INFO_NUM_TURNS), calls)
-        if stats is not None:
-            return stats
-    if isinstance(messages, Sequence) and not isinstance(messages, str | bytes):
-        return rollout_stats_from_messages([m for m in messages if isinstance(m, Mapping)])
+    stats = _info_stats(rollout_info)
+    if stats is not None:
+        return stats
+    listed = _messages(messages)
+    if listed is not None:
+        return rollout_stats_from_messages(listed)
     return RolloutStats(turns=1, tool_calls=0)
 
 
 class CodeGrepORM:
-    """Base ORM: scores `reward_name` against the `files_column` / `line_ranges_column` label.
+    """Base ORM: scores `reward_name` against the `files_column` / `line_ranges_column` label
+    (`codescout_multilevel`: against the `file_changes_column` label).
 
-    Subclass and override the class attributes to change the reward, the columns or the
-    constants (`params`, e.g. `{"beta": 1.0}`). A row without a label scores `None` (ms-swift
-    turns it into NaN and leaves it out of the reward mean).
+    Subclass and override the class attributes to change the reward, the columns, the
+    constants (`params`, e.g. `{"beta": 1.0}`) or what happens when a reward that needs the turn
+    and tool-call counts finds none in a batch (`on_missing_counts`: "warn" once per ORM object,
+    or "raise"). A row without a label scores `None` (ms-swift turns it into NaN and leaves it
+    out of the reward mean).
     """
 
     reward_name: ClassVar[str] = "codegrep_v3"
     files_column: ClassVar[str] = DEFAULT_FILES_COLUMN
     line_ranges_column: ClassVar[str] = DEFAULT_LINE_RANGES_COLUMN
-    params: ClassVar[Mapping[str, float]] = {}
+    file_changes_column: ClassVar[str] = DEFAULT_FILE_CHANGES_COLUMN
+    params: ClassVar[Mapping[str, object]] = {}
+    on_missing_counts: ClassVar[OnMissingCounts] = "warn"
 
     def __init__(self, args: object = None, **kwargs: object) -> None:
         self.args = args
+        check_reward_name(self.reward_name)
+        check_on_missing_counts(self.on_missing_counts)
+        self._missing = MissingCountsGuard(type(self).__name__)
 
     def __call__(self, completions: Sequence[object], **kwargs: object) -> list[float | None]:
         n = len(completions)
-        files = column(kwargs, self.files_column, n, required=True)
-        ranges = column(kwargs, self.line_ranges_column, n, required=False)
+        labels = labels_from_columns(
+            kwargs,
+            n,
+            self.reward_name,
+            files_column=self.files_column,
+            line_ranges_column=self.line_ranges_column,
+            file_changes_column=self.file_changes_column,
+        )
         infos = column(kwargs, "rollout_infos", n, required=False)
         messages = column(kwargs, "messages", n, required=False)
+        stats: list[RolloutStats | None] = []
+        counted = False  # some labelled rollout had counts, or messages that record a call
+        for i in range(n):
+            if labels[i] is None:
+                stats.append(None)
+                continue
+            explicit = _info_stats(infos[i])
+            row = explicit or swift_rollout_stats(None, messages[i])
+            stats.append(row)
+            counted = counted or explicit is not None or row.tool_calls > 0
+        labelled = any(row is not None for row in stats)
+        if labelled and not counted and needs_counts(self.reward_name, self.params):
+            self._missing.report(
+                self.reward_name,
+                self.on_missing_counts,
+                f"no rollout_infos holds {INFO_NUM_TURNS!r} with {INFO_TOOL_CALLS_PER_TURN!r} or "
+                f"{INFO_NUM_TOOL_CALLS!r}, and no rollout's messages record a tool call",
+                "Record the counts from the multi-turn scheduler under those keys "
+                "(grpo_rewards.INFO_*)",
+            )
         out: list[float | None] = []
         for i, text in enumerate(completions):
-            gold = gold_from_values(files[i], ranges[i])
-            if gold is None:
+            label, row_stats = labels[i], stats[i]
+            if label is None:
                 out.append(None)
                 continue
-            stats = swift_rollout_stats(infos[i], messages[i])
+            if isinstance(label, MultiLevelTargets):
+                # the whole conversation when ms-swift passed it, else the final message alone
+                listed = _messages(messages[i]) or []
+                answered = any(m.get("role") == "assistant" for m in listed)
+                rollout = listed if answered else [{"role": "assistant", "content": text}]
+                result = score_label(self.reward_name, rollout, label, row_stats, self.params)
+                out.append(result.reward)
+                continue
             info = infos[i]
             # the driver's own parse of the final answer, when it recorded one (strict mode)
             parsed = answer_from_infos(info) if isinstance(info, Mapping) else None
             if parsed is None:
-                result = score_completion(self.reward_name, text, gold, stats, params=self.params)
+                result = score_label(self.reward_name, text, label, row_stats, self.params)
             else:
-                result = score_parsed(self.reward_name, parsed, gold, stats, params=self.params)
+                result = score_parsed(
+                    self.reward_name, parsed, label, row_stats, params=self.params
+                )
             out.append(result.reward)
         return out
 
@@ -132,12 +204,27 @@ class ColgrepFileF1ORM(CodeGrepORM):
     reward_name = "colgrep_file_f1"
 
 
-#: The names `register_swift_orms` adds to ms-swift's registry.
+class FbetaFileORM(CodeGrepORM):
+    """`fbeta_file`: file-level F-beta, no rollout statistics needed (tool-free)."""
+
+    reward_name = "fbeta_file"
+
+
+class CodeScoutMultilevelORM(CodeGrepORM):
+    """`codescout_multilevel`: file + module + entity F1 of the `localization_finish` call,
+    against the `file_changes` column."""
+
+    reward_name = "codescout_multilevel"
+
+
+#: The names `register_swift_orms` adds to ms-swift's registry: every adapter reward.
 SWIFT_ORMS: Mapping[str, type[CodeGrepORM]] = {
     "codegrep_v1": CodeGrepV1ORM,
     "codegrep_v2": CodeGrepV2ORM,
     "codegrep_v3": CodeGrepV3ORM,
     "colgrep_file_f1": ColgrepFileF1ORM,
+    "fbeta_file": FbetaFileORM,
+    "codescout_multilevel": CodeScoutMultilevelORM,
 }
 
 

@@ -7,7 +7,13 @@ every other dataset column as a keyword list; `None` skips a row. It logs a func
 
 Rollout statistics come from explicit columns when the rollout function provides them
 (`num_turns` + `num_tool_calls`), else from the completion's messages (assistant turns and their
-tool calls). The advantage-layer efficiency scale belongs in a trainer subclass that calls
+tool calls). When neither gives any — plain TRL without tools or count columns — a reward that
+needs them (CodeGrep v1/v2/v3, colgrep) would see c̄ = 0 everywhere, so `TRLReward` warns once
+(`MissingRolloutStatsWarning`) or, with `on_missing_counts="raise"`, raises. `fbeta_file` needs no
+statistics. `codescout_multilevel` reads the `localization_finish` call from the completion and
+its gold from the `file_changes` column.
+
+The advantage-layer efficiency scale belongs in a trainer subclass that calls
 `grpo_rewards.scale_by_efficiency`; no such subclass is in this repository yet (it is planned).
 """
 
@@ -15,23 +21,34 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from grpo_rewards._rewards import REWARDS, score_completion
+from grpo_rewards._codescout_rows import DEFAULT_FILE_CHANGES_COLUMN
+from grpo_rewards._missing_counts import (
+    MissingCountsGuard,
+    OnMissingCounts,
+    check_on_missing_counts,
+    needs_counts,
+)
+from grpo_rewards._rollout import RolloutStats
 from grpo_rewards._trainer_rows import (
     DEFAULT_FILES_COLUMN,
     DEFAULT_LINE_RANGES_COLUMN,
+    check_reward_name,
     column,
-    final_text,
-    gold_from_values,
+    labels_from_columns,
+    score_label,
     stats_from_completion,
     stats_from_counts,
 )
-from grpo_rewards.errors import UnknownRewardError
 
 __all__ = ["TRLReward"]
 
 
 class TRLReward:
-    """A TRL reward function scoring one of `grpo_rewards.REWARDS` by name.
+    """A TRL reward function scoring one of `grpo_rewards.ADAPTER_REWARDS` by name.
+
+    `params` override the reward's constants (`beta=1.0`, CodeScout's `turn_bonus_range=(4, 4)`).
+    `on_missing_counts` says what happens when a reward that needs the turn and tool-call counts
+    finds none in a batch: "warn" (once per object) or "raise" (`MissingRolloutStatsError`).
 
     >>> reward = TRLReward("codegrep_v3")
     >>> completion = [
@@ -50,18 +67,21 @@ class TRLReward:
         *,
         files_column: str = DEFAULT_FILES_COLUMN,
         line_ranges_column: str = DEFAULT_LINE_RANGES_COLUMN,
+        file_changes_column: str = DEFAULT_FILE_CHANGES_COLUMN,
         turns_column: str = "num_turns",
         tool_calls_column: str = "num_tool_calls",
-        **params: float,
+        on_missing_counts: OnMissingCounts = "warn",
+        **params: object,
     ) -> None:
-        if reward not in REWARDS:
-            raise UnknownRewardError(f"unknown reward {reward!r}; known: {', '.join(REWARDS)}")
-        self.reward = reward
+        self.reward = check_reward_name(reward)
         self.files_column = files_column
         self.line_ranges_column = line_ranges_column
+        self.file_changes_column = file_changes_column
         self.turns_column = turns_column
         self.tool_calls_column = tool_calls_column
+        self.on_missing_counts = check_on_missing_counts(on_missing_counts)
         self.params = params
+        self._missing = MissingCountsGuard(f"TRLReward({reward!r})")
         # TRL names the logged metric after __name__ (rewards/<name>/mean).
         self.__name__ = reward
 
@@ -73,21 +93,48 @@ class TRLReward:
         **kwargs: object,
     ) -> list[float | None]:
         n = len(completions)
-        files = column(kwargs, self.files_column, n, required=True)
-        ranges = column(kwargs, self.line_ranges_column, n, required=False)
+        labels = labels_from_columns(
+            kwargs,
+            n,
+            self.reward,
+            files_column=self.files_column,
+            line_ranges_column=self.line_ranges_column,
+            file_changes_column=self.file_changes_column,
+        )
         turns = column(kwargs, self.turns_column, n, required=False)
         calls = column(kwargs, self.tool_calls_column, n, required=False)
+        stats: list[RolloutStats | None] = []
+        counted = False  # some labelled rollout had counts, or a completion that records a call
+        for i, completion in enumerate(completions):
+            if labels[i] is None:
+                stats.append(None)
+                continue
+            explicit = stats_from_counts(turns[i], calls[i])
+            row = explicit or stats_from_completion(completion)
+            stats.append(row)
+            counted = counted or explicit is not None or row.tool_calls > 0
+        labelled = any(row is not None for row in stats)
+        if labelled and not counted and needs_counts(self.reward, self.params):
+            names = (self.turns_column, self.tool_calls_column)
+            absent = [c for c in names if c not in kwargs]
+            if absent:
+                what = f"the batch has no {' / '.join(map(repr, absent))} column"
+            else:
+                what = f"the {' / '.join(map(repr, names))} columns hold no counts"
+            self._missing.report(
+                self.reward,
+                self.on_missing_counts,
+                f"{what}, and no completion records a tool call",
+                f"Add the {names[0]!r} and {names[1]!r} columns (e.g. from a rollout_func), or "
+                f"train with tools=[...] so that the completions carry the calls",
+            )
         out: list[float | None] = []
         malformed = 0
-        for i, completion in enumerate(completions):
-            gold = gold_from_values(files[i], ranges[i])
-            if gold is None:
+        for completion, label, row_stats in zip(completions, labels, stats, strict=True):
+            if label is None:
                 out.append(None)
                 continue
-            stats = stats_from_counts(turns[i], calls[i]) or stats_from_completion(completion)
-            result = score_completion(
-                self.reward, final_text(completion), gold, stats, params=self.params
-            )
+            result = score_label(self.reward, completion, label, row_stats, self.params)
             malformed += result.reason is not None
             out.append(result.reward)
         log_metric = kwargs.get("log_metric")

@@ -3,13 +3,18 @@
 Point verl at it with `custom_reward_function.path=<this file>` and
 `custom_reward_function.name=compute_score`, or call it from your own reward file. verl calls it
 once per response with the decoded response text and the row's `reward_model.ground_truth`
-(a list of gold files, or `{"files": [...], "line_ranges": {...}}`).
+(a list of gold files, or `{"files": [...], "line_ranges": {...}}`; for `codescout_multilevel`,
+`{"file_changes": [...]}`).
 
 verl's own `num_turns` counts user, assistant and tool messages together, which is not the
 paper's T, so rollout statistics are read from `extra_info["assistant_turns"]` and
 `extra_info["tool_calls"]` (a count or per-turn counts), set by your agent loop. The reward is
-chosen by `extra_info["reward"]` or the `reward=` keyword (default `codegrep_v3`); without
-statistics only `fbeta_file` can be scored, and the others raise instead of guessing.
+chosen by `extra_info["reward"]` or the `reward=` keyword (default `codegrep_v3`; any name in
+`grpo_rewards.ADAPTER_REWARDS`). Without statistics only `fbeta_file` and `codescout_multilevel`
+(without its turn bonus) can be scored: for the others `on_missing_counts="raise"` (the default
+here: verl has no other source for the counts, so a missing count is a configuration error) raises
+`MissingRolloutStatsError`, and "warn" warns once per reward and scores with c̄ = 0. Keywords
+can be set from verl's config, `custom_reward_function.reward_kwargs`.
 The result is a dict with `score` and the reward's parts, the same keys for every call.
 """
 
@@ -17,11 +22,28 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from grpo_rewards._rewards import score_completion
-from grpo_rewards._trainer_rows import gold_from_values, stats_from_counts
+from grpo_rewards._codescout_rows import targets_from_values
+from grpo_rewards._missing_counts import (
+    MissingCountsGuard,
+    OnMissingCounts,
+    check_on_missing_counts,
+    needs_counts,
+)
+from grpo_rewards._rollout import RolloutStats
+from grpo_rewards._trainer_rows import (
+    CODESCOUT,
+    Label,
+    check_reward_name,
+    gold_from_values,
+    score_label,
+    stats_from_counts,
+)
 from grpo_rewards.errors import GrpoRewardsError
 
 __all__ = ["compute_score"]
+
+# compute_score is one function serving every reward, so it warns once per reward name.
+_MISSING = MissingCountsGuard("verl compute_score")
 
 
 def compute_score(
@@ -31,7 +53,8 @@ def compute_score(
     extra_info: Mapping[str, object] | None = None,
     *,
     reward: str = "codegrep_v3",
-    **params: float,
+    on_missing_counts: OnMissingCounts = "raise",
+    **params: object,
 ) -> dict[str, float]:
     """Score one verl response; returns `{"score": r, <parts>..., "zeroed_by_rule": 0|1}`.
 
@@ -41,14 +64,27 @@ def compute_score(
     (0.5556, 2.0)
     """
     info = extra_info or {}
-    name = info.get("reward", reward)
-    if not isinstance(name, str):
-        raise GrpoRewardsError(f"extra_info['reward'] must be a reward name, got {name!r}")
-    gold = gold_from_values(ground_truth)
-    if gold is None:
-        raise GrpoRewardsError(f"no gold files in ground_truth for data source {data_source!r}")
+    name = check_reward_name(info.get("reward", reward))
+    policy = check_on_missing_counts(on_missing_counts)
+    label: Label | None
+    if name == CODESCOUT:
+        label = targets_from_values(ground_truth)
+    else:
+        label = gold_from_values(ground_truth)
+    if label is None:
+        what = "file_changes" if name == CODESCOUT else "gold files"
+        raise GrpoRewardsError(f"no {what} in ground_truth for data source {data_source!r}")
     stats = stats_from_counts(info.get("assistant_turns"), info.get("tool_calls"))
-    result = score_completion(name, solution_str, gold, stats, params=params)
+    if stats is None and needs_counts(name, params):
+        absent = [k for k in ("assistant_turns", "tool_calls") if info.get(k) is None]
+        _MISSING.report(
+            name,
+            policy,
+            f"extra_info has no {' / '.join(map(repr, absent))}",
+            "Have the agent loop put 'assistant_turns' and 'tool_calls' into extra_info",
+        )
+        stats = RolloutStats(turns=1, tool_calls=0)
+    result = score_label(name, solution_str, label, stats, params)
     return {
         "score": result.reward,
         **result.parts,
