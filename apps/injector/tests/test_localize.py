@@ -158,15 +158,19 @@ def test_bad_inputs_exit_2(repo: Path, tmp_path: Path) -> None:
     res = runner.invoke(app, ["localize", "--repo", str(repo), "--issue", str(binary)])
     assert res.exit_code == 2
     assert "cannot read --issue" in res.output
+    (tmp_path / "a-file").write_text("")
     for flag in ("-o", "--rollout"):
-        target = tmp_path / "no-such-dir" / "out.json"
+        target = tmp_path / "a-file" / "out.json"  # a folder that cannot be made
         res = runner.invoke(
             app,
             ["localize", "--repo", str(repo), "--issue", "-", flag, str(target)],
             input=ISSUE,
         )
         assert res.exit_code == 2
-        assert f"cannot write {flag}" in res.output
+        assert f"error: cannot write {flag} {target}: {tmp_path / 'a-file'} is not a directory" in (
+            res.stderr
+        )
+        assert res.stdout == ""  # said before the search, not after it
 
 
 def test_the_example_issue_on_this_repository() -> None:

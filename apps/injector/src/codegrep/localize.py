@@ -133,7 +133,7 @@ async def localize(
         else:
             root = (cache_dir or _DEFAULT_CACHE_DIR).expanduser()
             # No checkout: this one rollout is served from git objects, nothing is written.
-            async with TreePool(lambda: BareRepoCache(root, source), materialize="never") as own:
+            async with TreePool(lambda: _clone_cache(root, source), materialize="never") as own:
                 record = await _run(own, name, commit, chosen, instance, config)
     except CommitRequiredError as exc:
         raise RepositoryInputError(
@@ -156,6 +156,17 @@ async def localize(
         latency_s=time.perf_counter() - started,
         record=record,
     )
+
+
+def _clone_cache(root: Path, source: str) -> BareRepoCache:
+    """The clone cache, made when a repository name needs it; a folder that cannot be one (a
+    file in its place, no permission) is the caller's bad input, not a crash."""
+    try:
+        return BareRepoCache(root, source)
+    except OSError as exc:
+        raise RepositoryInputError(
+            f"cannot use {root} as the clone cache (--cache): {exc.strerror or exc}"
+        ) from exc
 
 
 async def _run(

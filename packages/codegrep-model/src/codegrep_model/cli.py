@@ -1,10 +1,18 @@
-"""Command line of codegrep-model: `codegrep-model batch` runs a policy over an instances file."""
+"""Command line of codegrep-model: `codegrep-model batch` runs a policy over an instances file.
+
+The toolkit's flag convention: `-i/--instances` (or the positional INSTANCES), `-o` and
+`--rollouts` (checked writable before any work), `-j/--jobs`, `--limit` (>= 0), `--dry-run`,
+`--timeout` (seconds), `--version`. Exit 0 done; 1 the work ran and some rollouts failed (counted
+and reported); 2 bad input (usage, an unreadable instances file, an unwritable output, an
+endpoint that cannot be reached), said in one `error:` line on stderr. Text from files and
+exceptions is never read as rich markup.
+"""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from pathlib import Path
 from typing import Annotated
 
@@ -13,8 +21,41 @@ import typer
 app = typer.Typer(
     no_args_is_help=True,
     help="The CodeGrep retrieval agent.\n\nExample: codegrep-model batch lite.jsonl -o pred.jsonl "
-    "--cache ~/.cache/cg -j 4",
+    "--cache ~/.cache/cg -j 4\n\nExit codes: 0 done; 1 some rollouts failed (counted and "
+    "reported); 2 bad input.",
 )
+
+DEFAULT_TIMEOUT_S = 120.0
+
+
+def _fail(message: str, code: int = 2) -> typer.Exit:
+    """Say `error: message` on one line of stderr; the caller raises the exit returned."""
+    one_line = " ".join(message.splitlines())  # an endpoint's reply text may span lines
+    typer.echo(f"{typer.style('error:', fg='red')} {one_line}", err=True)
+    return typer.Exit(code)
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from codegrep_model import __version__
+
+        typer.echo(f"codegrep-model {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            is_eager=True,
+            callback=_print_version,
+            help="Print 'codegrep-model <version>' and exit.",
+        ),
+    ] = False,
+) -> None:
+    """The CodeGrep retrieval agent."""
 
 
 @app.command()
@@ -28,33 +69,139 @@ def version() -> None:
     typer.echo(__version__)
 
 
+def _unwritable(path: Path) -> str | None:
+    """Why `path` cannot be written, or None. Tried for real, leaving nothing behind: missing
+    folders are made and removed again, an existing file is opened for appending (not cut)."""
+    made: list[Path] = []
+    existed = True
+    try:
+        if path.is_dir():
+            return "it is a directory"
+        missing: list[Path] = []
+        folder = path.parent
+        while not folder.exists():
+            missing.append(folder)
+            folder = folder.parent
+        if not folder.is_dir():
+            return f"{folder} is not a directory"
+        existed = path.exists()
+        for d in reversed(missing):
+            d.mkdir()
+            made.append(d)
+        with path.open("a", encoding="utf-8"):
+            pass
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    finally:
+        if not existed:
+            with suppress(OSError):
+                path.unlink()
+        for d in reversed(made):
+            with suppress(OSError):
+                d.rmdir()
+    return None
+
+
+def _instances_path(positional: Path | None, option: Path | None) -> Path:
+    """INSTANCES or -i/--instances: one of them, or both naming the same file."""
+    if positional is None and option is None:
+        raise _fail("name the instances file: INSTANCES or -i/--instances FILE")
+    if positional is None:
+        assert option is not None
+        return option
+    if option is not None and positional.resolve() != option.resolve():
+        raise _fail(f"two instances files, INSTANCES {positional} and -i {option}; give one")
+    return positional
+
+
+def _timeout(timeout: float | None, old_spelling: float | None) -> float:
+    """--timeout, or its old spelling --timeout-s; both only when they agree."""
+    if timeout is not None and old_spelling is not None and timeout != old_spelling:
+        raise _fail(
+            f"--timeout {timeout:g} and --timeout-s {old_spelling:g} (its old spelling) "
+            "disagree; give --timeout once"
+        )
+    value = timeout if timeout is not None else old_spelling
+    value = DEFAULT_TIMEOUT_S if value is None else value
+    if not value > 0:  # also NaN
+        raise _fail(f"--timeout must be a positive number of seconds, got {value:g}")
+    return value
+
+
+def _endpoint_problem(base_url: str, api_key: str | None, timeout: float) -> str | None:
+    """Why nothing answers at `base_url`, or None when something does (whatever its status).
+
+    One GET of `{base_url}/models`, the route OpenAI-compatible servers list models on: only a
+    refused or impossible connection counts, so a server without that route still passes.
+    """
+    import httpx
+
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    try:
+        httpx.get(f"{base_url.rstrip('/')}/models", headers=headers, timeout=min(timeout, 10.0))
+    except (httpx.ConnectError, httpx.ConnectTimeout, httpx.UnsupportedProtocol) as exc:
+        return f"{type(exc).__name__}: {exc}"
+    except httpx.InvalidURL as exc:
+        return f"not a URL ({exc})"
+    except httpx.HTTPError:
+        return None  # it answered, or began to: what it says shows up per request
+    return None
+
+
 @app.command()
 def batch(
-    instances: Annotated[
-        Path,
-        typer.Argument(help="SWE-bench-style instances: JSON Lines (.gz too), JSON or parquet."),
+    output: Annotated[
+        Path, typer.Option("-o", "--output", help="Predictions JSONL (appended; not .gz).")
     ],
-    output: Annotated[Path, typer.Option("-o", "--output", help="Predictions JSONL (appended).")],
-    cache: Annotated[Path, typer.Option(help="BareRepoCache folder.")],
+    cache: Annotated[
+        Path, typer.Option("--cache", help="Clone cache (a worktree_sandbox.BareRepoCache folder).")
+    ],
+    instances: Annotated[
+        Path | None,
+        typer.Argument(
+            help="SWE-bench-style instances: JSON Lines (.gz too), JSON or parquet; or -i.",
+            show_default=False,
+        ),
+    ] = None,
+    instances_option: Annotated[
+        Path | None,
+        typer.Option("-i", "--instances", help="The instances file (the same as INSTANCES)."),
+    ] = None,
     source: Annotated[
         str, typer.Option(help="Clone source template, e.g. https://github.com/{repo}.git")
     ] = "https://github.com/{repo}.git",
     rollouts: Annotated[
-        Path | None, typer.Option(help="Rollouts JSONL (default: beside -o, .rollouts.jsonl)")
+        Path | None,
+        typer.Option(help="Rollouts JSONL (default: beside -o, .rollouts.jsonl); appended."),
     ] = None,
     jobs: Annotated[int, typer.Option("-j", "--jobs", min=1, help="Rollouts at a time.")] = 4,
     limit: Annotated[
         int | None, typer.Option(min=0, help="At most this many new instances.")
     ] = None,
     repo: Annotated[
-        list[str] | None, typer.Option(help="Only instances of this repository (repeatable).")
+        list[str] | None,
+        typer.Option(
+            help="A filter: keep only the instances of this repository (owner/name); repeat "
+            "for more. A name no instance has is an error."
+        ),
     ] = None,
     base_url: Annotated[
-        str | None, typer.Option(help="OpenAI-compatible endpoint; default: LexicalPolicy.")
+        str | None,
+        typer.Option(
+            help="OpenAI-compatible endpoint (checked reachable first); default: LexicalPolicy."
+        ),
     ] = None,
     model: Annotated[str, typer.Option(help="Model name at --base-url.")] = "codegrep",
     api_key: Annotated[str | None, typer.Option(envvar="OPENAI_API_KEY")] = None,
-    timeout_s: Annotated[float, typer.Option(help="Per model request.")] = 120.0,
+    timeout: Annotated[
+        float | None,
+        typer.Option(
+            "--timeout", help="Seconds per model request (default 120).", show_default=False
+        ),
+    ] = None,
+    timeout_s: Annotated[
+        float | None, typer.Option("--timeout-s", hidden=True, help="Old spelling of --timeout.")
+    ] = None,
     dry_run: Annotated[bool, typer.Option(help="Say what would run, run nothing.")] = False,
 ) -> None:
     """Run a policy over INSTANCES; write predictions (-o) and full rollouts. Resumable.
@@ -65,7 +212,9 @@ def batch(
     """
     import codegrep_records as records
     from rich.console import Console
+    from rich.markup import escape
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+    from rich.text import Text
     from worktree_sandbox import BareRepoCache, SandboxError, TreePool
 
     from codegrep_model.batch import _finished, run_batch
@@ -76,20 +225,32 @@ def batch(
     from codegrep_model.records import Instance, RolloutRecord
 
     console = Console(stderr=True)
-    for path in (output, rollouts):
-        if path is not None and path.suffix == ".gz":
-            # batch appends as it goes and resumes from what is there: plain JSON Lines only
-            console.print(f"[red]error:[/] {path}: batch appends to it; name a .jsonl file")
-            raise typer.Exit(2)
-    try:
-        loaded = records.load_instances(instances)
-    except records.RecordError as exc:  # missing, a folder, not JSON, parquet without pyarrow
-        console.print(f"error: {exc}", style="red", markup=False)
-        raise typer.Exit(2) from None
-    for problem in loaded.problems:
-        console.print(f"skipped bad row {problem}", style="yellow", markup=False)
-    rows = [r for r in loaded.records if not repo or r.repo in repo]
+    path = _instances_path(instances, instances_option)
+    request_timeout = _timeout(timeout, timeout_s)
     rollouts = rollouts or output.with_name(output.name.removesuffix(".jsonl") + ".rollouts.jsonl")
+    for flag, out in (("-o", output), ("--rollouts", rollouts)):
+        if out.suffix == ".gz":
+            # batch appends as it goes and resumes from what is there: plain JSON Lines only
+            raise _fail(f"{flag} {out}: batch appends to it; name a .jsonl file")
+    if output.resolve() == rollouts.resolve():
+        raise _fail(f"-o and --rollouts are the same file ({output}); name two files")
+    for flag, out in (("-o", output), ("--rollouts", rollouts)):
+        problem = _unwritable(out)
+        if problem is not None:
+            raise _fail(f"cannot write {flag} {out}: {problem}")
+    try:
+        loaded = records.load_instances(path)
+    except records.RecordError as exc:  # missing, a folder, not JSON, parquet without pyarrow
+        raise _fail(str(exc)) from None
+    for bad in loaded.problems:
+        console.print(f"skipped bad row {bad}", style="yellow", markup=False)
+    if not loaded.records:
+        raise _fail(f"{path}: no valid instance row ({len(loaded.problems)} bad)")
+    known = {r.repo for r in loaded.records}
+    for name in repo or []:
+        if name not in known:
+            raise _fail(f"--repo {name}: no instance of this repository in {path}")
+    rows = [r for r in loaded.records if not repo or r.repo in repo]
     unparsed: list[str] = []
     done = _finished(output, unparsed)
     for msg in unparsed:
@@ -99,17 +260,22 @@ def batch(
     todo = [r for r in rows if r.instance_id not in done][: limit if limit is not None else None]
     console.print(
         f"{len(rows)} instances, {len(rows) - len([r for r in rows if r.instance_id not in done])}"
-        f" already done, {len(todo)} to run -> {output}, {rollouts}"
+        f" already done, {len(todo)} to run -> {output}, {rollouts}",
+        markup=False,
+        highlight=False,
     )
+    if base_url:
+        unreachable = _endpoint_problem(base_url, api_key, request_timeout)
+        if unreachable is not None:
+            raise _fail(f"--base-url {base_url} cannot be reached: {unreachable}")
     if dry_run:
         return
     try:
         repo_cache = BareRepoCache(cache, source=source)
     except (SandboxError, OSError) as exc:  # a --source naming no repository, an unusable --cache
-        console.print(f"[red]error:[/] {exc}")
-        raise typer.Exit(2) from None
+        raise _fail(str(exc)) from None
     policy: Policy = (
-        OpenAIPolicy(base_url, model, api_key=api_key, timeout_s=timeout_s)
+        OpenAIPolicy(base_url, model, api_key=api_key, timeout_s=request_timeout)
         if base_url
         else LexicalPolicy()
     )
@@ -130,7 +296,7 @@ def batch(
                 TimeElapsedColumn(),
                 console=console,
             ) as progress:
-                task = progress.add_task(policy.name, total=len(todo))
+                task = progress.add_task(escape(policy.name), total=len(todo))
 
                 def tick(_: RolloutRecord) -> None:
                     progress.advance(task)
@@ -149,14 +315,22 @@ def batch(
             await policy.aclose()
         console.print(
             f"answered {summary.answered}, fallback {summary.fallback}, errors {summary.errors}, "
-            f"skipped {summary.skipped} ({summary.wall_s:.1f} s)"
+            f"skipped {summary.skipped} ({summary.wall_s:.1f} s)",
+            highlight=False,
         )
         for msg in summary.error_messages[:20]:
-            console.print(f"[red]error[/] {msg}")
+            console.print(Text.assemble(("error", "red"), f" {msg}"), soft_wrap=True)
         if summary.errors:
-            raise typer.Exit(1)
+            raise _fail(
+                f"{summary.errors} of {summary.total} instance(s) failed; they have no "
+                "prediction, and a rerun retries them",
+                code=1,
+            )
 
-    asyncio.run(go())
+    try:
+        asyncio.run(go())
+    except (OSError, SandboxError) as exc:  # a full disk, a pool that cannot start
+        raise _fail(f"the batch stopped: {type(exc).__name__}: {exc}", code=1) from None
 
 
 def main() -> None:

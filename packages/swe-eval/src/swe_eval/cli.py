@@ -1,15 +1,19 @@
 """`swe-eval`: score retrievers, convert peers' outputs, run the BM25/dense baselines, plot.
 
 Thin: every command parses flags, calls the library and prints. Progress and notes go to
-stderr, tables to stdout (or `-o`).
+stderr, tables to stdout (or `-o`). The toolkit's flag convention: `-i/--instances`, `-o` (checked
+writable before any work), `-j/--jobs`, `--limit` (>= 0), `--seed`, `--dry-run`, `--timeout`
+(seconds), `--version`; exit 0 done, 1 the work ran and some of it failed, 2 bad input, said in
+one `error:` line on stderr. Text from files and exceptions is never read as rich markup.
 """
 
 from __future__ import annotations
 
+import gzip
 import os
 import sys
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
@@ -30,6 +34,7 @@ from codegrep_records import (
 )
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.text import Text
 
 from swe_eval._corpus import FileSource
 from swe_eval._prediction_writer import prediction_json, write_predictions
@@ -40,7 +45,9 @@ from swe_eval.peers import PeerFormat, convert_peer
 from swe_eval.report import TableFormat, render
 
 app = typer.Typer(
-    help="Retrieval evaluation for file-localization agents (CodeGrep Table 2 and peers' metrics).",
+    help="Retrieval evaluation for file-localization agents (CodeGrep Table 2 and peers' metrics)."
+    "\n\nExit codes: 0 done; 1 the work ran and some of it failed (counted and reported); "
+    "2 bad input.",
     no_args_is_help=True,
     add_completion=False,
 )
@@ -50,12 +57,59 @@ InstancesOpt = Annotated[
     Path, typer.Option("--instances", "-i", help="SWE-bench-style JSON/JSONL(.gz)/parquet.")
 ]
 RepoOpt = Annotated[
-    list[str] | None, typer.Option("--repo", help="Only these repositories (owner/name); repeat.")
+    list[str] | None,
+    typer.Option(
+        "--repo",
+        help="A filter: keep only the instances of this repository (owner/name); repeat for "
+        "more. A name no instance has is an error.",
+    ),
 ]
 ExcludeRepoOpt = Annotated[
     list[str] | None, typer.Option("--exclude-repo", help="Leave these repositories out; repeat.")
 ]
-LimitOpt = Annotated[int | None, typer.Option("--limit", help="At most this many instances.")]
+LimitOpt = Annotated[
+    int | None,
+    typer.Option("--limit", min=0, help="At most this many instances (the first, after --repo)."),
+]
+SeedOpt = Annotated[int, typer.Option("--seed", help="Seed of the bootstrap resampling.")]
+# matplotlib's own formats that need nothing beyond it (and Pillow, which it requires)
+_IMAGE_SUFFIXES = (".png", ".svg", ".svgz", ".pdf", ".eps", ".ps", ".jpg", ".jpeg", ".tif",
+                   ".tiff", ".webp")  # fmt: skip
+
+
+def _say(message: str, style: str = "") -> None:
+    """One note on stderr; never read as markup (paths and file contents hold brackets)."""
+    err.print(Text(message, style=style), soft_wrap=True)
+
+
+def _fail(message: str) -> typer.Exit:
+    """Say `error: message` on one line of stderr; the caller raises the exit 2 returned."""
+    one_line = " ".join(message.splitlines())
+    err.print(Text.assemble(("error:", "red"), " ", one_line), soft_wrap=True)
+    return typer.Exit(2)
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from swe_eval import __version__
+
+        typer.echo(f"swe-eval {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            is_eager=True,
+            callback=_print_version,
+            help="Print 'swe-eval <version>' and exit.",
+        ),
+    ] = False,
+) -> None:
+    """Options of swe-eval itself (the help text is the app's)."""
 
 
 @contextmanager
@@ -64,22 +118,81 @@ def _clear_errors() -> Iterator[None]:
     try:
         yield
     except (SweEvalError, RecordError, ValueError) as exc:
-        err.print(f"[red]error:[/] {exc}")
-        raise typer.Exit(2) from exc
+        raise _fail(str(exc)) from exc
+
+
+def _unwritable(path: Path) -> str | None:
+    """Why `path` cannot be written, or None. Tried for real, leaving nothing behind: missing
+    folders are made and removed again, an existing file is opened for appending (not cut)."""
+    made: list[Path] = []
+    existed = True
+    try:
+        if path.is_dir():
+            return "it is a directory"
+        missing: list[Path] = []
+        folder = path.parent
+        while not folder.exists():
+            missing.append(folder)
+            folder = folder.parent
+        if not folder.is_dir():
+            return f"{folder} is not a directory"
+        existed = path.exists()
+        for d in reversed(missing):
+            d.mkdir()
+            made.append(d)
+        with path.open("a", encoding="utf-8"):
+            pass
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    finally:
+        if not existed:
+            with suppress(OSError):
+                path.unlink()
+        for d in reversed(made):
+            with suppress(OSError):
+                d.rmdir()
+    return None
+
+
+def _check_output(
+    flag: str, path: Path | None, *, appends: bool = False, suffixes: tuple[str, ...] = ()
+) -> None:
+    """Exit 2 before any work when `path` cannot take the output."""
+    if path is None:
+        return
+    problem = _unwritable(path)
+    if problem is not None:
+        raise _fail(f"cannot write {flag} {path}: {problem}")
+    if appends and path.suffix == ".gz":
+        raise _fail(
+            f"{flag} {path}: this command appends to it as it goes; name a plain .jsonl file"
+        )
+    if suffixes and path.suffix.lower() not in suffixes:
+        raise _fail(f"{flag} {path}: name a file of one of the kinds {', '.join(suffixes)}")
 
 
 def _report_problems(
     loaded: Loaded[object],  # type: ignore[type-var]
     what: str,
     skipped: list[RowProblem] | None = None,
+    path: Path | None = None,
 ) -> None:
-    """Say how many rows of a file were skipped; collect them in `skipped` for a JSON report."""
+    """Say how many rows of a file were skipped; collect them in `skipped` for a JSON report.
+
+    With `path`, a file that gives no row at all (empty, or every row bad) is an error: it is
+    not the file the command wants.
+    """
     if skipped is not None:
         skipped.extend(loaded.problems)
+    if path is not None and not loaded.records:
+        if loaded.problems:
+            raise _fail(
+                f"{path}: no valid {what} row ({len(loaded.problems)} bad, "
+                f"e.g. {loaded.problems[0]})"
+            )
+        raise _fail(f"{path}: no {what} rows")
     if loaded.problems:
-        err.print(
-            f"[yellow]{len(loaded.problems)} {what} row(s) skipped[/], e.g. {loaded.problems[0]}"
-        )
+        _say(f"{len(loaded.problems)} {what} row(s) skipped, e.g. {loaded.problems[0]}", "yellow")
 
 
 def _select(
@@ -87,13 +200,45 @@ def _select(
     repos: list[str] | None,
     exclude: list[str] | None,
     limit: int | None,
+    source: Path | None = None,
 ) -> list[Instance]:
+    """The instances the filters keep; with `source`, a `--repo` no instance has exits 2."""
+    if source is not None:
+        known = {i.repo for i in instances}
+        for name in repos or []:
+            if name not in known:
+                raise _fail(f"--repo {name}: no instance of this repository in {source}")
     chosen = [
         i
         for i in instances
         if (not repos or i.repo in repos) and (not exclude or i.repo not in exclude)
     ]
+    if limit is not None and limit < 0:
+        # the option refuses it too; a negative slice would drop instances from the end
+        raise _fail(f"--limit must be >= 0, got {limit}")
     return chosen[:limit] if limit is not None else chosen
+
+
+def _load_chosen(
+    instances: Path,
+    repos: list[str] | None,
+    exclude: list[str] | None,
+    limit: int | None,
+    skipped: list[RowProblem] | None = None,
+    *,
+    need_some: bool = True,
+) -> list[Instance]:
+    """Read the instances file and apply the filters; exit 2 when nothing is left to score."""
+    with _clear_errors():
+        loaded = load_instances(instances)
+    _report_problems(loaded, "instance", skipped, path=instances)  # type: ignore[arg-type]
+    chosen = _select(loaded.records, repos, exclude, limit, source=instances)
+    if need_some and not chosen:
+        raise _fail(
+            f"no instance of {instances} left ({len(loaded.records)} read); "
+            "--exclude-repo or --limit leave none"
+        )
+    return chosen
 
 
 def _gold(
@@ -106,13 +251,14 @@ def _gold(
     if labels is None:
         return gold
     loaded = load_labels(labels)
-    _report_problems(loaded, "label", skipped)  # type: ignore[arg-type]
+    _report_problems(loaded, "label", skipped, path=labels)  # type: ignore[arg-type]
     by_id = {lab.instance_id: lab for lab in loaded.records}
     missing = [iid for iid in gold if iid not in by_id]
     if missing:
-        err.print(
-            f"[yellow]{len(missing)} instance(s) have no label in {labels}; "
-            "they are scored with an empty gold set (counted as no_gold)[/]"
+        _say(
+            f"{len(missing)} instance(s) have no label in {labels}; "
+            "they are scored with an empty gold set (counted as no_gold)",
+            "yellow",
         )
     return {
         iid: by_id.get(iid, GoldLabel(instance_id=iid, files=frozenset(), source=str(labels)))
@@ -131,12 +277,20 @@ def _parse_ks(ks: str) -> tuple[int, ...]:
 
 
 def _emit(text: str, output: Path | None) -> None:
+    """The table on stdout, or into `output` (gzipped when its name ends in .gz)."""
     if output is None:
         sys.stdout.write(text)
-    else:
+        return
+    try:
         output.parent.mkdir(parents=True, exist_ok=True)
-        output.write_text(text, encoding="utf-8")
-        err.print(f"wrote {output}")
+        if output.suffix == ".gz":
+            with gzip.open(output, "wt", encoding="utf-8") as fh:
+                fh.write(text)
+        else:
+            output.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise _fail(f"cannot write -o {output}: {exc.strerror or exc}") from exc
+    _say(f"wrote {output}")
 
 
 def _load_systems(
@@ -147,7 +301,8 @@ def _load_systems(
     systems = []
     for j, path in enumerate(predictions):
         loaded = load_predictions(path)
-        _report_problems(loaded, f"prediction ({path.name})", skipped)  # type: ignore[arg-type]
+        what = f"prediction ({path.name})"
+        _report_problems(loaded, what, skipped, path=path)  # type: ignore[arg-type]
         recs = list(loaded.records)
         default = next((p.retriever for p in recs if p.retriever), None) or path.name.split(".")[0]
         systems.append((names[j] if names else default, recs))
@@ -167,15 +322,20 @@ def retrieval(
         list[str] | None, typer.Option("--name", help="Display name per --predictions.")
     ] = None,
     fmt: Annotated[TableFormat, typer.Option("--format", "-f")] = TableFormat.TABLE,
-    output: Annotated[Path | None, typer.Option("-o", "--output")] = None,
+    output: Annotated[
+        Path | None,
+        typer.Option("-o", "--output", help="Write the table here (gzipped if named .gz)."),
+    ] = None,
     by_repo: Annotated[bool, typer.Option("--by-repo", help="Add one row per repository.")] = False,
     paired: Annotated[
         bool, typer.Option("--paired", help="Paired bootstrap of each system minus the first.")
     ] = False,
     beta: Annotated[float, typer.Option(help="β of F-beta (the paper uses 0.5).")] = 0.5,
     k: Annotated[str, typer.Option("--k", help="acc@k cut-offs.")] = ",".join(map(str, DEFAULT_KS)),
-    resamples: Annotated[int, typer.Option(help="Bootstrap resamples (0: no intervals).")] = 2000,
-    seed: Annotated[int, typer.Option("--seed")] = 0,
+    resamples: Annotated[
+        int, typer.Option(min=0, help="Bootstrap resamples (0: no intervals).")
+    ] = 2000,
+    seed: SeedOpt = 0,
     include_added: Annotated[
         bool, typer.Option(help="Count files the patch adds as gold.")
     ] = False,
@@ -189,11 +349,10 @@ def retrieval(
 
     Example: swe-eval retrieval -i lite.jsonl -p bm25.jsonl -p locagent.jsonl --paired -f markdown
     """
+    _check_output("-o", output)
     skipped: list[RowProblem] = []
+    chosen = _load_chosen(instances, repo, exclude_repo, limit, skipped)
     try:
-        loaded = load_instances(instances)
-        _report_problems(loaded, "instance", skipped)  # type: ignore[arg-type]
-        chosen = _select(loaded.records, repo, exclude_repo, limit)
         rule = GoldRule(include_added=include_added, exclude_tests=not include_tests)
         gold = _gold(chosen, labels, rule, skipped)
         repos = {i.instance_id: i.repo for i in chosen}
@@ -214,11 +373,10 @@ def retrieval(
                         )
                     )
     except (SweEvalError, RecordError, ValueError) as exc:
-        err.print(f"[red]error:[/] {exc}")
-        raise typer.Exit(2) from exc
+        raise _fail(str(exc)) from exc
     for s in summaries:
         if s.no_gold or s.unknown:
-            err.print(
+            _say(
                 f"{s.name}: {s.no_gold} instance(s) without gold left out; "
                 f"{s.unknown} prediction(s) for unknown ids ignored"
             )
@@ -231,9 +389,14 @@ def retrieval(
 def convert(
     fmt: Annotated[PeerFormat, typer.Argument(help="The peer's published format.")],
     source: Annotated[Path, typer.Argument(help="The peer's file.")],
-    output: Annotated[Path, typer.Option("-o", "--output", help="Prediction JSONL to write.")],
+    output: Annotated[
+        Path,
+        typer.Option("-o", "--output", help="Prediction JSONL to write (gzipped if named .gz)."),
+    ],
     ranking: Annotated[str, typer.Option(help="ChronoRepo: 'bm25' or 'hybrid'.")] = "hybrid",
-    top_k: Annotated[int | None, typer.Option("--top-k", help="Keep the first k files.")] = None,
+    top_k: Annotated[
+        int | None, typer.Option("--top-k", min=1, help="Keep the first k files.")
+    ] = None,
     min_score: Annotated[
         float | None, typer.Option("--min-score", help="ChronoRepo: keep scores >= this.")
     ] = None,
@@ -241,22 +404,37 @@ def convert(
 ) -> None:
     """Turn a peer's published output into a prediction file.
 
+    A file in another format (nothing in it converts) exits 2 and writes nothing; rows that do
+    not convert are counted and reported.
+
     Example: swe-eval convert chronorepo f1_scores_lite.jsonl --ranking bm25 --top-k 1 -o b.jsonl
     """
-    try:
+    _check_output("-o", output)
+    with _clear_errors():
         conv = convert_peer(
             fmt, source, name=name, ranking=ranking, top_k=top_k, min_score=min_score
         )
-    except (SweEvalError, RecordError, ValueError) as exc:
-        err.print(f"[red]error:[/] {exc}")
-        raise typer.Exit(2) from exc
-    n = write_predictions(output, conv.predictions)
+    if conv.wrong_format:
+        example = f"; e.g. {conv.problems[0]}" if conv.problems else ""
+        raise _fail(
+            f"nothing converted from {source}: {fmt.value} wants {conv.expected}; "
+            f"found {conv.found()}{example}"
+        )
+    if not conv.predictions:  # the format's own fields, but not one row that converts
+        raise _fail(
+            f"nothing converted from {source}: all {conv.rows} rows skipped, "
+            f"e.g. {conv.problems[0]}"
+        )
+    try:
+        n = write_predictions(output, conv.predictions)
+    except OSError as exc:
+        raise _fail(f"cannot write -o {output}: {exc.strerror or exc}") from exc
     empty = sum(1 for p in conv.predictions if not p.files)
-    err.print(
-        f"wrote {n} predictions ({empty} empty) to {output}; {len(conv.problems)} rows skipped"
-    )
-    for problem in conv.problems[:5]:
-        err.print(f"  {problem}")
+    _say(f"wrote {n} predictions ({empty} empty) to {output}")
+    if conv.problems:
+        _say(f"skipped {len(conv.problems)} of {conv.rows} rows (not converted):", "yellow")
+        for problem in conv.problems[:5]:
+            _say(f"  {problem}")
 
 
 class RetrieverKind(StrEnum):
@@ -271,7 +449,9 @@ def predict(
     retriever: Annotated[RetrieverKind, typer.Option("--retriever", "-r")],
     instances: InstancesOpt,
     output: Annotated[Path, typer.Option("-o", "--output", help="Prediction JSONL (appended).")],
-    cache: Annotated[Path, typer.Option("--cache", help="worktree-sandbox bare clone cache.")],
+    cache: Annotated[
+        Path, typer.Option("--cache", help="Clone cache (a worktree_sandbox.BareRepoCache folder).")
+    ],
     source: Annotated[
         str,
         typer.Option("--source", help="Clone source template, e.g. https://github.com/{repo}.git"),
@@ -283,11 +463,22 @@ def predict(
     repo: RepoOpt = None,
     exclude_repo: ExcludeRepoOpt = None,
     limit: LimitOpt = None,
-    jobs: Annotated[int, typer.Option("-j", "--jobs", help="Agents: rollouts at a time.")] = 4,
+    jobs: Annotated[
+        int, typer.Option("-j", "--jobs", min=1, help="Agents: rollouts at a time.")
+    ] = 4,
     base_url: Annotated[
         str | None, typer.Option(help="Agent: OpenAI-compatible endpoint of the served model.")
     ] = None,
     model: Annotated[str, typer.Option(help="Agent: model name at --base-url.")] = "codegrep",
+    timeout: Annotated[
+        float | None,
+        typer.Option(
+            "--timeout", help="Agent: seconds per model request (default 120).", show_default=False
+        ),
+    ] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Say what would run, run nothing.")
+    ] = False,
 ) -> None:
     """Rank files for every instance with a baseline or run an agent; resumes (skips ids in -o).
 
@@ -299,14 +490,15 @@ def predict(
     from swe_eval.predict import Retriever
     from swe_eval.predict import predict as run_predict
 
-    with _clear_errors():
-        loaded = load_instances(instances)
-    _report_problems(loaded, "instance")  # type: ignore[arg-type]
-    chosen = _select(loaded.records, repo, exclude_repo, limit)
+    _check_output("-o", output, appends=True)
+    if retriever is RetrieverKind.AGENT and base_url is None:
+        raise _fail("-r agent needs --base-url (and --model) of a served model")
+    chosen = _load_chosen(instances, repo, exclude_repo, limit, need_some=False)
     if retriever in (RetrieverKind.LEXICAL, RetrieverKind.AGENT):
-        if retriever is RetrieverKind.AGENT and base_url is None:
-            err.print("[red]-r agent needs --base-url (and --model) of a served model[/red]")
-            raise typer.Exit(2)
+        if not chosen:
+            # an empty --repo list would mean "every repository" to the batch runner
+            _say(f"0 to do: --exclude-repo or --limit leave no instance of {instances}")
+            return
         from codegrep_model.cli import batch
 
         # The engine's batch runner selects by repository and limit itself; give it exactly
@@ -322,6 +514,8 @@ def predict(
             base_url=base_url if retriever is RetrieverKind.AGENT else None,
             model=model,
             api_key=os.environ.get("OPENAI_API_KEY"),
+            timeout=timeout,
+            dry_run=dry_run,
         )
         return
     with _clear_errors():
@@ -330,7 +524,9 @@ def predict(
         )
     todo = [i for i in chosen if i.instance_id not in done and i.base_commit]
     skipped = sum(1 for i in chosen if not i.base_commit)
-    err.print(f"{len(done)} already done, {len(todo)} to do, {skipped} without base_commit")
+    _say(f"{len(done)} already done, {len(todo)} to do, {skipped} without base_commit -> {output}")
+    if dry_run or not todo:
+        return
     rank: Retriever
     if retriever is RetrieverKind.BM25:
         from swe_eval.bm25 import BM25Config, BM25Retriever
@@ -339,26 +535,32 @@ def predict(
     else:
         from swe_eval.dense import DenseConfig, DenseRetriever
 
-        rank = DenseRetriever(
+        dense = DenseRetriever(
             DenseConfig(
                 depth=depth, device=device, max_chunks_per_file=max_chunks, chunk_lines=chunk_lines
             )
         )
+        try:  # before any tree: a missing extra or model is said once, not once per instance
+            dense.load()
+        except SweEvalError as exc:
+            raise _fail(str(exc)) from exc
+        except (OSError, ValueError, RuntimeError) as exc:  # a bad --device, a broken model
+            raise _fail(f"cannot load the dense model: {type(exc).__name__}: {exc}") from exc
+        rank = dense
     failures = 0
     from worktree_sandbox import BareRepoCache, SandboxError, SyncSandbox
 
     try:
         repo_cache = BareRepoCache(cache, source=source)
     except (SandboxError, OSError) as exc:  # a --source naming no repository, an unusable --cache
-        err.print(f"[red]error:[/] {exc}")
-        raise typer.Exit(2) from exc
+        raise _fail(str(exc)) from exc
     with SyncSandbox(repo_cache) as sb:
         for r, commits in _commits_by_repo(todo).items():
             try:  # one clone and one fetch per repository, rather than one per instance
                 repo_cache.ensure(r, commits=commits)
             except SandboxError as exc:
                 # not fatal: each instance it concerns fails below on its own and is counted
-                err.print(f"[yellow]{r}[/]: {exc}")
+                _say(f"{r}: {exc}", "yellow")
 
         @contextmanager
         def open_tree(inst: Instance) -> Iterator[FileSource]:
@@ -380,11 +582,14 @@ def predict(
                 progress.advance(task)
                 if outcome.prediction is None:
                     failures += 1
-                    err.print(f"[red]{outcome.instance_id}[/]: {outcome.error}")
+                    err.print(
+                        Text.assemble((outcome.instance_id, "red"), f": {outcome.error}"),
+                        soft_wrap=True,
+                    )
                     continue
                 fh.write(prediction_json(outcome.prediction) + "\n")
                 fh.flush()
-    err.print(f"{len(todo) - failures} predicted, {failures} failed")
+    _say(f"{len(todo) - failures} predicted, {failures} failed")
     if failures:
         raise typer.Exit(1)
 
@@ -404,10 +609,11 @@ def cut(
     output: Annotated[
         Path | None, typer.Option("-o", "--output", help="Write the cut file.")
     ] = None,
-    top_k: Annotated[int | None, typer.Option("--top-k")] = None,
+    top_k: Annotated[int | None, typer.Option("--top-k", min=1)] = None,
     min_score: Annotated[float | None, typer.Option("--min-score")] = None,
     relative: Annotated[
-        float | None, typer.Option("--relative", help="Keep scores >= this × the top score.")
+        float | None,
+        typer.Option("--relative", min=0.0, max=1.0, help="Keep scores >= this × the top score."),
     ] = None,
     best: Annotated[
         bool, typer.Option("--best", help="Apply the best cut of the sweep on these instances.")
@@ -420,18 +626,18 @@ def cut(
 
     Example: swe-eval cut -i lite.jsonl -p bm25-rankings.jsonl --best -o bm25.jsonl
     """
+    _check_output("-o", output)
+    chosen = _load_chosen(instances, repo, exclude_repo, None)
     with _clear_errors():
-        loaded = load_instances(instances)
         loaded_preds = load_predictions(predictions)
-    _report_problems(loaded, "instance")  # type: ignore[arg-type]
-    _report_problems(loaded_preds, f"prediction ({predictions.name})")  # type: ignore[arg-type]
-    chosen = _select(loaded.records, repo, exclude_repo, None)
+    what = f"prediction ({predictions.name})"
+    _report_problems(loaded_preds, what, path=predictions)  # type: ignore[arg-type]
     gold = gold_from_instances(chosen)
     preds = list(loaded_preds.records)
     results = sweep_cuts(gold, preds, relatives=(0.5, 0.6, 0.7, 0.8, 0.9, 0.95))
-    err.print("cut            Fβ      P      R   files")
+    _say("cut            Fβ      P      R   files")
     for r in results:
-        err.print(
+        _say(
             f"{r.cut.label():<13} {r.fbeta:.3f}  {r.precision:.3f}  {r.recall:.3f}  "
             f"{r.mean_files:.2f}"
         )
@@ -443,8 +649,11 @@ def cut(
         cut_preds = [
             apply_cut(p, chosen_cut).model_copy(update={"retriever": label}) for p in preds
         ]
-        write_predictions(output, cut_preds)
-        err.print(f"wrote {len(cut_preds)} predictions cut at {chosen_cut.label()} to {output}")
+        try:
+            write_predictions(output, cut_preds)
+        except OSError as exc:
+            raise _fail(f"cannot write -o {output}: {exc.strerror or exc}") from exc
+        _say(f"wrote {len(cut_preds)} predictions cut at {chosen_cut.label()} to {output}")
 
 
 @app.command()
@@ -453,7 +662,9 @@ def plot(
     predictions: Annotated[
         list[Path], typer.Option("--predictions", "-p", help="Prediction JSONL; repeat.")
     ],
-    output: Annotated[Path, typer.Option("-o", "--output", help="PNG to write.")],
+    output: Annotated[
+        Path, typer.Option("-o", "--output", help="The figure to write: .png, .svg, .pdf, ...")
+    ],
     rankings: Annotated[
         list[Path] | None,
         typer.Option("--rankings", help="Full rankings for the files-returned curve; repeat."),
@@ -461,20 +672,21 @@ def plot(
     name: Annotated[list[str] | None, typer.Option("--name")] = None,
     repo: RepoOpt = None,
     exclude_repo: ExcludeRepoOpt = None,
-    resamples: Annotated[int, typer.Option(help="Bootstrap resamples.")] = 2000,
-    seed: Annotated[int, typer.Option("--seed")] = 0,
+    resamples: Annotated[int, typer.Option(min=0, help="Bootstrap resamples.")] = 2000,
+    seed: SeedOpt = 0,
     title: Annotated[str | None, typer.Option()] = None,
 ) -> None:
     """Plot precision against the paper's 0.45/0.68 marks, and precision vs. files returned.
 
     Example: swe-eval plot -i lite.jsonl -p bm25.jsonl -p locagent.jsonl -o precision.png
     """
-    from swe_eval.plots import plot_precision, precision_curve
+    from swe_eval.plots import plot_precision, precision_curve, require_plot_extra
 
+    _check_output("-o", output, suffixes=_IMAGE_SUFFIXES)
+    chosen = _load_chosen(instances, repo, exclude_repo, None)
     with _clear_errors():
-        loaded = load_instances(instances)
-        _report_problems(loaded, "instance")  # type: ignore[arg-type]
-        chosen = _select(loaded.records, repo, exclude_repo, None)
+        require_plot_extra()  # before the bootstrap, not after it
+    with _clear_errors():
         gold = gold_from_instances(chosen)
         repos = {i.instance_id: i.repo for i in chosen}
         systems = _load_systems(predictions, name)
@@ -491,8 +703,11 @@ def plot(
         for path in rankings or []:
             for n, preds in _load_systems([path], None):
                 curves[f"{n} (ranking)"] = precision_curve(gold, preds)
-        plot_precision(summaries, curves, output, title=title)
-    err.print(f"wrote {output}")
+        try:
+            plot_precision(summaries, curves, output, title=title)
+        except OSError as exc:
+            raise _fail(f"cannot write -o {output}: {exc.strerror or exc}") from exc
+    _say(f"wrote {output}")
 
 
 def main() -> None:

@@ -49,8 +49,34 @@ class PeerFormat(StrEnum):
 
 @dataclass(frozen=True)
 class Conversion:
+    """What a converter made of a file, and enough about the file to say when it was not the
+    format asked for.
+
+    `rows` counts every row read (good or not), `recognized` the rows that carried the format's
+    own field (`found_files`/`pred_files`, the chosen ranking, `model_patch`); a file with rows
+    of which none is recognized is in another format (`wrong_format`), even when its rows gave
+    predictions (a patch format reads an absent `model_patch` as an empty prediction).
+    """
+
     predictions: tuple[Prediction, ...]
     problems: tuple[RowProblem, ...]
+    rows: int = 0
+    recognized: int = 0
+    expected: str = ""
+    found_keys: tuple[str, ...] = ()
+
+    @property
+    def wrong_format(self) -> bool:
+        """Nothing in the file was in the format asked for (an empty file included)."""
+        return self.recognized == 0
+
+    def found(self) -> str:
+        """What the file held, in words, for a message."""
+        if self.rows == 0:
+            return "no rows"
+        if not self.found_keys:
+            return f"{self.rows} row(s), none a JSON object with an instance_id"
+        return f"{self.rows} row(s) with the keys {', '.join(self.found_keys)}"
 
 
 def _unique(paths: list[str]) -> list[str]:
@@ -80,6 +106,18 @@ def _cut(
     return ranked
 
 
+def _expected_shape(fmt: PeerFormat | str, ranking: str = "hybrid") -> str:
+    """The rows a format's converter reads, in words (for messages)."""
+    fmt = PeerFormat(fmt)
+    if fmt is PeerFormat.LOCAGENT:
+        return "rows with instance_id and found_files (LocAgent) or pred_files (CodeScout)"
+    if fmt is PeerFormat.SWEFIXER:
+        return "rows with instance_id and pred_files (CodeScout's evaluation JSON)"
+    if fmt is PeerFormat.CHRONOREPO:
+        return f"rows with instance_id and a {ranking!r} list of [path, score] pairs"
+    return "SWE-bench prediction rows with instance_id and model_patch"
+
+
 def convert_peer(
     fmt: PeerFormat | str,
     path: str | Path,
@@ -94,6 +132,8 @@ def convert_peer(
 
     `ranking` picks ChronoRepo's `bm25` or `hybrid` list; `top_k` and `min_score` cut any ranked
     list (for LocAgent and SWE-Fixer `top_k` keeps the first k files, `min_score` is unused).
+    A file in another format gives no predictions (or, for the patch formats, only empty ones)
+    and a `Conversion` whose `wrong_format` is true.
     """
     fmt = PeerFormat(fmt)
     if top_k is not None and top_k < 1:
@@ -104,6 +144,8 @@ def convert_peer(
     preds: list[Prediction] = []
     problems: list[RowProblem] = []
     where = str(path)
+    rows = recognized = 0
+    keys: set[str] = set()
     extract: Callable[[Mapping[str, Any]], tuple[list[str], list[float] | None] | str]
 
     def from_files(row: Mapping[str, Any]) -> tuple[list[str], list[float] | None] | str:
@@ -152,8 +194,18 @@ def convert_peer(
     else:
         extract = from_patch
 
+    own_keys = {
+        PeerFormat.LOCAGENT: ("found_files", "pred_files", "files"),
+        PeerFormat.SWEFIXER: ("found_files", "pred_files", "files"),
+        PeerFormat.CHRONOREPO: (ranking,),
+    }.get(fmt, ("model_patch",))
     seen_ids: set[str] = set()
     for line, row in read_rows(path):
+        rows += 1
+        if isinstance(row, Mapping) and len(keys) < 40:
+            keys.update(str(k) for k in row)
+        if isinstance(row, Mapping) and any(k in row for k in own_keys):
+            recognized += 1
         if isinstance(row, RowProblem):
             problems.append(row)
             continue
@@ -178,4 +230,11 @@ def convert_peer(
                 retriever=label,
             )
         )
-    return Conversion(tuple(preds), tuple(problems))
+    return Conversion(
+        tuple(preds),
+        tuple(problems),
+        rows=rows,
+        recognized=recognized,
+        expected=_expected_shape(fmt, ranking),
+        found_keys=tuple(sorted(keys)[:12]),
+    )

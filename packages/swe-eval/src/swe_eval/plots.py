@@ -27,6 +27,7 @@ __all__ = [
     "CurvePoint",
     "plot_precision",
     "precision_curve",
+    "require_plot_extra",
 ]
 
 # CodeGrep paper: Jina-1.5B at precision 0.445 was roughly neutral; CodeGrep v3 at 0.677 paid off.
@@ -60,6 +61,17 @@ def precision_curve(
             break
         points.append(point)
     return points
+
+
+def require_plot_extra() -> None:
+    """Raise `MissingExtraError` (naming the `plot` extra) unless matplotlib can be imported.
+
+    For a caller that wants to know before it spends minutes on the bootstrap intervals.
+    """
+    try:
+        import matplotlib  # type: ignore[import-not-found, unused-ignore]  # noqa: F401
+    except ImportError as exc:
+        raise MissingExtraError("plot", "matplotlib") from exc
 
 
 def plot_precision(
