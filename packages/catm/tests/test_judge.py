@@ -47,6 +47,11 @@ class ScriptedServer:
             def log_message(self, *args: object) -> None:
                 pass
 
+            def do_GET(self) -> None:
+                # What `catm mine` checks before it starts: the endpoint serves the model.
+                models = {"object": "list", "data": [{"id": "judge-model", "object": "model"}]}
+                server._send(self, 200, json.dumps(models).encode())
+
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 prompt = body["messages"][0]["content"]
@@ -257,6 +262,20 @@ def test_connection_refused_is_a_counted_failure(tmp_path: Path) -> None:
     [result] = judge.judge(_requests("rel.py"))
     assert result.verdict is Verdict.JUDGE_FAILED
     assert "transport" in result.answer
+
+
+def test_preflight_says_at_once_whether_the_endpoint_serves_the_model(
+    server: ScriptedServer,
+) -> None:
+    assert "serves judge-model" in _judge(server, None).preflight(timeout_s=2)
+    assert sum(server.hits.values()) == 0  # GET /models only: no judge request was spent
+    other = OpenAIJudge(server.url, "other-model")
+    with pytest.raises(JudgeError, match="does not serve model 'other-model'"):
+        other.preflight(timeout_s=2)
+    start = time.monotonic()
+    with pytest.raises(JudgeError, match="is not reachable"):
+        OpenAIJudge("http://127.0.0.1:9/v1", "m", max_retries=4).preflight(timeout_s=2)
+    assert time.monotonic() - start < 2  # no retries, no backoff
 
 
 @pytest.mark.parametrize(

@@ -174,6 +174,37 @@ class _ChatCompletion(msgspec.Struct):
 _COMPLETION = msgspec.json.Decoder(_ChatCompletion)
 
 
+class _Model(msgspec.Struct):
+    id: str
+
+
+class _ModelList(msgspec.Struct):
+    data: list[_Model]
+
+
+_MODELS = msgspec.json.Decoder(_ModelList)
+
+
+def _model_ids(response: httpx.Response) -> list[str] | None:
+    """The model ids of an OpenAI-style `GET /models` answer, or None if it is not one."""
+    try:
+        return [m.id for m in _MODELS.decode(response.content).data]
+    except (msgspec.DecodeError, RecursionError):
+        return None
+
+
+def _snippet(response: httpx.Response) -> str:
+    text = " ".join(response.text.split())
+    return (text[:160] + "...") if len(text) > 160 else (text or "(empty body)")
+
+
+def _refused(root: str, response: httpx.Response) -> str:
+    return (
+        f"judge endpoint {root} refused the request (HTTP {response.status_code}: "
+        f"{_snippet(response)}); check --api-key / CATM_JUDGE_API_KEY"
+    )
+
+
 class _Retryable(Exception):
     """An infrastructure failure worth another try."""
 
@@ -237,6 +268,89 @@ class OpenAIJudge:
     def close(self) -> None:
         if self._cache is not None:
             self._cache.close()
+
+    @property
+    def endpoint(self) -> str:
+        """The API root this judge asks (`.../v1`)."""
+        return self._url.removesuffix("/chat/completions")
+
+    def preflight(self, timeout_s: float = 10.0) -> str:
+        """Check with one or two quick requests, before any work, that the endpoint answers,
+        accepts the key and serves the model; raise `JudgeError` saying what is wrong.
+
+        `GET /models` first: a busy server answers it at once, and it names the models served.
+        Where it is not served (any answer but a model list), one chat completion of one token.
+        Returns what was checked, for the log. No retries: this is the fast path to a clear error
+        instead of every file ending JUDGE_FAILED after minutes of retries.
+        """
+        root = self.endpoint
+        headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
+        with httpx.Client(headers=headers, timeout=httpx.Timeout(timeout_s)) as client:
+            response = self._preflight_request(client, root, "GET", "/models", timeout_s)
+            if response.status_code in (401, 403):
+                raise JudgeError(_refused(root, response))
+            served = _model_ids(response) if response.status_code == 200 else None
+            if served is not None:
+                if self._model in served:
+                    return f"{root} serves {self._model}"
+                shown = ", ".join(served[:8]) + (", ..." if len(served) > 8 else "")
+                raise JudgeError(
+                    f"judge endpoint {root} does not serve model {self._model!r} "
+                    f"(GET /models lists: {shown or 'none'}); fix --judge"
+                )
+            body = {
+                "model": self._model,
+                "messages": [{"role": "user", "content": "Answer with one word: RELEVANT."}],
+                "temperature": 0.0,
+                "max_tokens": 1,
+            }
+            response = self._preflight_request(
+                client, root, "POST", "/chat/completions", timeout_s, body
+            )
+        if response.status_code in (401, 403):
+            raise JudgeError(_refused(root, response))
+        if response.status_code >= 400:
+            hint = (
+                "; is --endpoint the API root (e.g. http://host:8000/v1) and --judge a model "
+                "it serves?"
+                if response.status_code in (404, 405)
+                else ""
+            )
+            raise JudgeError(
+                f"judge endpoint {root} answered a test request with HTTP "
+                f"{response.status_code}: {_snippet(response)}{hint}"
+            )
+        try:
+            _COMPLETION.decode(response.content)
+        except (msgspec.DecodeError, RecursionError) as exc:
+            raise JudgeError(
+                f"judge endpoint {root} answered a test request with something that is not a "
+                f"chat completion: {_snippet(response)}"
+            ) from exc
+        return f"{root} answered a test request for {self._model}"
+
+    @staticmethod
+    def _preflight_request(
+        client: httpx.Client,
+        root: str,
+        method: str,
+        path: str,
+        timeout_s: float,
+        body: dict[str, object] | None = None,
+    ) -> httpx.Response:
+        what = f"{method} {path}"
+        try:
+            return client.request(method, root + path, json=body)
+        except httpx.TimeoutException as exc:
+            raise JudgeError(
+                f"judge endpoint {root} did not answer within {timeout_s:g} s ({what}: "
+                f"{type(exc).__name__}); start the server or fix --endpoint"
+            ) from exc
+        except (httpx.TransportError, httpx.InvalidURL) as exc:
+            raise JudgeError(
+                f"judge endpoint {root} is not reachable ({what}: {type(exc).__name__}: {exc}); "
+                "start the server or fix --endpoint"
+            ) from exc
 
     async def _judge_all(
         self,

@@ -6,27 +6,33 @@ library. This is the only module that prints.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import tempfile
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, NoReturn
 
 import typer
 from codegrep_records import GoldRule
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from catm import __version__
 from catm._instances import load_instances
 from catm._judge import Judge, JudgeResult, NoJudge, OpenAIJudge
 from catm._output import (
     label_report,
     plot_histogram,
+    read_labels,
     read_stats,
     stats_path,
     write_labels,
 )
 from catm._pipeline import MiningConfig, iter_records, mine_labels
+from catm._records import Skip
 from catm._weights import GOLD_THRESHOLD
 from catm.errors import CatmError, JudgeError
 
@@ -47,6 +53,24 @@ class Renames(StrEnum):
     BOTH = "both"
 
 
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"catm {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _top(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
+) -> None:
+    """CATM: mine file-relevance labels from coding-agent trajectories."""
+
+
 @app.command(
     epilog=(
         "Example: catm mine data/openhands_glm46_lite/sessions.jsonl.gz "
@@ -55,6 +79,9 @@ class Renames(StrEnum):
         "--judge Qwen/Qwen3-32B --endpoint http://localhost:8000/v1 -j 32\n\n"
         "Patch files follow the toolkit's gold rule (renames under the old path, no added files, "
         "no test files); --renames, --include-added and --include-tests ask a different question."
+        "\n\nExit codes: 0 done; 1 judge requests failed (labels written, those files kept as "
+        "JUDGE_FAILED; --keep-going accepts that); 2 bad input, unwritable output or an "
+        "unreachable judge endpoint, found before any work."
     )
 )
 def mine(
@@ -81,16 +108,33 @@ def mine(
     api_key: Annotated[
         str, typer.Option(envvar="CATM_JUDGE_API_KEY", help="Bearer token for the endpoint.")
     ] = "",
-    cache: Annotated[
+    judge_cache: Annotated[
         Path | None,
-        typer.Option(help="Judge answer cache (SQLite); default <output>.judge-cache.sqlite."),
+        typer.Option(
+            "--judge-cache",
+            help="Judge answer cache (SQLite file); default <output>.judge-cache.sqlite.",
+        ),
+    ] = None,
+    old_cache: Annotated[
+        Path | None,
+        typer.Option("--cache", hidden=True, help="Deprecated spelling of --judge-cache."),
     ] = None,
     template: Annotated[
         Path | None, typer.Option(help="Judge prompt template ({path}, {issue}, {reasoning}).")
     ] = None,
-    jobs: Annotated[int, typer.Option("-j", "--jobs", help="Concurrent judge requests.")] = 16,
-    retries: Annotated[int, typer.Option(help="Retries per judge request.")] = 4,
-    timeout: Annotated[float, typer.Option(help="Seconds per judge request.")] = 60.0,
+    jobs: Annotated[
+        int, typer.Option("-j", "--jobs", min=1, help="Concurrent judge requests.")
+    ] = 16,
+    retries: Annotated[int, typer.Option(min=0, help="Retries per judge request.")] = 4,
+    timeout: Annotated[float, typer.Option(min=0.01, help="Seconds per judge request.")] = 60.0,
+    keep_going: Annotated[
+        bool,
+        typer.Option(
+            "--keep-going",
+            help="Skip the endpoint check before mining, and exit 0 even if judge requests "
+            "failed (those files are kept, verdict JUDGE_FAILED).",
+        ),
+    ] = False,
     threshold: Annotated[float, typer.Option(help="Gold threshold on w(f).")] = GOLD_THRESHOLD,
     renames: Annotated[
         Renames, typer.Option(help="Which path of a renamed file is a patch file.")
@@ -100,24 +144,45 @@ def mine(
     ] = False,
     include_tests: Annotated[bool, typer.Option(help="Count test files as patch files.")] = False,
     limit: Annotated[
-        int | None, typer.Option(help="Stop after this many trajectory records.")
+        int | None, typer.Option(min=0, help="Stop after this many trajectory records.")
     ] = None,
     plot: Annotated[Path | None, typer.Option(help="Also write the weight histogram PNG.")] = None,
     keep_reasoning: Annotated[
         bool, typer.Option("--keep-reasoning", help="Write each file's post-reasoning text.")
     ] = False,
     dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="Mine and report, but write nothing.")
+        bool,
+        typer.Option(
+            "--dry-run",
+            help="Check the inputs, the outputs and the endpoint, say what would run, and run "
+            "nothing.",
+        ),
     ] = False,
     verbose: Annotated[bool, typer.Option("-v", "--verbose", help="List skipped rows.")] = False,
 ) -> None:
     """Mine relevance labels from agent trajectories (stages 1-3)."""
+    if old_cache is not None:
+        if judge_cache is not None and judge_cache != old_cache:
+            _fail(f"--cache {old_cache} and --judge-cache {judge_cache} differ: give one")
+        _warn("--cache is deprecated here (it names the judge's SQLite file): use --judge-cache")
+        judge_cache = judge_cache or old_cache
     rule = GoldRule(
         include_added=include_added, exclude_tests=not include_tests, renames=renames.value
     )
+    cache_file = judge_cache or output.with_name(output.name + ".judge-cache.sqlite")
+    # Everything that can be wrong with the command is found here, before any work starts.
+    _check_writable(output, "-o")
+    if plot is not None:
+        _check_writable(plot, "--plot")
+    if judge != "none":
+        _check_writable(cache_file, "--judge-cache")
+    for path in trajectories:
+        _check_readable(path, "TRAJECTORIES")
     try:
+        prompt = _read_template(template) if template else None
         table, instance_skips = load_instances(list(instances), rule=rule)
         judge_impl: Judge
+        checked = ""
         if judge == "none":
             judge_impl = NoJudge()
         else:
@@ -125,12 +190,34 @@ def mine(
                 endpoint,
                 judge,
                 api_key=api_key or os.environ.get("OPENAI_API_KEY", ""),
-                cache=cache or output.with_name(output.name + ".judge-cache.sqlite"),
-                template=_read_template(template) if template else None,
+                cache=None if dry_run else cache_file,
+                template=prompt,
                 concurrency=jobs,
                 max_retries=retries,
                 timeout_s=timeout,
             )
+    except CatmError as exc:
+        _fail(str(exc))
+    if isinstance(judge_impl, OpenAIJudge) and not keep_going:
+        try:
+            checked = judge_impl.preflight(timeout_s=min(timeout, _PREFLIGHT_S))
+        except JudgeError as exc:
+            judge_impl.close()
+            _fail(f"{exc} (--keep-going skips this check)")
+    if dry_run:
+        _say_plan(
+            trajectories,
+            instances,
+            len(table),
+            judge_impl,
+            checked,
+            cache_file,
+            output,
+            limit,
+            plot,
+        )
+        return
+    try:
         columns = (
             TextColumn("[progress.description]{task.description}"),
             BarColumn(),
@@ -161,57 +248,103 @@ def mine(
                 on_judge_start=judge_start,
                 on_judged=judged,
             )
+        result.stats.instance_rows_skipped = len(instance_skips)
+        write_labels(output, result.iter_labels(), result.stats)
+    except CatmError as exc:
+        _fail(str(exc))
+    except OSError as exc:
+        _fail(f"-o {output}: cannot write ({exc.strerror or exc})")
+    finally:
         if isinstance(judge_impl, OpenAIJudge):
             judge_impl.close()
-        result.stats.instance_rows_skipped = len(instance_skips)
-        if not dry_run:
-            write_labels(output, result.iter_labels(), result.stats)
-    except CatmError as exc:
-        console.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(2) from exc
     stats = result.stats
     if stats.judge == "none":
-        console.print("[yellow]judge: none, every mined file was kept (verdict UNJUDGED)[/yellow]")
+        _warn("judge: none, every mined file was kept (verdict UNJUDGED)")
     if instance_skips:
-        console.print(
-            f"[yellow]{len(instance_skips)} --instances rows were not usable"
-            f"{'' if verbose else ' (-v lists them)'}[/yellow]"
+        _warn(
+            f"{len(instance_skips)} --instances rows were not usable"
+            f"{'' if verbose else ' (-v lists them)'}"
         )
     if verbose:
         for skip in [*instance_skips, *result.skips]:
-            console.print(f"skipped {skip.file}:{skip.line}: {skip.reason}")
+            _note(f"skipped {skip.file}:{skip.line}: {skip.reason}")
     _print_stats_table(stats.model_dump())
-    if not dry_run:
-        console.print(f"wrote {stats.labels_written} labels to {output} and {stats_path(output)}")
-        if plot is not None:
-            _plot(output, plot, threshold)
+    _note(f"wrote {stats.labels_written} labels to {output} and {stats_path(output)}")
+    if plot is not None:
+        _plot(output, plot, threshold)
+    if stats.judge_failed:
+        asked = stats.judged_relevant + stats.judged_not_relevant + stats.judge_failed
+        failed = (
+            f"{stats.judge_failed} of {asked} judge requests failed; those files were kept "
+            "(verdict JUDGE_FAILED) and are not cached, so a rerun asks them again"
+        )
+        if keep_going:
+            _warn(failed)
+        else:
+            _fail(f"{failed} (--keep-going exits 0 on this)", code=1)
+
+
+_PREFLIGHT_S = 10.0  # the endpoint check's timeout: fail fast, not after minutes of retries
+
+
+def _say_plan(
+    trajectories: list[Path],
+    instances: list[Path],
+    usable: int,
+    judge: Judge,
+    checked: str,
+    cache_file: Path,
+    output: Path,
+    limit: int | None,
+    plot: Path | None,
+) -> None:
+    _plan("dry run: nothing was mined, judged or written; without --dry-run catm mine would:")
+    names = ", ".join(str(p) for p in trajectories)
+    _plan(f"  read {len(trajectories)} trajectory file(s): {names}")
+    _plan(f"  with {usable} usable instance(s) from {', '.join(str(p) for p in instances)}")
+    if isinstance(judge, OpenAIJudge):
+        _plan(f"  ask judge {judge.name} at {judge.endpoint}, caching answers in {cache_file}")
+        _plan(f"  (endpoint check: {checked or 'skipped, --keep-going'})")
+    else:
+        _plan("  keep every mined file (--judge none)")
+    _plan(f"  write {output} and {stats_path(output)}")
+    if limit is not None:
+        _plan(f"  stop after {limit} trajectory record(s) (--limit)")
+    if plot is not None:
+        _plan(f"  write the weight histogram to {plot}")
 
 
 @app.command(
-    epilog="Example: catm stats labels.jsonl --png weights.png --examples 5",
+    epilog="Example: catm stats labels.jsonl --png weights.png --examples 5\n\n"
+    "Exit codes: 0 done; 2 the file cannot be read or holds no labels, or --png cannot be "
+    "written.",
 )
 def stats(
     labels: Annotated[Path, typer.Argument(help="A labels JSONL written by `catm mine`.")],
     png: Annotated[Path | None, typer.Option(help="Write the weight histogram PNG here.")] = None,
-    examples: Annotated[int, typer.Option(help="Mined-only gold files to show.")] = 3,
+    examples: Annotated[int, typer.Option(min=0, help="Mined-only gold files to show.")] = 3,
 ) -> None:
     """Report per-stage counts, retention, the weight histogram and mined-only examples."""
+    _check_readable(labels, "LABELS")
+    if png is not None:
+        _check_writable(png, "--png")
     try:
         run = read_stats(labels)
         threshold = run.threshold if run is not None else GOLD_THRESHOLD
         report = label_report(labels, examples=examples, threshold=threshold)
+        if report.labels == 0 and (report.skipped_rows or run is None):
+            _fail(f"{labels}: not a catm labels file ({_first_problem(labels)})")
     except CatmError as exc:
-        console.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(2) from exc
+        _fail(str(exc))
     if run is not None:
         _print_stats_table(run.model_dump())
         if run.gold_rule is None:
-            console.print(
-                "[yellow]written by catm 0.1: patch_files are every file of the diff "
+            _warn(
+                "written by catm 0.1: patch_files are every file of the diff "
                 "(renames under the new name, added and test files included); run catm mine "
-                "again for the shared gold rule[/yellow]"
+                "again for the shared gold rule"
             )
-    summary = Table(title=f"labels in {labels.name}")
+    summary = Table(title=escape(f"labels in {labels.name}"))
     summary.add_column("figure")
     summary.add_column("value", justify="right")
     for name in (
@@ -235,16 +368,27 @@ def stats(
     histogram.add_column("pairs", justify="right")
     edges = report.histogram_edges
     for i, count in enumerate(report.histogram_counts):
-        histogram.add_row(f"[{edges[i]:.2f}, {edges[i + 1]:.2f})", str(count))
+        histogram.add_row(escape(f"[{edges[i]:.2f}, {edges[i + 1]:.2f})"), str(count))
     out.print(histogram)
     for example in report.examples:
         out.print(
             f"mined, not in patch: {example.instance_id}: {example.path} "
             f"(l={example.reasoning_tokens}, w={example.weight:.3f}; "
-            f"patch: {', '.join(example.patch_files)})"
+            f"patch: {', '.join(example.patch_files)})",
+            markup=False,
+            highlight=False,
         )
+    if report.skipped_rows:
+        _warn(f"{report.skipped_rows} row(s) of {labels} are not labels and were not counted")
     if png is not None:
         _plot(labels, png, threshold)
+
+
+def _first_problem(labels: Path) -> str:
+    for row in read_labels(labels):
+        if isinstance(row, Skip):
+            return f"line {row.line}: {row.reason}"
+    return "no rows, and no stats file beside it"
 
 
 def _read_template(path: Path) -> str:
@@ -258,9 +402,10 @@ def _plot(labels: Path, png: Path, threshold: float) -> None:
     try:
         plot_histogram(label_report(labels, threshold=threshold), png, threshold)
     except CatmError as exc:
-        console.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(2) from exc
-    console.print(f"wrote {png}")
+        _fail(str(exc))
+    except OSError as exc:
+        _fail(f"{png}: cannot write ({exc.strerror or exc})")
+    _note(f"wrote {png}")
 
 
 def _print_stats_table(values: dict[str, object]) -> None:
@@ -274,8 +419,70 @@ def _print_stats_table(values: dict[str, object]) -> None:
             value = ", ".join(f"{k}={v}" for k, v in sorted(value.items())) or "-"
         elif isinstance(value, float):
             value = f"{value:.4f}"
-        table.add_row(key, str(value))
+        table.add_row(key, escape(str(value)))
     out.print(table)
+
+
+# -- messages: one line each on stderr, never read as rich markup (paths, exception text and
+# extras hints like `catm[plot]` keep their square brackets) --------------------------------------
+
+
+def _fail(message: str, code: int = 2) -> NoReturn:
+    console.print(f"[red]error:[/red] {escape(message)}", soft_wrap=True, highlight=False)
+    raise typer.Exit(code)
+
+
+def _warn(message: str) -> None:
+    console.print(f"[yellow]warning:[/yellow] {escape(message)}", soft_wrap=True, highlight=False)
+
+
+def _note(message: str) -> None:
+    console.print(message, markup=False, soft_wrap=True, highlight=False)
+
+
+def _plan(message: str) -> None:
+    """A line of the --dry-run plan: the run's main output, so on stdout."""
+    out.print(message, markup=False, soft_wrap=True, highlight=False)
+
+
+def _check_readable(path: Path, name: str) -> None:
+    """Exit 2 naming `name` unless `path` is a file that can be opened."""
+    target = path.expanduser()
+    if target.is_dir():
+        _fail(f"{name} {path}: cannot open (it is a directory)")
+    try:
+        with target.open("rb"):
+            pass
+    except OSError as exc:
+        _fail(f"{name} {path}: cannot open ({exc.strerror or exc})")
+
+
+def _check_writable(path: Path, flag: str) -> None:
+    """Exit 2 naming `flag` unless `path` can be written: not a directory, its folder there or
+    possible to make, and a file can be created in it. Leaves nothing behind."""
+    target = path.expanduser()
+    if target.is_dir():
+        _fail(f"{flag} {path}: cannot write a file there (it is a directory)")
+    made: list[Path] = []
+    try:
+        missing: list[Path] = []
+        folder = target.parent
+        while not folder.exists() and folder != folder.parent:
+            missing.append(folder)
+            folder = folder.parent
+        for folder in reversed(missing):
+            folder.mkdir()
+            made.append(folder)
+        fd, probe = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        where = f": {exc.filename}" if exc.filename else ""
+        _fail(f"{flag} {path}: cannot write a file there ({exc.strerror or exc}{where})")
+    finally:
+        for folder in reversed(made):
+            with contextlib.suppress(OSError):
+                folder.rmdir()
 
 
 def main() -> None:

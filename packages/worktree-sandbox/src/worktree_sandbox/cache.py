@@ -38,6 +38,28 @@ _SHA = re.compile(r"^[0-9a-f]{40}$")
 _ATTRIBUTES = "* -export-ignore -export-subst -text -eol -filter -ident -working-tree-encoding\n"
 
 
+def _check_source(source: str) -> None:
+    """Raise SandboxError unless `source` names the repository and can be filled in: a
+    placeholder other than {repo}, {owner}, {name} fails here, not at the first clone."""
+    if not any(k in source for k in ("{repo}", "{owner}", "{name}")):
+        raise SandboxError(
+            f"source template {source!r} names no repository: use {{repo}}, {{owner}} "
+            "or {name}, e.g. https://github.com/{repo}.git"
+        )
+    _fill_source(source, "owner/name")
+
+
+def _fill_source(source: str, repo: str) -> str:
+    owner, name = repo.split("/")
+    try:
+        return source.format(repo=repo, owner=owner, name=name)
+    except (KeyError, IndexError, ValueError) as exc:
+        raise SandboxError(
+            f"source template {source!r} cannot be filled in ({type(exc).__name__}: {exc}): "
+            "use only {repo}, {owner} and {name}, e.g. https://github.com/{repo}.git"
+        ) from None
+
+
 @dataclass(frozen=True)
 class PreparedRepo:
     repo: str
@@ -56,11 +78,7 @@ class BareRepoCache:
     """
 
     def __init__(self, root: str | os.PathLike[str], source: str) -> None:
-        if not any(k in source for k in ("{repo}", "{owner}", "{name}")):
-            raise SandboxError(
-                f"source template {source!r} names no repository: use {{repo}}, {{owner}} "
-                "or {name}, e.g. https://github.com/{repo}.git"
-            )
+        _check_source(source)
         self.root = Path(root).expanduser().resolve()
         self.source = source
         for sub in ("repos", "locks", "tmp"):
@@ -76,8 +94,7 @@ class BareRepoCache:
         return repo
 
     def source_for(self, repo: str) -> str:
-        owner, name = self.check_repo_name(repo).split("/")
-        return self.source.format(repo=repo, owner=owner, name=name)
+        return _fill_source(self.source, self.check_repo_name(repo))
 
     def git_dir(self, repo: str) -> Path:
         return self.root / "repos" / (self.check_repo_name(repo).replace("/", "__") + ".git")

@@ -3,23 +3,27 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import sys
+import tempfile
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, NoReturn, TypeVar
 
 import typer
 from codegrep_records import Instance, RecordError, load_records
 from pydantic import BaseModel, Field, ValidationError, field_validator
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from worktree_sandbox import __version__
 from worktree_sandbox._git import git
-from worktree_sandbox.cache import BareRepoCache
+from worktree_sandbox.cache import BareRepoCache, _check_source, _fill_source
 from worktree_sandbox.errors import SandboxError
 from worktree_sandbox.models import (
     GlobArgs,
@@ -67,6 +71,131 @@ TimeoutOpt = Annotated[
 ]
 
 DEFAULT_SOURCE = "https://github.com/{repo}.git"
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"worktree-sandbox {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _top(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
+) -> None:
+    """Read-only grep/glob/read over git repositories at a commit, without Docker."""
+
+
+# -- messages: one line each on stderr, never read as rich markup (paths, repository text and
+# exception text keep their square brackets) -------------------------------------------------------
+
+
+def _fail(message: str, code: int = 2) -> NoReturn:
+    err.print(f"[red]error:[/red] {escape(message)}", soft_wrap=True, highlight=False)
+    raise typer.Exit(code)
+
+
+def _tagged(tag: str, color: str, message: str) -> None:
+    err.print(f"[{color}]{tag}[/{color}] {escape(message)}", soft_wrap=True, highlight=False)
+
+
+def _plan(message: str) -> None:
+    """A line of a --dry-run plan: the command's output, so on stdout."""
+    typer.echo(message)
+
+
+# -- checks made before any work -------------------------------------------------------------------
+
+
+def _check_readable(path: Path, name: str) -> None:
+    """Exit 2 naming `name` unless `path` is a file that can be opened."""
+    target = path.expanduser()
+    if target.is_dir():
+        _fail(f"{name} {path}: cannot open (it is a directory)")
+    try:
+        with target.open("rb"):
+            pass
+    except OSError as exc:
+        _fail(f"{name} {path}: cannot open ({exc.strerror or exc})")
+
+
+def _unwritable(folder: Path) -> str | None:
+    """Why no file can be made in `folder` (made first if missing), or None. Leaves nothing
+    behind: a probe file is made and removed, and so are the folders made for it."""
+    made: list[Path] = []
+    try:
+        missing: list[Path] = []
+        up = folder
+        while not up.exists() and up != up.parent:
+            missing.append(up)
+            up = up.parent
+        for new in reversed(missing):
+            new.mkdir()
+            made.append(new)
+        fd, probe = tempfile.mkstemp(dir=folder, prefix=".worktree-sandbox-probe.")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        return f"{exc.strerror or exc}: {exc.filename}" if exc.filename else str(exc)
+    finally:
+        for new in reversed(made):
+            with contextlib.suppress(OSError):
+                new.rmdir()
+    return None
+
+
+def _check_output(output: Path | None, flag: str = "-o") -> None:
+    """Refuse an output the run could not write at its end, before any work."""
+    if output is None:
+        return
+    target = output.expanduser()
+    why = "it is a directory" if target.is_dir() else _unwritable(target.parent)
+    if why is not None:
+        _fail(f"{flag} {output}: cannot write a file there ({why})")
+
+
+def _check_cache_dir(cache_dir: Path, source: str) -> None:
+    """What `_open_cache` would refuse, without making anything (for --dry-run)."""
+    try:
+        _check_source(source)
+    except SandboxError as exc:
+        _fail(f"--source: {exc}")
+    root = cache_dir.expanduser()
+    why = "not a folder" if root.exists() and not root.is_dir() else _unwritable(root)
+    if why is not None:
+        _fail(f"--cache {cache_dir}: cannot use it as the clone cache ({why})")
+
+
+def _open_cache(cache_dir: Path, source: str) -> BareRepoCache:
+    """The clone cache, or exit 2 saying why --cache or --source cannot be used."""
+    _check_cache_dir(cache_dir, source)
+    try:
+        return BareRepoCache(cache_dir, source)
+    except SandboxError as exc:
+        _fail(f"--cache {cache_dir}: {exc}")
+    except OSError as exc:
+        where = f": {exc.filename}" if exc.filename else ""
+        _fail(f"--cache {cache_dir}: cannot use it as the clone cache ({exc.strerror}{where})")
+
+
+def _instances_file(positional: Path | None, option: Path | None) -> Path:
+    """The instances file, named as INSTANCES or -i/--instances (one of them, or both alike)."""
+    if positional is None and option is None:
+        _fail("no instances file: give INSTANCES or -i/--instances FILE")
+    if (
+        positional is not None
+        and option is not None
+        and positional.expanduser().resolve() != option.expanduser().resolve()
+    ):
+        _fail(f"INSTANCES {positional} and -i/--instances {option} differ: give one")
+    path = positional if positional is not None else option
+    assert path is not None
+    return path
 
 
 # -- prepare -------------------------------------------------------------------------------------
@@ -123,14 +252,25 @@ def _read_instances(path: Path) -> tuple[list[_Row], list[str]]:
 
 @app.command(
     epilog="Example: worktree-sandbox prepare lite.jsonl --cache ~/.cache/wts "
-    "--source 'https://github.com/{repo}.git'"
+    "--source 'https://github.com/{repo}.git'\n\n"
+    "Exit codes: 0 every instance prepared; 1 some could not be (a commit or repository not "
+    "found) or rows were skipped, each named; 2 bad input (no or unreadable instances file, "
+    "unusable --cache or --source, unwritable -o), found before anything is cloned."
 )
 def prepare(
-    instances: Annotated[
-        Path,
-        typer.Argument(help="SWE-bench-style rows (repo, base_commit): JSONL/JSON(.gz)/parquet."),
-    ],
     cache_dir: Annotated[Path, typer.Option("--cache", help="Cache root.")],
+    instances: Annotated[
+        Path | None,
+        typer.Argument(
+            metavar="INSTANCES",
+            show_default=False,
+            help="SWE-bench-style rows (repo, base_commit): JSONL/JSON(.gz)/parquet.",
+        ),
+    ] = None,
+    instances_opt: Annotated[
+        Path | None,
+        typer.Option("-i", "--instances", help="The instances file, as an option."),
+    ] = None,
     source: SourceOpt = DEFAULT_SOURCE,
     limit: Annotated[
         int | None, typer.Option("--limit", min=0, help="First N instances only.")
@@ -138,24 +278,43 @@ def prepare(
     output: Annotated[
         Path | None, typer.Option("-o", "--output", help="Write the per-repo report as JSON.")
     ] = None,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run", help="Check the inputs, say what would be cloned, clone nothing."
+        ),
+    ] = False,
 ) -> None:
     """One bare clone per repository and every base commit present, with a disk report."""
-    if not instances.is_file():
-        err.print(f"[red]no such file: {instances}[/red]")
-        raise typer.Exit(2)
+    path = _instances_file(instances, instances_opt)
+    _check_readable(path, "INSTANCES")
     _check_output(output)
+    _check_cache_dir(cache_dir, source)
     try:
-        rows, bad = _read_instances(instances)
+        rows, bad = _read_instances(path)
     except SandboxError as exc:
-        err.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(2) from None
+        _fail(str(exc))
     rows = rows[:limit] if limit is not None else rows
     for b in bad:
-        err.print(f"[yellow]skipped[/yellow] {b}")
-    cache = BareRepoCache(cache_dir, source)
+        _tagged("skipped", "yellow", b)
     by_repo: dict[str, list[_Row]] = defaultdict(list)
     for r in rows:
         by_repo[r.repo].append(r)
+    if dry_run:
+        _plan(f"dry run: nothing was cloned; without --dry-run prepare would, in {cache_dir}:")
+        for repo, items in sorted(by_repo.items()):
+            n_commits = len({r.commit for r in items})
+            _plan(
+                f"  {repo}: clone or update from {_fill_source(source, repo)}, "
+                f"{n_commits} commit(s) for {len(items)} instance(s)"
+            )
+        _plan(
+            f"  {len(rows)} instance(s) in {len(by_repo)} repositories; {len(bad)} row(s) skipped"
+        )
+        if output is not None:
+            _plan(f"  write the report to {output}")
+        return
+    cache = _open_cache(cache_dir, source)
     failures: list[str] = []
     report: list[dict[str, Any]] = []
     with Progress(
@@ -210,30 +369,20 @@ def prepare(
         )
     err.print(table)
     for f in failures:
-        err.print(f"[red]failed[/red] {f}")
+        _tagged("failed", "red", f)
     if output is not None:
         _write(output, {"repos": report, "failures": failures, "skipped_rows": bad})
     if failures or bad:
-        err.print(f"[red]{len(failures)} instance(s) failed, {len(bad)} row(s) skipped[/red]")
-        raise typer.Exit(1)
-
-
-def _check_output(output: Path | None) -> None:
-    """Refuse an -o the run could not write at its end, before any work."""
-    if output is None:
-        return
-    parent = output.expanduser().parent
-    if output.is_dir() or not parent.is_dir() or not os.access(parent, os.W_OK):
-        err.print(f"[red]error:[/red] -o {output}: cannot write a file there")
-        raise typer.Exit(2)
+        _fail(f"{len(failures)} instance(s) failed, {len(bad)} row(s) skipped", code=1)
 
 
 def _write(output: Path, data: object) -> None:
+    target = output.expanduser()
     try:
-        output.expanduser().write_text(json.dumps(data, indent=2))
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(json.dumps(data, indent=2))
     except OSError as exc:
-        err.print(f"[red]error:[/red] -o {output}: {exc.strerror or exc}")
-        raise typer.Exit(2) from None
+        _fail(f"-o {output}: {exc.strerror or exc}")
 
 
 def _tree_bytes(git_dir: Path, commit: str) -> int:
@@ -267,11 +416,12 @@ def _run_tool(
     # answers the patterns git grep's PCRE2 cannot run), so it gets one, as a pool's default does.
     materialize: Materialize = "auto" if name == "grep" else "never"
 
+    local = Path(repo).expanduser().is_dir()
+    if not local and cache_dir is None:
+        _fail(f"--repo {repo!r} is no local folder; give --cache DIR for owner/name")
+    cache = None if local or cache_dir is None else _open_cache(cache_dir, source)
+
     async def go() -> GrepResult | GlobResult | ReadResult:
-        local = Path(repo).expanduser().is_dir()
-        cache = None if local or cache_dir is None else BareRepoCache(cache_dir, source)
-        if not local and cache is None:
-            raise SandboxError(f"{repo!r} is no local folder; give --cache DIR for owner/name")
         async with (
             TreePool(cache, limits=limits, materialize=materialize) as pool,
             pool.open(repo, commit if local else commit or "HEAD") as tree,
@@ -281,8 +431,7 @@ def _run_tool(
     try:
         return asyncio.run(go())
     except SandboxError as exc:
-        err.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(2) from None
+        _fail(str(exc))
 
 
 _A = TypeVar("_A", bound=BaseModel)
@@ -306,7 +455,7 @@ def _tool_args(model: type[_A], **values: Any) -> _A:
         for problem in exc.errors():
             field = str(problem["loc"][0]) if problem["loc"] else "arguments"
             name = "FILE" if model is ReadArgs and field == "path" else _OPTION.get(field, field)
-            err.print(f"[red]error:[/red] {name}: {problem['msg']}")
+            _tagged("error:", "red", f"{name}: {problem['msg']}")
         raise typer.Exit(2) from None
 
 
@@ -379,7 +528,11 @@ def read(
 # -- gc ------------------------------------------------------------------------------------------
 
 
-@app.command(epilog="Example: worktree-sandbox gc --cache ~/.cache/wts")
+@app.command(
+    epilog="Example: worktree-sandbox gc --cache ~/.cache/wts\n\n"
+    "Exit codes: 0 done; 1 a folder could not be read or removed; 2 --workdir or --cache is "
+    "not a folder."
+)
 def gc(
     cache_dir: CacheOpt = None,
     workdir: Annotated[
@@ -392,7 +545,15 @@ def gc(
     workdir or the cache is listed and left alone.
     """
     wd = workdir.expanduser() if workdir is not None else default_workdir()
-    report = prune_workdir(wd)
+    if wd.exists() and not wd.is_dir():
+        _fail(f"--workdir {workdir}: not a folder")
+    cache_root = cache_dir.expanduser() if cache_dir is not None else None
+    if cache_root is not None and cache_root.exists() and not cache_root.is_dir():
+        _fail(f"--cache {cache_dir}: not a folder")
+    try:
+        report = prune_workdir(wd)
+    except OSError as exc:
+        _fail(f"--workdir {wd}: {exc.strerror or exc}", code=1)
     typer.echo(
         f"checkouts: removed {report.folders} folder(s) of dead processes, "
         f"{_mib(report.freed_bytes)} ({wd})"
@@ -400,8 +561,10 @@ def gc(
     if report.not_ours:
         shown = ", ".join(report.not_ours[:10]) + (" ..." if len(report.not_ours) > 10 else "")
         typer.echo(f"checkouts: left {len(report.not_ours)} entry(ies) not made here: {shown}")
-    if cache_dir is not None:
-        cache = BareRepoCache(cache_dir, "{repo}")  # prunes dead clones in progress on start
+    if cache_dir is not None and cache_root is not None and not cache_root.exists():
+        typer.echo(f"cache: nothing at {cache_dir}")  # and none is made
+    elif cache_dir is not None:
+        cache = _open_cache(cache_dir, "{repo}")  # prunes dead clones in progress on start
         typer.echo(f"cache: {len(cache.repos())} repositories in {cache.root}")
 
 
@@ -410,7 +573,10 @@ def gc(
 
 @app.command(
     epilog="Example: worktree-sandbox bench --cache ~/.cache/wts --source '/m/{owner}+{name}' "
-    "--instances lite.jsonl --repo psf/requests --repo sympy/sympy -o bench.json"
+    "-i lite.jsonl --repo psf/requests --repo sympy/sympy -o bench.json\n\n"
+    "Exit codes: 0 done; 1 a repository or commit could not be prepared or benched; 2 bad "
+    "input (a bad --repo name, an unreadable -i file, unusable --cache or --source, unwritable "
+    "-o), found before any work."
 )
 def bench(
     cache_dir: Annotated[Path, typer.Option("--cache", help="Cache root.")],
@@ -421,48 +587,91 @@ def bench(
     instances: Annotated[
         Path | None,
         typer.Option(
-            "--instances", help="Take commits per repo from these rows (JSONL/JSON(.gz)/parquet)."
+            "-i",
+            "--instances",
+            help="Take commits per repo from these rows (JSONL/JSON(.gz)/parquet).",
         ),
     ] = None,
     commits: Annotated[int, typer.Option("--commits", min=1, help="Commits per repository.")] = 5,
-    concurrency: Annotated[int, typer.Option("--concurrency", min=1)] = 64,
+    jobs: Annotated[
+        int | None,
+        typer.Option(
+            "-j", "--jobs", min=1, help="Concurrent grep calls in the load test (default 64)."
+        ),
+    ] = None,
+    old_jobs: Annotated[
+        int | None,
+        typer.Option("--concurrency", min=1, hidden=True, help="Old spelling of --jobs."),
+    ] = None,
     output: Annotated[Path | None, typer.Option("-o", "--output", help="JSON figures.")] = None,
-    seed: Annotated[int, typer.Option("--seed")] = 0,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the pattern sampling.")] = 0,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Check the inputs, say what would run, run nothing.")
+    ] = False,
 ) -> None:
     """Measure setup, tool latency, throughput under load, disk; print a table."""
     from worktree_sandbox._bench import run_bench
 
+    if jobs is not None and old_jobs is not None and jobs != old_jobs:
+        _fail(f"--jobs {jobs} and --concurrency {old_jobs} differ: give one (--jobs)")
+    concurrency = jobs or old_jobs or 64
+    for name in repos or ():
+        try:
+            BareRepoCache.check_repo_name(name)
+        except SandboxError as exc:
+            _fail(f"--repo: {exc}")
     _check_output(output)
+    _check_cache_dir(cache_dir, source)
     wanted: dict[str, list[str]] | None = None
     if instances is not None:
+        _check_readable(instances, "-i/--instances")
         try:
             rows, bad = _read_instances(instances)
         except SandboxError as exc:
-            err.print(f"[red]error:[/red] {exc}")
-            raise typer.Exit(2) from None
+            _fail(str(exc))
         for b in bad:
-            err.print(f"[yellow]skipped[/yellow] {b}")
+            _tagged("skipped", "yellow", b)
         wanted = {}
         for r in rows:
             if r.commit not in wanted.setdefault(r.repo, []):
                 wanted[r.repo].append(r.commit)
-    cache = BareRepoCache(cache_dir, source)
-    names = repos or cache.repos()
+    # A dry run makes no cache; a run without --repo needs one with clones in it.
+    exists = cache_dir.expanduser().is_dir()
+    cache = _open_cache(cache_dir, source) if exists or (repos and not dry_run) else None
+    names = repos or (cache.repos() if cache is not None else [])
     if not names:
-        err.print("[red]no repositories: pass --repo owner/name[/red]")
-        raise typer.Exit(2)
-    figures = run_bench(
-        cache,
-        names,
-        wanted=wanted,
-        commits_per_repo=commits,
-        concurrency=concurrency,
-        seed=seed,
-        console=err,
-    )
+        _fail(f"no repositories in {cache_dir}: pass --repo owner/name")
+    if dry_run:
+        _plan(
+            f"dry run: nothing was run; without --dry-run bench would use the clones in "
+            f"{cache_dir}:"
+        )
+        for name in names:
+            at = (wanted or {}).get(name)
+            where = f"{len(at)} base commit(s) from -i" if at else "commits spread over HEAD"
+            _plan(
+                f"  {name}: up to {commits} commit(s) ({where}), from {_fill_source(source, name)}"
+            )
+        _plan(f"  load test at {concurrency} concurrent calls, seed {seed}")
+        if output is not None:
+            _plan(f"  write the figures to {output}")
+        return
+    assert cache is not None
+    try:
+        figures = run_bench(
+            cache,
+            names,
+            wanted=wanted,
+            commits_per_repo=commits,
+            concurrency=concurrency,
+            seed=seed,
+            console=err,
+        )
+    except SandboxError as exc:
+        _fail(str(exc), code=1)
     if output is not None:
         _write(output, figures)
-        err.print(f"figures written to {output}")
+        err.print(f"figures written to {output}", markup=False, highlight=False, soft_wrap=True)
 
 
 def main() -> None:
