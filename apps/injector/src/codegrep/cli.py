@@ -11,13 +11,13 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from contextlib import suppress
 from pathlib import Path
 from typing import Annotated
 from urllib.parse import urlsplit
 
 import typer
 from codegrep_model import DEFAULT_MAX_ISSUE_BYTES
+from codegrep_records import why_unwritable
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -140,7 +140,7 @@ def localize(
     if output is not None and rollout is not None and output.resolve() == rollout.resolve():
         raise _fail(f"-o and --rollout are the same file ({output}); name two files")
     for flag, path in (("-o", output), ("--rollout", rollout)):
-        problem = None if path is None else _unwritable(path)
+        problem = None if path is None else why_unwritable(path)
         if problem is not None:  # said now, not after the search
             raise _fail(f"cannot write {flag} {path}: {problem}")
     try:
@@ -220,39 +220,6 @@ def _timeout(timeout: float | None, old_spelling: float | None) -> float:
     if not value > 0:  # also NaN
         raise _fail(f"--timeout must be a positive number of seconds, got {value:g}")
     return value
-
-
-def _unwritable(path: Path) -> str | None:
-    """Why `path` cannot be written, or None. Tried for real, leaving nothing behind: missing
-    folders are made and removed again, an existing file is opened for appending (not cut)."""
-    made: list[Path] = []
-    existed = True
-    try:
-        if path.is_dir():
-            return "it is a directory"
-        missing: list[Path] = []
-        folder = path.parent
-        while not folder.exists():
-            missing.append(folder)
-            folder = folder.parent
-        if not folder.is_dir():
-            return f"{folder} is not a directory"
-        existed = path.exists()
-        for d in reversed(missing):
-            d.mkdir()
-            made.append(d)
-        with path.open("a", encoding="utf-8"):
-            pass
-    except OSError as exc:
-        return exc.strerror or str(exc)
-    finally:
-        if not existed:
-            with suppress(OSError):
-                path.unlink()
-        for d in reversed(made):
-            with suppress(OSError):
-                d.rmdir()
-    return None
 
 
 def _print_human(result: object) -> None:

@@ -6,15 +6,13 @@ library. This is the only module that prints.
 
 from __future__ import annotations
 
-import contextlib
 import os
-import tempfile
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, NoReturn
 
 import typer
-from codegrep_records import GoldRule
+from codegrep_records import GoldRule, why_unwritable
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -458,31 +456,10 @@ def _check_readable(path: Path, name: str) -> None:
 
 
 def _check_writable(path: Path, flag: str) -> None:
-    """Exit 2 naming `flag` unless `path` can be written: not a directory, its folder there or
-    possible to make, and a file can be created in it. Leaves nothing behind."""
-    target = path.expanduser()
-    if target.is_dir():
-        _fail(f"{flag} {path}: cannot write a file there (it is a directory)")
-    made: list[Path] = []
-    try:
-        missing: list[Path] = []
-        folder = target.parent
-        while not folder.exists() and folder != folder.parent:
-            missing.append(folder)
-            folder = folder.parent
-        for folder in reversed(missing):
-            folder.mkdir()
-            made.append(folder)
-        fd, probe = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-        os.close(fd)
-        os.unlink(probe)
-    except OSError as exc:
-        where = f": {exc.filename}" if exc.filename else ""
-        _fail(f"{flag} {path}: cannot write a file there ({exc.strerror or exc}{where})")
-    finally:
-        for folder in reversed(made):
-            with contextlib.suppress(OSError):
-                folder.rmdir()
+    """Exit 2 naming `flag` unless a file can be written at `path` (leaves nothing behind)."""
+    why = why_unwritable(path)
+    if why is not None:
+        _fail(f"{flag} {path}: cannot write a file there ({why})")
 
 
 def main() -> None:

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager, suppress
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Annotated
 
 import typer
+from codegrep_records import why_unwritable
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -67,39 +68,6 @@ def version() -> None:
     from codegrep_model import __version__
 
     typer.echo(__version__)
-
-
-def _unwritable(path: Path) -> str | None:
-    """Why `path` cannot be written, or None. Tried for real, leaving nothing behind: missing
-    folders are made and removed again, an existing file is opened for appending (not cut)."""
-    made: list[Path] = []
-    existed = True
-    try:
-        if path.is_dir():
-            return "it is a directory"
-        missing: list[Path] = []
-        folder = path.parent
-        while not folder.exists():
-            missing.append(folder)
-            folder = folder.parent
-        if not folder.is_dir():
-            return f"{folder} is not a directory"
-        existed = path.exists()
-        for d in reversed(missing):
-            d.mkdir()
-            made.append(d)
-        with path.open("a", encoding="utf-8"):
-            pass
-    except OSError as exc:
-        return exc.strerror or str(exc)
-    finally:
-        if not existed:
-            with suppress(OSError):
-                path.unlink()
-        for d in reversed(made):
-            with suppress(OSError):
-                d.rmdir()
-    return None
 
 
 def _instances_path(positional: Path | None, option: Path | None) -> Path:
@@ -235,7 +203,7 @@ def batch(
     if output.resolve() == rollouts.resolve():
         raise _fail(f"-o and --rollouts are the same file ({output}); name two files")
     for flag, out in (("-o", output), ("--rollouts", rollouts)):
-        problem = _unwritable(out)
+        problem = why_unwritable(out)
         if problem is not None:
             raise _fail(f"cannot write {flag} {out}: {problem}")
     try:

@@ -18,6 +18,7 @@ from codegrep_records._gold import (
     is_test_path,
     parse_patch,
 )
+from codegrep_records._output import why_unwritable
 from codegrep_records._paths import MOUNT_PREFIXES, normalize_path, normalize_paths
 from codegrep_records._readers import (
     Loaded,
@@ -78,5 +79,6 @@ __all__ = [
     "normalize_paths",
     "parse_patch",
     "read_rows",
+    "why_unwritable",
     "write_records",
 ]

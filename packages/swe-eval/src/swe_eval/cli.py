@@ -13,7 +13,7 @@ import gzip
 import os
 import sys
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
@@ -31,6 +31,7 @@ from codegrep_records import (
     load_instances,
     load_labels,
     load_predictions,
+    why_unwritable,
 )
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -121,46 +122,13 @@ def _clear_errors() -> Iterator[None]:
         raise _fail(str(exc)) from exc
 
 
-def _unwritable(path: Path) -> str | None:
-    """Why `path` cannot be written, or None. Tried for real, leaving nothing behind: missing
-    folders are made and removed again, an existing file is opened for appending (not cut)."""
-    made: list[Path] = []
-    existed = True
-    try:
-        if path.is_dir():
-            return "it is a directory"
-        missing: list[Path] = []
-        folder = path.parent
-        while not folder.exists():
-            missing.append(folder)
-            folder = folder.parent
-        if not folder.is_dir():
-            return f"{folder} is not a directory"
-        existed = path.exists()
-        for d in reversed(missing):
-            d.mkdir()
-            made.append(d)
-        with path.open("a", encoding="utf-8"):
-            pass
-    except OSError as exc:
-        return exc.strerror or str(exc)
-    finally:
-        if not existed:
-            with suppress(OSError):
-                path.unlink()
-        for d in reversed(made):
-            with suppress(OSError):
-                d.rmdir()
-    return None
-
-
 def _check_output(
     flag: str, path: Path | None, *, appends: bool = False, suffixes: tuple[str, ...] = ()
 ) -> None:
     """Exit 2 before any work when `path` cannot take the output."""
     if path is None:
         return
-    problem = _unwritable(path)
+    problem = why_unwritable(path)
     if problem is not None:
         raise _fail(f"cannot write {flag} {path}: {problem}")
     if appends and path.suffix == ".gz":

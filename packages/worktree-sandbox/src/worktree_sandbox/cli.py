@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
 import sys
-import tempfile
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, NoReturn, TypeVar
 
 import typer
-from codegrep_records import Instance, RecordError, load_records
+from codegrep_records import Instance, RecordError, load_records, why_unwritable
 from pydantic import BaseModel, Field, ValidationError, field_validator
 from rich.console import Console
 from rich.markup import escape
@@ -124,37 +122,12 @@ def _check_readable(path: Path, name: str) -> None:
         _fail(f"{name} {path}: cannot open ({exc.strerror or exc})")
 
 
-def _unwritable(folder: Path) -> str | None:
-    """Why no file can be made in `folder` (made first if missing), or None. Leaves nothing
-    behind: a probe file is made and removed, and so are the folders made for it."""
-    made: list[Path] = []
-    try:
-        missing: list[Path] = []
-        up = folder
-        while not up.exists() and up != up.parent:
-            missing.append(up)
-            up = up.parent
-        for new in reversed(missing):
-            new.mkdir()
-            made.append(new)
-        fd, probe = tempfile.mkstemp(dir=folder, prefix=".worktree-sandbox-probe.")
-        os.close(fd)
-        os.unlink(probe)
-    except OSError as exc:
-        return f"{exc.strerror or exc}: {exc.filename}" if exc.filename else str(exc)
-    finally:
-        for new in reversed(made):
-            with contextlib.suppress(OSError):
-                new.rmdir()
-    return None
-
-
 def _check_output(output: Path | None, flag: str = "-o") -> None:
     """Refuse an output the run could not write at its end, before any work."""
     if output is None:
         return
     target = output.expanduser()
-    why = "it is a directory" if target.is_dir() else _unwritable(target.parent)
+    why = why_unwritable(target)
     if why is not None:
         _fail(f"{flag} {output}: cannot write a file there ({why})")
 
@@ -166,7 +139,8 @@ def _check_cache_dir(cache_dir: Path, source: str) -> None:
     except SandboxError as exc:
         _fail(f"--source: {exc}")
     root = cache_dir.expanduser()
-    why = "not a folder" if root.exists() and not root.is_dir() else _unwritable(root)
+    not_folder = root.exists() and not root.is_dir()
+    why = "not a folder" if not_folder else why_unwritable(root, folder=True)
     if why is not None:
         _fail(f"--cache {cache_dir}: cannot use it as the clone cache ({why})")
 
