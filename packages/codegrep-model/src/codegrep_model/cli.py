@@ -301,5 +301,14 @@ def batch(
         raise _fail(f"the batch stopped: {type(exc).__name__}: {exc}", code=1) from None
 
 
+def _add_dataset_commands() -> None:
+    from codegrep_model.dataset_cli import dataset_app
+
+    app.add_typer(dataset_app, name="dataset")
+
+
+_add_dataset_commands()
+
+
 def main() -> None:
     app()

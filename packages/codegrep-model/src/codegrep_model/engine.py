@@ -14,8 +14,8 @@ near the cap), and the record says how long it was and where it was cut.
 
 Every one of these rules lives in `codegrep_model.episode.Episode`, a synchronous state machine;
 `run_rollout` is its asyncio driver (await the policy, run one turn's calls concurrently on the
-tree, time both). The same engine serves batch evaluation and `codegrep localize`; a training
-plugin for ms-swift would drive the same `Episode` from its per-turn hooks (planned, not built).
+tree, time both). The same engine serves batch evaluation and `codegrep localize`; the ms-swift
+training plugin (`codegrep_model.train`) drives the same `Episode` from its per-turn hooks.
 """
 
 from __future__ import annotations

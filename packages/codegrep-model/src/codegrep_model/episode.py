@@ -15,8 +15,8 @@ touches no tree: `next_action()` says what to do next, and the driver feeds back
 
 `run_rollout` (engine.py) is the asyncio driver. A trainer's per-turn hooks (ms-swift's
 `on_turn_end` / `step` / `check_finished`) can drive the same object and carry it between hooks
-as a JSON-safe dict (`to_state` / `from_state`) in `rollout_infos`; the ms-swift plugin that does
-so is planned, not in this package yet. `rollout_infos()` gives the
+as a JSON-safe dict (`to_state` / `from_state`); the ms-swift plugin (`codegrep_model.train`)
+keeps one per request and drives it from those hooks. `rollout_infos()` gives the
 counts, and in strict mode the parsed answer, under `grpo_rewards`' `INFO_*` keys.
 
 Strict mode (`RolloutConfig(strict=True)`, for training) reads answers exactly as the reward

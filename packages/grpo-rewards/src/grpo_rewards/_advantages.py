@@ -14,8 +14,8 @@ The std is the sample std (ddof = 1) like `torch.Tensor.std`, which TRL and ms-s
 `ddof=0` for the population std. Pure Python by default; `group_advantages(...,
 backend="numpy")` vectorizes large batches when numpy is installed (`pip install
 grpo-rewards[numpy]`). No torch here: a trainer hook calls these functions and moves the result
-to its tensors (the GRPOTrainer subclasses that would do so for ms-swift and TRL are planned, not
-written; the training-tier test shows the TRL one in a few lines).
+to its tensors (codegrep-model's ms-swift plugin has such a GRPOTrainer subclass; the
+training-tier test shows a TRL one in a few lines).
 """
 
 from __future__ import annotations

@@ -20,9 +20,8 @@ and the completion is not parsed again. The key names are `grpo_rewards`' `INFO_
 `codescout_multilevel` reads the `localization_finish` call from `messages` (else from the
 completion text) and its gold from the `file_changes` column.
 
-The advantage-layer efficiency scale needs torch, so it belongs in a GRPOTrainer subclass that
-calls `grpo_rewards.efficiency_scale`; that subclass, and the ms-swift plugin around
-codegrep-model's `Episode`, are planned and not part of this repository yet.
+The advantage-layer efficiency scale needs torch, so it belongs in a GRPOTrainer subclass; the
+ms-swift plugin of codegrep-model (`codegrep_model.train`) has one, and registers these ORMs.
 """
 
 from __future__ import annotations

@@ -1,0 +1,78 @@
+"""Training the CodeGrep agent with ms-swift GRPO: the pieces that need no trainer installed.
+
+- `EpisodeHooks`: ms-swift's multi-turn hooks mapped onto one `Episode` per rollout (the same
+  agent as inference), with the trees pooled on a loop of their own (`SandboxHost`);
+- `fold_follow_up`: what follows a reply (tool results, the episode's next prompt) as the one
+  user turn ms-swift's encoder accepts, in the tokens the model's chat template makes of it
+  (defined in `codegrep_model.datasets`, whose SFT rows are written with it too);
+- `advantage_scale`: CodeGrep's advantage-layer discount sqrt(min(c̄/4, 1)), 0 for degenerate
+  rollouts, and `RolloutLogEntry`, the per-rollout log line the trainer writes.
+
+The rows come from `codegrep_model.datasets` (`grpo_rows`: the prompts exactly as the episode
+renders them, which the scheduler checks, and the sandbox columns it needs).
+
+The ms-swift side is a plugin file, `plugins/swift_plugin.py` (`swift_plugin_path()` gives its
+path) for `swift rlhf --external_plugins`: it registers the rewards (`codegrep_v1`, `codegrep_v2`,
+`codegrep_v3`, ... through `grpo_rewards.swift_orm`), the `codegrep_tools` scheduler and the
+GRPOTrainer that scales advantages. It lives in a folder that is not a Python package, so that
+importing `codegrep_model` (or walking its modules) never imports ms-swift or torch.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from codegrep_model.train._advantage import (
+    AdvantageScale,
+    RolloutLogEntry,
+    advantage_scale,
+    read_rollout_log,
+)
+from codegrep_model.train._scheduler_core import (
+    CHATML_TURN_BREAK,
+    INFO_EPISODE_STATUS,
+    INFO_TEST_POLICY,
+    REQUIRED_COLUMNS,
+    TEST_POLICY_ENV,
+    EpisodeHooks,
+    PolicyOverride,
+    SandboxHost,
+    TrainingSetupError,
+    TurnOutcome,
+    fold_follow_up,
+    hermes_text,
+    override_policy_from_env,
+    policy_reply,
+)
+
+__all__ = [
+    "CHATML_TURN_BREAK",
+    "INFO_EPISODE_STATUS",
+    "INFO_TEST_POLICY",
+    "REQUIRED_COLUMNS",
+    "ROLLOUT_LOG_ENV",
+    "TEST_POLICY_ENV",
+    "AdvantageScale",
+    "EpisodeHooks",
+    "PolicyOverride",
+    "RolloutLogEntry",
+    "SandboxHost",
+    "TrainingSetupError",
+    "TurnOutcome",
+    "advantage_scale",
+    "fold_follow_up",
+    "hermes_text",
+    "override_policy_from_env",
+    "policy_reply",
+    "read_rollout_log",
+    "swift_plugin_path",
+]
+
+#: Where the ms-swift trainer writes its per-rollout log (JSON lines, `RolloutLogEntry`);
+#: unset: `<output_dir>/codegrep_rollouts.jsonl`.
+ROLLOUT_LOG_ENV = "CODEGREP_ROLLOUT_LOG"
+
+
+def swift_plugin_path() -> Path:
+    """The file to pass to `swift rlhf --external_plugins`."""
+    return Path(__file__).resolve().parent / "plugins" / "swift_plugin.py"

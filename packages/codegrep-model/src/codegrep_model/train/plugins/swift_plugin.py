@@ -1,0 +1,234 @@
+"""ms-swift plugin for CodeGrep GRPO: pass this file to `swift rlhf --external_plugins`.
+
+    swift rlhf --rlhf_type grpo --external_plugins "$(python -c 'import codegrep_model.train as t;
+    print(t.swift_plugin_path())')" --multi_turn_scheduler codegrep_tools --max_turns 4
+    --reward_funcs codegrep_v3 ...
+
+Importing it registers, in ms-swift 4.6's registries:
+
+- rewards (`--reward_funcs`): `codegrep_v1`, `codegrep_v2`, `codegrep_v3`, `colgrep_file_f1` and
+  the other `grpo_rewards.swift_orm.SWIFT_ORMS`; they read the parsed answer and the counts the
+  scheduler records in `rollout_infos`;
+- the multi-turn scheduler `codegrep_tools` (`--multi_turn_scheduler`): one
+  `codegrep_model.Episode` per rollout (`codegrep_model.train.EpisodeHooks`); its async
+  `on_turn_end` runs the turn's calls concurrently on the rollout's tree, its `step` appends the
+  tool results and the episode's next user prompt;
+- `TrainerFactory.TRAINER_MAPPING['grpo']` -> `CodegrepGRPOTrainer`, whose `_compute_advantages`
+  multiplies each group-normalized advantage by sqrt(min(c̄/4, 1)) (0 for degenerate rollouts:
+  no answer, or no call that ran) and writes one JSON line per rollout (`RolloutLogEntry`) to
+  `$CODEGREP_ROLLOUT_LOG`, else `<output_dir>/codegrep_rollouts.jsonl`.
+
+Environment: `CODEGREP_ZERO_UNANSWERED=0` keeps the advantage of rollouts that never answered
+(default: zeroed). `CODEGREP_TEST_POLICY=lexical` is TEST ONLY: the scheduler replaces every
+model reply with `LexicalPolicy`'s, so that a random tiny model on a CPU still makes real tool
+calls; it is logged loudly and recorded in every rollout's `rollout_infos` and log line.
+
+This is the only file of codegrep-model that imports ms-swift (and, through it, torch); it sits
+in a folder that is not a Python package, so `import codegrep_model` never reaches it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+# ms-swift, torch and accelerate ship no type information, and the workspace's type check runs
+# where they are not installed: either way their names are Any here.
+import torch  # type: ignore[import-not-found, import-untyped, unused-ignore]
+from accelerate.utils import gather_object  # type: ignore[import-not-found, import-untyped, unused-ignore]
+from codegrep_model.train import (
+    CHATML_TURN_BREAK,
+    ROLLOUT_LOG_ENV,
+    TEST_POLICY_ENV,
+    EpisodeHooks,
+    RolloutLogEntry,
+    TrainingSetupError,
+    advantage_scale,
+    fold_follow_up,
+    override_policy_from_env,
+)
+from grpo_rewards.swift_orm import register_swift_orms
+from swift.rewards import orms  # type: ignore[import-not-found, import-untyped, unused-ignore]
+from swift.rlhf_trainers.grpo_trainer import GRPOTrainer  # type: ignore[import-not-found, import-untyped, unused-ignore]
+from swift.rollout.multi_turn import MultiTurnScheduler, multi_turns  # type: ignore[import-not-found, import-untyped, unused-ignore]
+from swift.trainers import TrainerFactory  # type: ignore[import-not-found, import-untyped, unused-ignore]
+from swift.utils import get_logger  # type: ignore[import-not-found, import-untyped, unused-ignore]
+
+logger = get_logger()
+
+SCHEDULER_NAME = "codegrep_tools"
+ZERO_UNANSWERED_ENV = "CODEGREP_ZERO_UNANSWERED"
+
+register_swift_orms(orms)
+
+
+class CodegrepToolsScheduler(MultiTurnScheduler):  # type: ignore[misc]
+    """`--multi_turn_scheduler codegrep_tools`: the CodeGrep agent's turns on real trees."""
+
+    def __init__(
+        self, infer_engine: Any = None, max_turns: int | None = None, *args: Any, **kwargs: Any
+    ):
+        super().__init__(infer_engine, max_turns, *args, **kwargs)
+        override = override_policy_from_env()
+        if override is not None:
+            logger.warning(
+                "%s=%s: TEST ONLY. The model's replies are REPLACED by the %s policy's replies "
+                "(%s; real tool calls on the real repository, but NOT the model's text). Never "
+                "train a real model like this.",
+                TEST_POLICY_ENV,
+                os.environ.get(TEST_POLICY_ENV),
+                override.policy.name,
+                "every other rollout of each instance" if override.alternate else "every rollout",
+            )
+        self.hooks = EpisodeHooks(
+            max_turns=max_turns, policy_name="ms-swift", test_override=override
+        )
+        atexit.register(self.hooks.close)
+
+    async def on_trajectory_start(self, requests: list[Any]) -> None:
+        await asyncio.gather(
+            *(self.hooks.start(r.uuid, r.messages, r.data_dict, tools=r.tools) for r in requests)
+        )
+
+    async def on_turn_end(
+        self, infer_request: Any, response_choice: Any, current_turn: int
+    ) -> dict[str, Any]:
+        message = response_choice.message
+        out = await self.hooks.turn(
+            infer_request.uuid, message.content, message.tool_calls, current_turn=current_turn
+        )
+        if out.replaced_content is not None:
+            self._replace_reply(infer_request, response_choice, out.replaced_content)
+        return {"done": out.done, "rollout_infos": out.rollout_infos}
+
+    def step(self, infer_request: Any, response_choice: Any, current_turn: int) -> dict[str, Any]:
+        # ms-swift encodes (query, reply) pairs: the tool results and the episode's next prompt
+        # go in as one user turn, in the tokens the chat template makes of them (fold_follow_up,
+        # as the SFT rows of codegrep_model.datasets have them)
+        try:
+            folded = fold_follow_up(
+                self.hooks.take_messages(infer_request.uuid), turn_break=self._turn_break()
+            )
+        except ValueError as exc:
+            raise TrainingSetupError(f"request {infer_request.uuid}: {exc}") from exc
+        if folded is not None:
+            infer_request.messages.append(folded)
+        return {"infer_request": infer_request}
+
+    def _turn_break(self) -> str:
+        """The template's end of one user turn and start of the next (ChatML's by default)."""
+        template = self._template or getattr(self.infer_engine, "template", None)
+        meta = getattr(template, "template_meta", None)
+        if meta is None:
+            return CHATML_TURN_BREAK
+        sep = "".join(x for x in meta.chat_sep or () if isinstance(x, str))
+        for part in meta.prompt:
+            if isinstance(part, str) and "{{QUERY}}" in part:
+                return sep + part.split("{{QUERY}}", 1)[0]
+        return CHATML_TURN_BREAK
+
+    def _replace_reply(self, infer_request: Any, response_choice: Any, text: str) -> None:
+        """TEST ONLY: make the test policy's text the turn's reply everywhere ms-swift reads it:
+        the conversation, the choice, and the token ids the loss is computed on."""
+        last = infer_request.messages[-1]
+        if last.get("role") != "assistant":
+            raise RuntimeError("the reply to replace is not the last message")
+        last["content"] = text
+        response_choice.message.content = text
+        response_choice.message.tool_calls = None
+        response_choice.finish_reason = "stop"
+        response_choice.logprobs = None
+        tokenizer = self.tokenizer
+        if response_choice.token_ids is not None and tokenizer is not None:
+            ids = list(tokenizer.encode(text, add_special_tokens=False))
+            if tokenizer.eos_token_id is not None:
+                ids.append(tokenizer.eos_token_id)
+            response_choice.token_ids = ids
+
+
+multi_turns[SCHEDULER_NAME] = CodegrepToolsScheduler
+
+
+class CodegrepGRPOTrainer(GRPOTrainer):  # type: ignore[misc]
+    """ms-swift's GRPOTrainer with CodeGrep's advantage-layer efficiency scale."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.codegrep_zero_unanswered = os.environ.get(ZERO_UNANSWERED_ENV, "1") != "0"
+        path = os.environ.get(ROLLOUT_LOG_ENV) or str(
+            Path(self.args.output_dir) / "codegrep_rollouts.jsonl"
+        )
+        self.codegrep_rollout_log = Path(path)
+        if self.accelerator.is_main_process:
+            logger.info("codegrep: per-rollout log at %s", self.codegrep_rollout_log)
+
+    def _compute_advantages(
+        self, samples: list[Any], rewards_per_func: torch.Tensor, batch_encoded_inputs: list[Any]
+    ) -> torch.Tensor:
+        advantages = super()._compute_advantages(samples, rewards_per_func, batch_encoded_inputs)
+        # `samples` are this rank's, the advantages every rank's in gather order
+        infos = gather_object([dict(s.rollout_infos or {}) for s in samples])
+        ids = gather_object([s.extra.get("instance_id") for s in samples])
+        if len(infos) != advantages.shape[0]:
+            raise RuntimeError(f"{len(infos)} rollouts for {advantages.shape[0]} advantages")
+        scales = [advantage_scale(i, zero_unanswered=self.codegrep_zero_unanswered) for i in infos]
+        factors = torch.tensor(
+            [s.factor for s in scales], dtype=advantages.dtype, device=advantages.device
+        )
+        scaled = advantages * factors
+        mode = "train" if self.model.training else "eval"
+        self._metrics[mode]["codegrep/advantage_scale"].append(float(factors.mean()))
+        self._metrics[mode]["codegrep/calls_per_turn"].append(
+            sum(s.cbar for s in scales) / max(len(scales), 1)
+        )
+        if self.accelerator.is_main_process:
+            self._write_rollout_log(infos, ids, scales, rewards_per_func, advantages)
+        return scaled
+
+    def _write_rollout_log(
+        self,
+        infos: list[dict[str, Any]],
+        ids: list[Any],
+        scales: list[Any],
+        rewards_per_func: torch.Tensor,
+        advantages: torch.Tensor,
+    ) -> None:
+        weights = self.reward_weights.to(rewards_per_func.device)
+        totals = (rewards_per_func * weights.unsqueeze(0)).nansum(dim=1).tolist()
+        per_func = rewards_per_func.tolist()
+        names = list(self.reward_func_names)
+        step = int(self.state.global_step)
+        lines = []
+        for i, (info, scale) in enumerate(zip(infos, scales, strict=True)):
+            entry = RolloutLogEntry.of(
+                step=step,
+                index=i,
+                info=info,
+                scale=scale,
+                reward=float(totals[i]),
+                rewards={n: float(v) for n, v in zip(names, per_func[i], strict=True)},
+                advantage_group=float(advantages[i]),
+                instance_id=None if ids[i] is None else str(ids[i]),
+            )
+            lines.append(entry.to_json_line())
+            logger.info(
+                "codegrep rollout step=%d #%d reward=%.4f calls/turn=%s c̄=%.3f factor=%.4f%s%s",
+                step,
+                i,
+                totals[i] if not math.isnan(totals[i]) else float("nan"),
+                list(entry.tool_calls_per_turn),
+                scale.cbar,
+                scale.factor,
+                f" degenerate={scale.degenerate}" if scale.degenerate else "",
+                f" TEST POLICY={entry.test_policy}" if entry.test_policy else "",
+            )
+        self.codegrep_rollout_log.parent.mkdir(parents=True, exist_ok=True)
+        with self.codegrep_rollout_log.open("a", encoding="utf-8") as fh:
+            fh.writelines(lines)
+
+
+TrainerFactory.TRAINER_MAPPING["grpo"] = f"{__name__}.{CodegrepGRPOTrainer.__name__}"

@@ -1,0 +1,283 @@
+"""`EpisodeHooks`: the agent driven from a trainer's per-turn hooks, on a real git repository.
+
+No trainer here: the hooks get what ms-swift hands its scheduler (the row's messages and
+columns, the reply's text and parsed calls, the turn number). `test_swift_plugin.py` drives the
+same through ms-swift's own scheduler and objects.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from codegrep_model import LexicalPolicy, PromptSet
+from codegrep_model.errors import EpisodeError
+from codegrep_model.train import (
+    INFO_EPISODE_STATUS,
+    INFO_TEST_POLICY,
+    EpisodeHooks,
+    PolicyOverride,
+    SandboxHost,
+    TrainingSetupError,
+)
+from grpo_rewards.swift_orm import CodeGrepV3ORM
+from worktree_sandbox.tree import Tree
+
+PROMPTS = PromptSet.load()
+
+
+def block(name: str, arguments: Any) -> str:
+    return "<tool_call>\n" + json.dumps({"name": name, "arguments": arguments}) + "\n</tool_call>"
+
+
+def calls(*pairs: tuple[str, Any]) -> str:
+    return "\n".join(block(n, a) for n, a in pairs)
+
+
+THREE = calls(
+    ("grep", {"pattern": "def add_item"}),
+    ("glob", {"pattern": "shop/*.py"}),
+    ("read", {"path": "shop/cart.py"}),
+)
+ANSWER = '{"files": ["shop/cart.py"]}'
+
+
+@pytest.fixture
+async def hooks(tmp_path: Path) -> AsyncIterator[EpisodeHooks]:
+    h = EpisodeHooks(max_turns=4, host=SandboxHost(workdir=str(tmp_path / "trees")))
+    yield h
+    h.close()
+
+
+async def started(hooks: EpisodeHooks, row: dict[str, Any], uuid: str = "u1") -> str:
+    await hooks.start(uuid, row["messages"], row, tools=json.loads(row["tools"]))
+    return uuid
+
+
+async def test_parallel_calls_run_concurrently_and_come_back_in_order(
+    hooks: EpisodeHooks, sandbox: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    in_flight = {"now": 0, "max": 0}
+    original = Tree.call
+
+    async def slow_call(self: Tree, name: str, arguments: Any) -> Any:
+        in_flight["now"] += 1
+        in_flight["max"] = max(in_flight["max"], in_flight["now"])
+        await asyncio.sleep(0.05)
+        try:
+            return await original(self, name, arguments)
+        finally:
+            in_flight["now"] -= 1
+
+    monkeypatch.setattr(Tree, "call", slow_call)
+    uuid = await started(hooks, sandbox.rows()[0])
+    out = await hooks.turn(uuid, THREE, None, current_turn=1)
+
+    assert in_flight["max"] == 3
+    assert not out.done
+    assert out.executed_calls == 3
+    assert out.rollout_infos == {"num_turns": 1, "num_tool_calls": 3, "tool_calls_per_turn": [3]}
+    roles = [m["role"] for m in out.messages]
+    assert roles == ["tool", "tool", "tool", "user"]
+    grep, glob, read = (m["content"] for m in out.messages[:3])
+    assert "shop/cart.py" in grep
+    assert "def add_item" in grep
+    assert "shop/pricing.py" in glob
+    assert "raise ValueError" in read
+    assert out.messages[3]["content"] == PROMPTS.reminder(turns_left=2)
+    assert hooks.take_messages(uuid) == list(out.messages)
+    assert hooks.take_messages(uuid) == []
+
+
+async def test_calls_beyond_eight_are_refused(hooks: EpisodeHooks, sandbox: Any) -> None:
+    uuid = await started(hooks, sandbox.rows()[0])
+    ten = calls(*[("grep", {"pattern": f"def {w}"}) for w in "abcdefghij"])
+    out = await hooks.turn(uuid, ten, None, current_turn=1)
+
+    assert out.executed_calls == 8
+    assert out.rollout_infos["tool_calls_per_turn"] == [8]
+    tools = [m["content"] for m in out.messages if m["role"] == "tool"]
+    assert len(tools) == 10
+    assert tools[8] == PROMPTS.too_many_calls(max_calls=8, index=9)
+    assert tools[9] == PROMPTS.too_many_calls(max_calls=8, index=10)
+
+
+async def test_malformed_calls_get_feedback_and_do_not_count(
+    hooks: EpisodeHooks, sandbox: Any
+) -> None:
+    uuid = await started(hooks, sandbox.rows()[0])
+    text = (
+        "<tool_call>\nnot json at all\n</tool_call>\n"
+        + block("cat", {"path": "shop/cart.py"})
+        + "\n<tool_call>\n"
+        + '{"name": "grep", "arguments": "{broken"}'
+        + "\n</tool_call>"
+    )
+    out = await hooks.turn(uuid, text, None, current_turn=1)
+
+    assert out.executed_calls == 0
+    assert out.rollout_infos["tool_calls_per_turn"] == [0]
+    feedback = [m["content"] for m in out.messages if m["role"] == "tool"]
+    assert feedback[0].startswith("Malformed tool call")
+    assert feedback[1].startswith("Unknown tool 'cat'")
+    assert feedback[2].startswith("Malformed call to grep")
+    assert not out.done
+
+
+async def test_a_rollout_that_never_answers_ends_unanswered(
+    hooks: EpisodeHooks, sandbox: Any
+) -> None:
+    uuid = await started(hooks, sandbox.rows()[0])
+    for turn in (1, 2):
+        out = await hooks.turn(uuid, "Let me think about it.", None, current_turn=turn)
+        assert [m["content"] for m in out.messages] == [PROMPTS.no_calls()]
+    out = await hooks.turn(uuid, "Still thinking.", None, current_turn=3)
+    # the last exploration turn is over: the answer-turn demand follows the feedback
+    assert [m["content"] for m in out.messages] == [PROMPTS.no_calls(), PROMPTS.answer()]
+    out = await hooks.turn(uuid, "I do not know.", None, current_turn=4)
+
+    assert out.done
+    assert out.messages == ()
+    assert out.rollout_infos["answer_files"] is None
+    assert out.rollout_infos["answer_error"]
+    assert out.rollout_infos[INFO_EPISODE_STATUS] == "unanswered"
+    assert out.rollout_infos["num_turns"] == 4
+    assert out.rollout_infos["num_tool_calls"] == 0
+    assert hooks.live == 0
+
+
+async def test_the_answer_turn_follows_three_exploration_turns(
+    hooks: EpisodeHooks, sandbox: Any
+) -> None:
+    row = sandbox.rows()[0]
+    uuid = await started(hooks, row)
+    for turn in (1, 2, 3):
+        out = await hooks.turn(uuid, THREE, None, current_turn=turn)
+        assert not out.done
+    assert out.messages[-1] == {"role": "user", "content": PROMPTS.answer()}
+    final = await hooks.turn(uuid, ANSWER, None, current_turn=4)
+
+    assert final.done
+    infos = final.rollout_infos
+    assert infos["answer_files"] == ["shop/cart.py"]
+    assert infos["tool_calls_per_turn"] == [3, 3, 3, 0]
+    assert (infos["num_turns"], infos["num_tool_calls"]) == (4, 9)
+    assert infos[INFO_EPISODE_STATUS] == "answered"
+    # what the reward makes of it: F0.5 = 1, c̄ = 9/4 > 0
+    reward = CodeGrepV3ORM()([ANSWER], gold_files=[row["gold_files"]], rollout_infos=[infos])
+    assert reward == [1.0]
+
+
+async def test_an_answer_before_any_call_ends_the_rollout(
+    hooks: EpisodeHooks, sandbox: Any
+) -> None:
+    uuid = await started(hooks, sandbox.rows()[0])
+    out = await hooks.turn(uuid, ANSWER, None, current_turn=1)
+    assert out.done
+    assert out.rollout_infos["answer_files"] == ["shop/cart.py"]
+    assert out.rollout_infos["num_tool_calls"] == 0
+
+
+async def test_parsed_tool_calls_are_taken_when_the_text_has_no_blocks(
+    hooks: EpisodeHooks, sandbox: Any
+) -> None:
+    uuid = await started(hooks, sandbox.rows()[0])
+    parsed = [
+        SimpleNamespace(id="a", function=SimpleNamespace(name="glob", arguments='{"pattern":"*"}')),
+        {"id": "b", "function": {"name": "read", "arguments": {"path": "README.md"}}},
+    ]
+    out = await hooks.turn(uuid, "", parsed, current_turn=1)
+    assert out.executed_calls == 2
+    assert "# shop" in out.messages[1]["content"]
+
+
+async def test_a_row_rendered_with_other_prompts_is_refused(
+    hooks: EpisodeHooks, sandbox: Any
+) -> None:
+    row = sandbox.rows()[0]
+    row["messages"][1]["content"] += "\nAlso fix the tests."
+    with pytest.raises(TrainingSetupError, match="user message differs"):
+        await started(hooks, row)
+    row = sandbox.rows()[0]
+    row["messages"] = row["messages"][1:]
+    with pytest.raises(TrainingSetupError, match=r"\['user'\].*\['system', 'user'\]"):
+        await started(hooks, row)
+    assert hooks.live == 0
+
+
+async def test_rows_without_the_sandbox_columns_or_with_other_tools_are_refused(
+    hooks: EpisodeHooks, sandbox: Any
+) -> None:
+    row = sandbox.rows()[0]
+    del row["cache_dir"]
+    with pytest.raises(TrainingSetupError, match="lacks cache_dir"):
+        await started(hooks, row)
+    row = sandbox.rows()[0]
+    bash = [{"type": "function", "function": {"name": "bash", "parameters": {}}}]
+    with pytest.raises(TrainingSetupError, match="offers tools"):
+        await hooks.start("u2", row["messages"], row, tools=bash)
+
+
+async def test_turns_must_match_the_episode(hooks: EpisodeHooks, sandbox: Any) -> None:
+    with pytest.raises(TrainingSetupError, match="no episode"):
+        await hooks.turn("nobody", ANSWER, None, current_turn=1)
+    uuid = await started(hooks, sandbox.rows()[0])
+    with pytest.raises(EpisodeError, match="turn 2, the episode 1"):
+        await hooks.turn(uuid, ANSWER, None, current_turn=2)
+
+
+def test_a_turn_limit_below_the_episode_is_refused() -> None:
+    with pytest.raises(TrainingSetupError, match="--max_turns 4"):
+        EpisodeHooks(max_turns=3)
+
+
+def test_one_tree_per_commit_across_rollouts_and_event_loops(sandbox: Any, tmp_path: Path) -> None:
+    # ms-swift makes a new event loop per batch; the trees stay on the host's and are reused
+    hooks = EpisodeHooks(max_turns=4, host=SandboxHost(workdir=str(tmp_path / "trees")))
+    row = sandbox.rows()[0]
+
+    async def group(prefix: str) -> list[Any]:
+        ids = [f"{prefix}{i}" for i in range(4)]
+        await asyncio.gather(*(hooks.start(u, row["messages"], row) for u in ids))
+        return list(await asyncio.gather(*(hooks.turn(u, THREE, None) for u in ids)))
+
+    try:
+        first = asyncio.run(group("a"))
+        second = asyncio.run(group("b"))
+        assert [o.executed_calls for o in first + second] == [3] * 8
+        pool = hooks.host.pool(sandbox.cache_dir, sandbox.source)
+        assert pool.stats.trees_opened == 1
+        assert hooks.live == 8
+        asyncio.run(hooks.release("a0"))
+        assert hooks.live == 7
+    finally:
+        hooks.close()
+
+
+async def test_the_test_only_override_drives_real_calls(sandbox: Any, tmp_path: Path) -> None:
+    override = PolicyOverride(LexicalPolicy(), alternate=True)
+    hooks = EpisodeHooks(
+        max_turns=4, host=SandboxHost(workdir=str(tmp_path / "trees")), test_override=override
+    )
+    row = sandbox.rows()[0]
+    try:
+        await hooks.start("lex", row["messages"], row)
+        await hooks.start("own", row["messages"], row)
+        turn, out = 1, None
+        while out is None or not out.done:
+            out = await hooks.turn("lex", "random tokens", None, current_turn=turn)
+            assert out.replaced_content is not None
+            turn += 1
+        assert out.rollout_infos["answer_files"] == ["shop/cart.py"]
+        assert out.rollout_infos["num_tool_calls"] > 0
+        assert out.rollout_infos[INFO_TEST_POLICY] == "lexical"
+        own = await hooks.turn("own", "random tokens", None, current_turn=1)
+        assert own.replaced_content is None
+        assert own.rollout_infos[INFO_TEST_POLICY] == "model"
+    finally:
+        hooks.close()
