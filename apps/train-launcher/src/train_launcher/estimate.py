@@ -1,0 +1,682 @@
+"""Rough figures for a run, and the config judged against the node: disk, GPU memory, time.
+
+Every figure is a documented rule, not a measurement of the run:
+
+- **Model size.** `model.params_b` when given; else a local folder's `config.json` (the
+  parameter count of a Qwen/Llama-style decoder) or its `*.safetensors` bytes; else the
+  Qwen3 table below; else a number before `B` in the name (`Qwen2.5-7B`). Weights take
+  params x 2 bytes in bfloat16/float16, 4 in float32.
+- **Disk for clones.** One bare clone per repository of the training and held-out instances:
+  measured when the clone cache already holds it (the bytes under
+  `<cache>/repos/<owner>__<name>.git`, `worktree_sandbox.BareRepoCache`'s layout), else the
+  table `REPO_SIZES_MIB` (SWE-bench's repositories; measured by worktree-sandbox's benchmark
+  where it says so, rough otherwise), else 200 MiB.
+- **Trees.** Checkouts live on tmpfs (`/dev/shm`, worktree-sandbox's default workdir): each
+  trainer process keeps at most 16 idle trees plus the ones in use (taken as 8), so at most
+  min(trees, processes per node x 24) trees x the largest tree (table, else 20 MiB).
+- **Checkpoints.** A LoRA checkpoint holds the adapter in float32 plus Adam's two moments
+  (3 x 4 bytes per LoRA parameter); LoRA parameters are rank x sum(in + out) of the targeted
+  linear layers (all seven per layer for `all-linear`). A full checkpoint holds the weights and
+  12 bytes per parameter of optimizer state. One checkpoint per `save_steps` up to `max_steps`
+  (or `save_total_limit`).
+- **GPU memory (colocate).** vLLM gets `gpu_memory_utilization` of each GPU and must hold the
+  weights / tensor parallel size x 1.15 (the rest is KV cache). The trainer needs the weights
+  / trainer processes with ZeRO-3 (all of them without), the LoRA adapter with its gradient and
+  Adam moments (none of the moments on the GPU with optimizer offload), and 15% of the GPU for
+  activations; it has the GPU less vLLM's share with `sleep_level: 0`, 95% of it when vLLM
+  sleeps during training. In server mode the rollout GPUs hold the weights at 90% use and the
+  trainer has whole GPUs. The evaluation server needs weights / its tensor parallel size at 90%.
+- **Time per step.** The paper's run: 27 h for 897 steps on 8 B200 = 108.4 s per step, taken as
+  `PAPER_COMPLETIONS_PER_STEP` (64) completions of Qwen3-14B; scaled linearly by completions
+  per step, by parameters, by 8 / the run's GPUs (trainer and rollout) and by the GPU's speed
+  relative to a B200 (`GPU_SPEED`). On CPU: 1.75 s per completion (a tiny Qwen3 on 2 cores:
+  7 s per 4-completion step, integration notes).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from train_launcher.config import RunConfig
+from train_launcher.node import NodeInfo
+
+__all__ = [
+    "GPU_SPEED",
+    "PAPER_COMPLETIONS_PER_STEP",
+    "PAPER_SECONDS_PER_STEP",
+    "REPO_SIZES_MIB",
+    "DiskEstimate",
+    "Estimates",
+    "Finding",
+    "GpuEstimate",
+    "ModelSize",
+    "RepoSize",
+    "TimeEstimate",
+    "bare_clone_dir",
+    "duration",
+    "estimate",
+    "model_size",
+]
+
+GIB = 1024**3
+MIB = 1024**2
+
+PAPER_SECONDS_PER_STEP = 27 * 3600 / 897
+PAPER_COMPLETIONS_PER_STEP = 64
+PAPER_GPUS = 8
+PAPER_PARAMS_B = 14.77
+CPU_SECONDS_PER_COMPLETION = 1.75
+IDLE_TREES_PER_PROCESS = 16
+BUSY_TREES_PER_PROCESS = 8
+
+#: GPU throughput relative to a B200 (rough; from vendor bf16 dense figures).
+GPU_SPEED: dict[str, float] = {
+    "B300": 1.1,
+    "B200": 1.0,
+    "GB200": 1.0,
+    "B100": 0.8,
+    "H200": 0.55,
+    "H100": 0.45,
+    "H800": 0.45,
+    "H20": 0.1,
+    "A100": 0.2,
+    "A800": 0.2,
+    "L40S": 0.15,
+    "RTX 4090": 0.12,
+}
+
+#: (bare clone MiB, one tree MiB) of SWE-bench's repositories. "m": measured by
+#: worktree-sandbox's benchmark (its README); the others are rough.
+REPO_SIZES_MIB: dict[str, tuple[float, float]] = {
+    "psf/requests": (40.1, 1.5),  # m
+    "pallets/flask": (34.6, 1.5),  # m
+    "sympy/sympy": (337.2, 19.0),  # m
+    "sphinx-doc/sphinx": (145.1, 16.3),  # m
+    "astropy/astropy": (223.9, 30.8),  # m
+    "django/django": (300.0, 38.0),  # tree m (release archives); clone rough
+    "matplotlib/matplotlib": (450.0, 120.0),
+    "scikit-learn/scikit-learn": (200.0, 35.0),
+    "pydata/xarray": (60.0, 8.0),
+    "pylint-dev/pylint": (50.0, 12.0),
+    "pytest-dev/pytest": (40.0, 8.0),
+    "mwaskom/seaborn": (60.0, 6.0),
+}
+DEFAULT_REPO_MIB = (200.0, 20.0)
+
+
+@dataclass(frozen=True)
+class _Arch:
+    params_b: float
+    hidden: int
+    layers: int
+    intermediate: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+
+
+#: Qwen3 dense models (their config.json).
+_QWEN3: dict[str, _Arch] = {
+    "qwen3-0.6b": _Arch(0.60, 1024, 28, 3072, 16, 8, 128),
+    "qwen3-1.7b": _Arch(2.03, 2048, 28, 6144, 16, 8, 128),
+    "qwen3-4b": _Arch(4.02, 2560, 36, 9728, 32, 8, 128),
+    "qwen3-8b": _Arch(8.19, 4096, 36, 12288, 32, 8, 128),
+    "qwen3-14b": _Arch(14.77, 5120, 40, 17408, 40, 8, 128),
+    "qwen3-32b": _Arch(32.8, 5120, 64, 25600, 64, 8, 128),
+}
+
+Level = Literal["error", "warning", "info"]
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+class Finding(_Record):
+    """One thing the checks say: `error` stops `launch` (unless forced), the rest inform."""
+
+    level: Level
+    topic: str
+    message: str
+
+
+class ModelSize(_Record):
+    params_b: float | None
+    weights_gib: float | None
+    lora_params_m: float | None
+    source: str
+
+
+class RepoSize(_Record):
+    repo: str
+    instances: int
+    commits: int
+    bare_mib: float
+    tree_mib: float
+    how: Literal["measured", "table", "default"]
+
+
+class DiskEstimate(_Record):
+    repos: tuple[RepoSize, ...]
+    clones_gib: float
+    clones_to_fetch_gib: float
+    trees: int
+    trees_peak_gib: float
+    checkpoint_gib: float
+    checkpoints: int
+    outputs_gib: float
+    note: str = ""
+
+
+class GpuEstimate(_Record):
+    gpu_memory_gib: float
+    memory_from: str
+    weights_gib: float
+    vllm_gib: float | None
+    vllm_need_gib: float | None
+    trainer_gib: float
+    trainer_need_gib: float
+    eval_need_gib: float | None
+
+
+class TimeEstimate(_Record):
+    seconds_per_step: float
+    hours_at_max_steps: float
+    hours_at_paper_stop: float
+    rule: str
+
+
+class Estimates(_Record):
+    model: ModelSize
+    disk: DiskEstimate | None
+    gpu: GpuEstimate | None
+    time: TimeEstimate | None
+
+
+# --- model ----------------------------------------------------------------------------------
+
+
+def _arch_from_config(path: Path) -> _Arch | None:
+    try:
+        cfg = json.loads((path / "config.json").read_text(encoding="utf-8"))
+        hidden = int(cfg["hidden_size"])
+        layers = int(cfg["num_hidden_layers"])
+        inter = int(cfg["intermediate_size"])
+        heads = int(cfg["num_attention_heads"])
+        kv = int(cfg.get("num_key_value_heads") or heads)
+        head_dim = int(cfg.get("head_dim") or hidden // heads)
+        vocab = int(cfg.get("vocab_size") or 0)
+    except (OSError, ValueError, KeyError, TypeError, ZeroDivisionError):
+        return None
+    per_layer = hidden * heads * head_dim * 2 + hidden * kv * head_dim * 2 + 3 * hidden * inter
+    tied = bool(cfg.get("tie_word_embeddings", False))
+    params = layers * per_layer + vocab * hidden * (1 if tied else 2)
+    return _Arch(params / 1e9, hidden, layers, inter, heads, kv, head_dim)
+
+
+def _lora_params(arch: _Arch, rank: int, targets: Iterable[str]) -> float:
+    """rank x sum(in + out) over the targeted linear layers of every decoder layer."""
+    h, q, kv = arch.hidden, arch.heads * arch.head_dim, arch.kv_heads * arch.head_dim
+    dims = {
+        "q_proj": h + q,
+        "k_proj": h + kv,
+        "v_proj": h + kv,
+        "o_proj": q + h,
+        "gate_proj": h + arch.intermediate,
+        "up_proj": h + arch.intermediate,
+        "down_proj": arch.intermediate + h,
+    }
+    wanted = set(targets)
+    per_layer = (
+        sum(dims.values()) if "all-linear" in wanted else sum(dims.get(t, 0) for t in wanted)
+    )
+    return float(rank * per_layer * arch.layers)
+
+
+def _dtype_bytes(dtype: str) -> int:
+    return 4 if dtype == "float32" else 2
+
+
+def model_size(config: RunConfig) -> ModelSize:
+    """The model's parameters, weight bytes and LoRA parameters, and where the figure came from."""
+    m = config.model
+    arch: _Arch | None = None
+    params: float | None = None
+    source = "unknown: set model.params_b"
+    if m.is_local:
+        folder = Path(m.path)
+        arch = _arch_from_config(folder)
+        if arch is not None:
+            params, source = arch.params_b, f"{folder / 'config.json'}"
+        else:
+            weights = (
+                sum(p.stat().st_size for p in folder.glob("*.safetensors"))
+                if folder.is_dir()
+                else 0
+            )
+            if weights:
+                params = weights / _dtype_bytes(m.torch_dtype) / 1e9
+                source = f"{folder}/*.safetensors bytes"
+    else:
+        key = m.path.rsplit("/", 1)[-1].lower().removesuffix("-instruct")
+        arch = _QWEN3.get(key)
+        if arch is not None:
+            params, source = arch.params_b, "Qwen3 table"
+        else:
+            found = re.search(r"(\d+(?:\.\d+)?)[bB](?![a-zA-Z])", m.path)
+            if found:
+                params, source = float(found.group(1)), "the number in the model name"
+    if m.params_b is not None:
+        params, source = m.params_b, "model.params_b"
+    weights_gib = None if params is None else params * 1e9 * _dtype_bytes(m.torch_dtype) / GIB
+    lora_m: float | None = None
+    if config.lora.tuner == "lora":
+        if arch is not None:
+            lora_m = _lora_params(arch, config.lora.rank, config.lora.target_modules) / 1e6
+        elif params is not None:
+            # a decoder's linear layers are ~params/hidden wide in sum; hidden ~ 5120 at 14B
+            lora_m = params * 1e9 * config.lora.rank / 5120 * 1.4 / 1e6
+    return ModelSize(
+        params_b=_sig(params),
+        weights_gib=_sig(weights_gib),
+        lora_params_m=_sig(lora_m),
+        source=source,
+    )
+
+
+def _sig(value: float | None, digits: int = 4) -> float | None:
+    """`value` to `digits` significant digits (tiny test models keep a size above zero)."""
+    return None if value is None else float(f"{value:.{digits}g}")
+
+
+# --- disk -----------------------------------------------------------------------------------
+
+
+def bare_clone_dir(cache: Path, repo: str) -> Path:
+    """Where `worktree_sandbox.BareRepoCache` keeps `repo`'s bare clone under `cache`."""
+    return cache / "repos" / (repo.replace("/", "__") + ".git")
+
+
+def _dir_bytes(path: Path) -> int:
+    total = 0
+    for root, _dirs, files in os.walk(path):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(root, name)).st_size
+            except OSError:
+                continue
+    return total
+
+
+def _instance_commits(paths: Iterable[Path], limit: int | None) -> dict[str, tuple[int, set[str]]]:
+    """repo -> (instances, base commits) over the instance files that can be read."""
+    from codegrep_records import RecordError, load_instances
+
+    ids: dict[str, set[str]] = defaultdict(set)
+    commits: dict[str, set[str]] = defaultdict(set)
+    for path in paths:
+        try:
+            rows = load_instances(path).records
+        except RecordError:
+            continue
+        if limit is not None:
+            rows = rows[:limit]
+        for row in rows:
+            ids[row.repo].add(row.instance_id)
+            commits[row.repo].add(row.base_commit or "HEAD")
+    return {repo: (len(ids[repo]), commits[repo]) for repo in ids}
+
+
+def _checkpoint_gib(config: RunConfig, size: ModelSize) -> float:
+    if config.lora.tuner == "lora":
+        return (size.lora_params_m or 0.0) * 1e6 * 12 / GIB
+    if size.params_b is None:
+        return 0.0
+    return size.params_b * 1e9 * (_dtype_bytes(config.model.torch_dtype) + 12) / GIB
+
+
+def _disk(config: RunConfig, size: ModelSize, eval_instances: Path | None) -> DiskEstimate:
+    files = [config.data.instances] + ([eval_instances] if eval_instances is not None else [])
+    by_repo = _instance_commits([p for p in files if p.is_file()], config.data.limit)
+    repos: list[RepoSize] = []
+    to_fetch = 0.0
+    for repo, (n, commits) in sorted(by_repo.items()):
+        bare, tree = REPO_SIZES_MIB.get(repo, DEFAULT_REPO_MIB)
+        how: Literal["measured", "table", "default"] = (
+            "table" if repo in REPO_SIZES_MIB else "default"
+        )
+        cloned = bare_clone_dir(config.data.cache, repo)
+        if cloned.is_dir():
+            bare, how = _dir_bytes(cloned) / MIB, "measured"
+        else:
+            to_fetch += bare
+        repos.append(
+            RepoSize(
+                repo=repo,
+                instances=n,
+                commits=len(commits),
+                bare_mib=round(bare, 1),
+                tree_mib=tree,
+                how=how,
+            )
+        )
+    trees = sum(r.commits for r in repos)
+    processes = max(1, config.trainer_gpus_per_node)
+    held = min(trees, processes * (IDLE_TREES_PER_PROCESS + BUSY_TREES_PER_PROCESS))
+    largest = max((r.tree_mib for r in repos), default=0.0)
+    t = config.train
+    saves = t.max_steps // t.save_steps
+    if t.save_total_limit is not None:
+        saves = min(saves, t.save_total_limit)
+    ckpt = _checkpoint_gib(config, size)
+    sft = 1 if config.sft.enabled else 0
+    outputs = ckpt * (saves + sft) + 1.0  # datasets, logs, predictions: ~1 GiB
+    note = "" if repos else "no instances could be read: clone sizes unknown"
+    return DiskEstimate(
+        repos=tuple(repos),
+        clones_gib=round(sum(r.bare_mib for r in repos) / 1024, 2),
+        clones_to_fetch_gib=round(to_fetch / 1024, 2),
+        trees=trees,
+        trees_peak_gib=round(held * largest / 1024, 2),
+        checkpoint_gib=round(ckpt, 3),
+        checkpoints=saves + sft,
+        outputs_gib=round(outputs, 2),
+        note=note,
+    )
+
+
+# --- GPU memory -----------------------------------------------------------------------------
+
+
+def _gpu(
+    config: RunConfig, size: ModelSize, node: NodeInfo
+) -> tuple[GpuEstimate | None, list[Finding]]:
+    findings: list[Finding] = []
+    if not config.uses_gpu or size.weights_gib is None:
+        return None, findings
+    if node.has_gpu:
+        mem = min(g.memory_gib for g in node.gpus)
+        memory_from = "this node (nvidia-smi)"
+    else:
+        mem = config.cluster.gpu_memory_gib
+        memory_from = "cluster.gpu_memory_gib (no GPU here)"
+    w = size.weights_gib
+    r, t = config.rollout, config.train
+    vllm: float | None = None
+    vllm_need: float | None = None
+    if r.engine == "vllm":
+        vllm_need = w / r.tensor_parallel_size * 1.15
+        if config.server_mode:
+            vllm = mem * 0.9
+            trainer_has = mem * 0.95
+        else:
+            vllm = mem * r.gpu_memory_utilization
+            trainer_has = mem * (1 - r.gpu_memory_utilization) if r.sleep_level == 0 else mem * 0.95
+        if vllm_need > vllm:
+            findings.append(
+                Finding(
+                    level="error",
+                    topic="gpu memory",
+                    message=f"vLLM's {vllm:.0f} GiB per GPU cannot hold {vllm_need:.0f} GiB "
+                    f"(weights {w:.0f} GiB / tensor parallel {r.tensor_parallel_size}, +15%): "
+                    "raise "
+                    "rollout.gpu_memory_utilization or rollout.tensor_parallel_size",
+                )
+            )
+    else:
+        trainer_has = mem * 0.95
+    shards = config.trainer_world_size if (t.deepspeed or "").startswith("zero3") else 1
+    need = w / shards + mem * 0.15
+    if config.lora.tuner == "lora":
+        lora = (size.lora_params_m or 0.0) * 1e6
+        need += lora * (4 + 4 + (0 if t.offload_optimizer else 8)) / GIB
+    else:
+        params = (size.params_b or 0.0) * 1e9
+        need += params * (2 + (0 if t.offload_optimizer else 12)) / shards / GIB
+    if need > trainer_has:
+        findings.append(
+            Finding(
+                level="warning",
+                topic="gpu memory",
+                message=f"the trainer may need {need:.0f} GiB per GPU and has about "
+                f"{trainer_has:.0f} GiB: consider ZeRO-3, offload, a smaller vLLM share or batch",
+            )
+        )
+    eval_need: float | None = None
+    if config.evaluation.enabled:
+        eval_need = w / config.evaluation.tensor_parallel_size
+        if eval_need > mem * 0.9:
+            findings.append(
+                Finding(
+                    level="error",
+                    topic="gpu memory",
+                    message=f"the evaluation server needs {eval_need:.0f} GiB per GPU, above "
+                    "90% of "
+                    f"{mem:.0f} GiB: raise evaluation.tensor_parallel_size",
+                )
+            )
+    est = GpuEstimate(
+        gpu_memory_gib=round(mem, 1),
+        memory_from=memory_from,
+        weights_gib=round(w, 2),
+        vllm_gib=None if vllm is None else round(vllm, 1),
+        vllm_need_gib=None if vllm_need is None else round(vllm_need, 1),
+        trainer_gib=round(trainer_has, 1),
+        trainer_need_gib=round(need, 1),
+        eval_need_gib=None if eval_need is None else round(eval_need, 1),
+    )
+    return est, findings
+
+
+# --- time -----------------------------------------------------------------------------------
+
+
+def _gpu_speed(kind: str) -> float | None:
+    k = kind.upper().replace("NVIDIA", "").strip()
+    for name, speed in sorted(GPU_SPEED.items(), key=lambda kv: -len(kv[0])):
+        if name.upper() in k:
+            return speed
+    return None
+
+
+def _time(config: RunConfig, size: ModelSize, node: NodeInfo) -> tuple[TimeEstimate, list[Finding]]:
+    findings: list[Finding] = []
+    t = config.train
+    completions = config.completions_per_step
+    if not config.uses_gpu:
+        per_step = CPU_SECONDS_PER_COMPLETION * completions
+        rule = f"{CPU_SECONDS_PER_COMPLETION} s per completion on CPU x {completions} completions"
+    else:
+        kind = node.gpus[0].name if node.has_gpu else config.cluster.gpu
+        speed = _gpu_speed(kind)
+        if speed is None:
+            speed = 0.5
+            findings.append(
+                Finding(
+                    level="info",
+                    topic="time",
+                    message=f"no speed figure for GPU {kind!r}: taken as half a B200",
+                )
+            )
+        gpus = config.cluster.gpus_per_node * config.cluster.nodes
+        params = size.params_b or PAPER_PARAMS_B
+        per_step = (
+            PAPER_SECONDS_PER_STEP
+            * (completions / PAPER_COMPLETIONS_PER_STEP)
+            * (params / PAPER_PARAMS_B)
+            * (PAPER_GPUS / gpus)
+            / speed
+        )
+        rule = (
+            f"paper 27 h / 897 steps = {PAPER_SECONDS_PER_STEP:.1f} s/step (8 B200, "
+            f"{PAPER_COMPLETIONS_PER_STEP} completions, {PAPER_PARAMS_B}B) x {completions}/"
+            f"{PAPER_COMPLETIONS_PER_STEP} completions x {params:.2f}/{PAPER_PARAMS_B} params x "
+            f"{PAPER_GPUS}/{gpus} GPUs / {speed} ({kind} vs B200)"
+        )
+    hours = per_step * t.max_steps / 3600
+    stop = hours * 897 / 2000
+    return (
+        TimeEstimate(
+            seconds_per_step=round(per_step, 1),
+            hours_at_max_steps=round(hours, 3),
+            hours_at_paper_stop=round(stop, 3),
+            rule=rule,
+        ),
+        findings,
+    )
+
+
+def duration(seconds: float) -> str:
+    """`42 s`, `7.5 min`, `27 h`: a length of time as people read it."""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+# --- all together ---------------------------------------------------------------------------
+
+
+def _disk_findings(config: RunConfig, disk: DiskEstimate, node: NodeInfo) -> list[Finding]:
+    from train_launcher.node import free_bytes
+
+    out: list[Finding] = []
+
+    def free(path: Path) -> int | None:
+        n = node.free.get(str(path))
+        return n if n is not None else free_bytes(path)
+
+    cache_free = free(config.data.cache)
+    if cache_free is not None and disk.repos:
+        need = disk.clones_to_fetch_gib
+        level: Level = "error" if need * GIB > cache_free else "info"
+        out.append(
+            Finding(
+                level=level,
+                topic="disk",
+                message=f"clones: {need:.1f} GiB to fetch ({disk.clones_gib:.1f} GiB in all), "
+                f"{cache_free / GIB:.0f} GiB free at {config.data.cache}",
+            )
+        )
+    out_free = free(config.output_dir)
+    if out_free is not None:
+        level = "warning" if disk.outputs_gib * GIB > out_free else "info"
+        out.append(
+            Finding(
+                level=level,
+                topic="disk",
+                message=f"outputs: about {disk.outputs_gib:.1f} GiB "
+                f"({disk.checkpoints} checkpoint(s)"
+                f" of {disk.checkpoint_gib:.2f} GiB), {out_free / GIB:.0f} GiB free at "
+                f"{config.output_dir}",
+            )
+        )
+    shm = Path("/dev/shm")
+    shm_free = free(shm) if shm.is_dir() else None
+    if shm_free is not None and disk.trees_peak_gib:
+        level = "warning" if disk.trees_peak_gib * GIB > shm_free else "info"
+        out.append(
+            Finding(
+                level=level,
+                topic="disk",
+                message=f"trees: up to {disk.trees_peak_gib:.1f} GiB of checkouts on tmpfs at once "
+                f"({disk.trees} distinct trees), {shm_free / GIB:.0f} GiB free at {shm}",
+            )
+        )
+    return out
+
+
+def _node_findings(config: RunConfig, node: NodeInfo) -> list[Finding]:
+    out: list[Finding] = []
+    c = config.cluster
+    if config.uses_gpu:
+        if not node.has_gpu:
+            out.append(
+                Finding(
+                    level="warning",
+                    topic="gpu",
+                    message=f"{node.gpu_probe}: this config wants {c.gpus_per_node} GPU(s) "
+                    "per node; "
+                    f"the GPU checks used cluster.gpu_memory_gib ({c.gpu_memory_gib:g} GiB). Run "
+                    "`plan` on the GPU node to check it",
+                )
+            )
+        else:
+            n = len(node.gpus)
+            level: Level = "error" if n < c.gpus_per_node else "info"
+            out.append(
+                Finding(
+                    level=level,
+                    topic="gpu",
+                    message=f"{node.gpu_probe}; the config wants {c.gpus_per_node} per node",
+                )
+            )
+            mem = min(g.memory_gib for g in node.gpus)
+            if mem + 1 < c.gpu_memory_gib:
+                out.append(
+                    Finding(
+                        level="warning",
+                        topic="gpu",
+                        message=f"this node's GPUs have {mem:.0f} GiB, the config says "
+                        f"{c.gpu_memory_gib:g} GiB: the memory checks used this node's",
+                    )
+                )
+    elif node.has_gpu:
+        out.append(
+            Finding(
+                level="info",
+                topic="gpu",
+                message=f"{node.gpu_probe}; this is a CPU config and uses none of them",
+            )
+        )
+    else:
+        out.append(Finding(level="info", topic="gpu", message=f"{node.gpu_probe}; a CPU config"))
+    return out
+
+
+def estimate(
+    config: RunConfig, node: NodeInfo, *, eval_instances: Path | None
+) -> tuple[Estimates, list[Finding]]:
+    """The estimates, and the findings of the config against `node` (disk, GPU, time)."""
+    size = model_size(config)
+    findings = _node_findings(config, node)
+    if size.params_b is None:
+        findings.append(
+            Finding(
+                level="warning",
+                topic="model",
+                message=f"the size of {config.model.path} is unknown (set model.params_b): no GPU "
+                "memory or checkpoint estimate",
+            )
+        )
+    disk = _disk(config, size, eval_instances)
+    if disk.note:
+        findings.append(Finding(level="warning", topic="disk", message=disk.note))
+    findings += _disk_findings(config, disk, node)
+    gpu, gpu_findings = _gpu(config, size, node)
+    findings += gpu_findings
+    time, time_findings = _time(config, size, node)
+    findings += time_findings
+    if math.isfinite(time.hours_at_max_steps):
+        findings.append(
+            Finding(
+                level="info",
+                topic="time",
+                message=f"about {time.seconds_per_step:g} s per step: "
+                f"{duration(time.hours_at_max_steps * 3600)} for {config.train.max_steps} steps, "
+                f"{duration(time.hours_at_paper_stop * 3600)} if it stops where the paper's did "
+                "(897/2000)",
+            )
+        )
+    return Estimates(model=size, disk=disk, gpu=gpu, time=time), findings

@@ -1,0 +1,498 @@
+"""The run monitor on synthetic runs shaped like the CodeGrep paper's (healthy, v1's KL drift,
+v2's length blow-up) and on a real ms-swift 4.6 log: alarms, bad lines, exit codes, --follow,
+thresholds from a config, and the PNG (skipped without matplotlib)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import typer
+from train_launcher import monitor
+from train_launcher.monitor import (
+    MonitorInputError,
+    MonitorThresholds,
+    check,
+    follow_run,
+    read_run,
+)
+from train_launcher.monitor_cli import register
+from typer.testing import CliRunner
+
+FIXTURES = Path(__file__).parent / "fixtures" / "monitor"
+HEALTHY = FIXTURES / "healthy"
+V1 = FIXTURES / "v1_kl_drift"
+V2 = FIXTURES / "v2_length"
+SWIFT_CPU = FIXTURES / "swift_cpu_run"
+KL_ALARMS = {"kl_drift", "kl_rising"}
+LENGTH_ALARMS = {"length_growth", "length_near_limit", "clipped_ratio_high"}
+CALLS_ALARMS = {"calls_per_turn_low", "calls_per_turn_falling"}
+HAS_MATPLOTLIB = importlib.util.find_spec("matplotlib") is not None
+needs_matplotlib = pytest.mark.skipif(
+    not HAS_MATPLOTLIB, reason="matplotlib is not installed (the `plot` extra)"
+)
+
+runner = CliRunner()
+
+
+def _app() -> typer.Typer:
+    app = typer.Typer()
+
+    @app.callback()
+    def _root() -> None:
+        """The launcher's app, as far as the monitor needs it."""
+
+    register(app)
+    return app
+
+
+def _names(run_dir: Path, thresholds: MonitorThresholds | None = None) -> set[str]:
+    return {a.name for a in check(read_run(run_dir), thresholds).alarms}
+
+
+def _copy(src: Path, dst: Path) -> Path:
+    shutil.copytree(src, dst)
+    return dst
+
+
+# ---------------------------------------------------------------- the three synthetic runs
+
+
+def test_the_fixtures_are_what_make_logs_writes(tmp_path: Path) -> None:
+    spec = importlib.util.spec_from_file_location("make_logs", FIXTURES / "make_logs.py")
+    assert spec is not None
+    assert spec.loader is not None
+    make_logs = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(make_logs)
+    make_logs.main(tmp_path)
+    made = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*") if p.is_file())
+    assert made, "make_logs wrote nothing"
+    for rel in made:
+        assert (tmp_path / rel).read_bytes() == (FIXTURES / rel).read_bytes(), rel
+
+
+def test_the_healthy_run_raises_no_alarm() -> None:
+    run = read_run(HEALTHY)
+    report = check(run)
+    assert report.alarms == [], report.verdict
+    assert report.exit_code == 0
+    assert report.verdict.startswith("OK: no alarm (step 900 of 900, finished)")
+    assert run.bad_lines == ()
+    # two launches: killed after step 400, resumed from checkpoint-350; the second one's steps win
+    assert run.resumed_at == (360,)
+    assert run.series("kl").steps == tuple(range(10, 901, 10))
+    assert 0.05 < report.latest["kl"] < 0.09
+    assert 3 < report.latest["calls_per_turn"] < 4
+    assert report.latest["parse_failure_rate"] < 0.05
+    assert run.series("calls_per_turn").source == "logging.jsonl codegrep/calls_per_turn"
+    assert run.series("parse_failure_rate").source == "codegrep_rollouts.jsonl answers"
+
+
+def test_the_v1_run_raises_the_kl_alarm_and_not_the_length_one() -> None:
+    report = check(read_run(V1))
+    names = {a.name for a in report.alarms}
+    assert names >= KL_ALARMS, report.verdict
+    assert not names & LENGTH_ALARMS
+    assert not names & CALLS_ALARMS
+    drift = next(a for a in report.alarms if a.name == "kl_drift")
+    assert drift.threshold == 0.2
+    assert drift.value > 0.2
+    assert 550 <= drift.step <= 700  # the synthetic KL crosses 0.2 near step 600
+    assert drift.last_step == 900
+    assert drift.last_value == pytest.approx(0.31, abs=0.02)
+    rising = next(a for a in report.alarms if a.name == "kl_rising")
+    assert rising.step < drift.step  # the trend says it first
+    assert report.exit_code == 1
+    assert report.verdict.startswith("ALARM:")
+    assert "step 900 of 2000, running or stopped" in report.verdict
+
+
+def test_the_v2_run_raises_the_length_clip_and_calls_alarms() -> None:
+    report = check(read_run(V2))
+    names = {a.name for a in report.alarms}
+    assert {"length_growth", "clipped_ratio_high"} <= names, report.verdict
+    assert names >= CALLS_ALARMS
+    assert not names & KL_ALARMS
+    by_name = {a.name: a for a in report.alarms}
+    growth = by_name["length_growth"]
+    assert growth.values["baseline"] == pytest.approx(650, abs=30)
+    assert growth.threshold == pytest.approx(2 * growth.values["baseline"])
+    assert 250 <= growth.step <= 350
+    assert report.latest["clipped_ratio"] == pytest.approx(0.2, abs=0.02)
+    assert by_name["calls_per_turn_falling"].step < by_name["calls_per_turn_low"].step
+    assert report.latest["calls_per_turn"] < 0.5
+    # the limit comes from args.json (max_completion_length 2400, scope total)
+    assert by_name["length_near_limit"].values["max_completion_length"] == 2400
+    assert report.exit_code == 1
+
+
+def test_a_real_ms_swift_log_reads_without_a_bad_line() -> None:
+    """logging.jsonl of a real ms-swift 4.6 GRPO run (tiny model on a CPU, codegrep plugin):
+    two metric lines, the train_runtime line, the summary record."""
+    run = read_run(SWIFT_CPU)
+    assert run.bad_lines == ()
+    assert run.series("reward").steps == (1, 2)
+    assert run.max_steps == 2
+    assert run.ended
+    assert run.finished
+    assert run.series("calls_per_turn").values == (0.5, 0.5)
+    assert run.series("clipped_ratio").values == (0.5, 0.5)
+    assert "CodeGrepV3ORM" in run.reward_funcs
+    report = check(run)
+    assert report.alarms == []  # two steps: no window is full yet
+    assert any("no KL logged (beta is 0" in n for n in report.notes)
+    assert any("is per round" in n for n in report.notes)
+
+
+# ---------------------------------------------------------------- reading
+
+
+def test_bad_lines_are_counted_with_file_and_line(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    log = run_dir / "logging.jsonl"
+    good = json.loads(
+        (SWIFT_CPU / "v0-20261203-082136" / "logging.jsonl").read_text().split("\n")[0]
+    )
+    lines = [
+        json.dumps(good),
+        "{not json",
+        "[1, 2]",
+        json.dumps({"loss": 0.1, "kl": 0.05}),  # no step
+        json.dumps({"kl": "high", "reward": 0.4, "global_step/max_steps": "2/9"}),
+        json.dumps({"reward": 0.5, "global_step/max_steps": "three/9"}),
+        "",  # blank lines are not data
+        json.dumps({"reward": float("nan"), "global_step/max_steps": "3/9"}),  # a gap
+    ]
+    log.write_text("\n".join(lines) + '\n{"reward": 0.6, "global_st')  # cut off mid-line
+    run = read_run(run_dir)
+    bad = {(b.line, b.reason.split(" (")[0].split(":")[0]) for b in run.bad_lines}
+    assert bad == {
+        (2, "not JSON"),
+        (3, "a JSON list, not an object"),
+        (4, "no step"),
+        (5, "not numbers"),
+        (6, "global_step/max_steps is 'three/9', not 'step/max_steps'"),
+        (9, "unfinished last line"),
+    }
+    assert all(b.file == str(log) for b in run.bad_lines)
+    assert str(run.bad_lines[0]).startswith(f"{log}:2: not JSON")
+    # what could be read was read: step 2's reward, not its bad KL
+    assert run.series("reward").steps == (1, 2)
+    assert run.series("kl").steps == ()
+    report = check(run)
+    assert "6 bad line(s) skipped (listed in bad_lines)" in report.notes
+    assert len(report.bad_lines) == 6
+
+    res = runner.invoke(_app(), ["monitor", str(run_dir), "--no-plot"])
+    assert res.exit_code == 0, res.output
+    assert "warning: 6 bad line(s) skipped:" in res.stderr
+    assert f"{log}:4: no step" in res.stderr
+
+
+def test_a_resumed_launch_appending_to_the_same_files_replaces_its_steps(tmp_path: Path) -> None:
+    """--add_version false: the resumed launch appends to the first one's logging.jsonl and
+    rollout log; its steps win, and the failed launch's summary does not end the run."""
+    run_dir = tmp_path / "grpo"
+    run_dir.mkdir()
+
+    def metric(step: int, reward: float) -> str:
+        return json.dumps({"reward": reward, "global_step/max_steps": f"{step}/100"})
+
+    def rollout(step: int, error: str | None) -> str:
+        return json.dumps(
+            {"step": step, "index": 0, "num_turns": 2, "cbar": 1.5, "answer_error": error,
+             "answer_files": None if error else ["a.py"]}
+        )  # fmt: skip
+
+    first = [metric(s, 0.1) for s in (1, 2, 3)] + [
+        json.dumps({"global_step": 3, "log_history": []})
+    ]
+    (run_dir / "logging.jsonl").write_text(
+        "\n".join([*first, metric(2, 0.7), metric(3, 0.8)]) + "\n"
+    )
+    rollouts = [rollout(1, None), rollout(2, "no JSON"), rollout(3, "no JSON"), rollout(2, None)]
+    (run_dir / "codegrep_rollouts.jsonl").write_text("\n".join(rollouts) + "\n")
+    run = read_run(run_dir)
+    assert run.series("reward").values == (0.1, 0.7, 0.8)
+    assert run.resumed_at == (2,)
+    assert not run.ended
+    assert not run.finished
+    # step 2 failed in the first launch, answered in the second; step 3 was not redone yet
+    assert run.series("parse_failure_rate").values == (0.0, 0.0, 1.0)
+
+
+def test_completions_jsonl_gives_the_parse_failures_without_a_rollout_log(tmp_path: Path) -> None:
+    """ms-swift's --log_completions table: one line per logging step, one column per field."""
+    run_dir = _copy(SWIFT_CPU / "v0-20261203-082136", tmp_path / "run")
+    table = {
+        "step": ["1", "1", "1", "1"],
+        "prompt": ["<|im_start|>user\nissue<|im_end|>\n"] * 4,
+        "completion": [
+            '{"files": ["a.py"]}',
+            "I could not find it.",
+            '```json\n{"files": ["b.py"]}\n```',
+            "<think>still thinking",
+        ],
+        "CodeGrepV3ORM": [1.0, 0.0, 0.5, 0.0],
+        "advantages": [1.0, -1.0, 0.3, -1.0],
+        "num_turns": [2, 4, 3, 4],
+    }
+    (run_dir / "completions.jsonl").write_text(json.dumps(table) + "\n")
+    run = read_run(run_dir)
+    assert run.completion_rows == 4
+    assert run.series("parse_failure_rate").values == (0.5,)
+    assert run.series("parse_failure_rate").source == "completions.jsonl answers"
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda p: p / "missing", "does not exist"),
+        (lambda p: p, "no logging.jsonl in"),
+    ],
+)
+def test_bad_input_raises_monitor_input_error(tmp_path: Path, make: object, message: str) -> None:
+    assert callable(make)
+    with pytest.raises(MonitorInputError, match=message):
+        read_run(make(tmp_path))
+
+
+# ---------------------------------------------------------------- thresholds from a config
+
+
+def test_thresholds_come_from_the_config_monitor_section(tmp_path: Path) -> None:
+    assert MonitorThresholds.from_config({}) == MonitorThresholds()
+    assert MonitorThresholds.from_config({"train": {}, "monitor": None}) == MonitorThresholds()
+    loose = MonitorThresholds.from_config({"monitor": {"kl_max": 0.35, "kl_rise_floor": 0.4}})
+    assert loose.kl_max == 0.35
+    assert not _names(V1, loose) & KL_ALARMS
+    with pytest.raises(ValueError, match="kl_maxx"):
+        MonitorThresholds.from_config({"monitor": {"kl_maxx": 0.3}})
+
+    config = tmp_path / "run.yaml"
+    config.write_text(
+        "name: paper\ntrain:\n  beta: 0.04\nmonitor:\n  kl_max: 0.35\n  kl_rise_floor: 0.4\n"
+    )
+    res = runner.invoke(
+        _app(),
+        ["monitor", str(V1), "--config", str(config), "-o", str(tmp_path / "o"), "--no-plot"],
+    )
+    assert res.exit_code == 0, res.output
+    assert res.stdout.startswith("OK: no alarm")
+    report = json.loads((tmp_path / "o" / "report.json").read_text())
+    assert report["thresholds"]["kl_max"] == 0.35
+
+    config.write_text("monitor:\n  kl_max: -1\n  windows: 3\n")
+    res = runner.invoke(_app(), ["monitor", str(V1), "--config", str(config), "--no-plot"])
+    assert res.exit_code == 2
+    assert res.stderr.startswith(f"error: {config}: monitor.kl_max: Input should be greater than 0")
+    assert "monitor.windows: Extra inputs are not permitted" in res.stderr
+    assert len(res.stderr.splitlines()) == 1
+
+
+# ---------------------------------------------------------------- the CLI
+
+
+@pytest.mark.parametrize(("run_dir", "code"), [(HEALTHY, 0), (V1, 1), (V2, 1)])
+def test_exit_codes_say_whether_an_alarm_fired(tmp_path: Path, run_dir: Path, code: int) -> None:
+    out = tmp_path / "out"
+    res = runner.invoke(_app(), ["monitor", str(run_dir), "-o", str(out), "--no-plot"])
+    assert res.exit_code == code, res.output
+    verdict = (out / "verdict.txt").read_text()
+    assert res.stdout.startswith(verdict.splitlines()[0])
+    report = json.loads((out / "report.json").read_text())
+    assert bool(report["alarms"]) == bool(code)
+    assert f"wrote {out / 'report.json'}" in res.stdout
+
+
+def test_bad_input_exits_2_in_one_error_line(tmp_path: Path) -> None:
+    app = _app()
+    nope = tmp_path / "nope"
+    cases = [
+        (["monitor", str(nope)], f"error: the run folder {nope} does not exist"),
+        (["monitor", str(tmp_path)], f"error: no logging.jsonl in {tmp_path}"),
+        (["monitor", str(HEALTHY), "--config", str(nope)], "error: cannot read --config"),
+        (["monitor", str(HEALTHY), "--interval", "0"], "error: --interval must be a positive"),
+    ]
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    cases.append(
+        (
+            ["monitor", str(HEALTHY), "-o", str(blocker)],
+            f"error: cannot write -o {blocker}: it exists",
+        )
+    )
+    bad_yaml = tmp_path / "bad.yaml"
+    bad_yaml.write_text("monitor: [unclosed\n")
+    cases.append(
+        (["monitor", str(HEALTHY), "--config", str(bad_yaml)], f"error: {bad_yaml}:2: not YAML")
+    )
+    for argv, message in cases:
+        res = runner.invoke(app, [*argv, "--no-plot"])
+        assert res.exit_code == 2, (argv, res.output)
+        assert res.stderr.startswith(message), (argv, res.stderr)
+        assert len(res.stderr.splitlines()) == 1
+        assert res.stdout == ""
+    assert not (tmp_path / "monitor").exists()  # nothing written
+
+
+def test_paths_with_square_brackets_are_printed_as_they_are(tmp_path: Path) -> None:
+    run_dir = _copy(SWIFT_CPU, tmp_path / "[run]")
+    res = runner.invoke(_app(), ["monitor", str(run_dir), "--no-plot"])
+    assert res.exit_code == 0, res.output
+    assert f"wrote {run_dir / 'monitor' / 'report.json'}" in res.stdout
+
+
+def test_without_matplotlib_an_explicit_output_is_bad_input(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib -> ImportError
+    res = runner.invoke(_app(), ["monitor", str(HEALTHY), "-o", str(tmp_path / "o")])
+    assert res.exit_code == 2
+    assert "the PNG plots need matplotlib: install the `plot` extra" in res.stderr
+    assert len(res.stderr.splitlines()) == 1
+    # without -o the verdict still comes, with a warning instead of the PNG
+    run_dir = _copy(HEALTHY, tmp_path / "run")
+    res = runner.invoke(_app(), ["monitor", str(run_dir)])
+    assert res.exit_code == 0, res.output
+    assert res.stderr.startswith("warning: no plots: the PNG plots need matplotlib")
+    assert (run_dir / "monitor" / "verdict.txt").is_file()
+    assert not (run_dir / "monitor" / "monitor.png").exists()
+    with pytest.raises(monitor.MissingPlotExtraError, match="plot"):
+        monitor.require_plot_extra()
+
+
+# ---------------------------------------------------------------- --follow
+
+
+def _split(run_dir: Path, tmp: Path, keep_steps: int) -> tuple[Path, list[str], Path]:
+    """A copy of a one-launch run whose logging.jsonl holds only the steps up to `keep_steps`;
+    returns it, the lines left out and the log to append them to."""
+    copy = _copy(run_dir, tmp)
+    log = next(copy.glob("v*/logging.jsonl"))
+    lines = log.read_text().splitlines(keepends=True)
+    cut = next(
+        i
+        for i, ln in enumerate(lines)
+        if json.loads(ln).get("global_step/max_steps", "0/0").split("/")[0] == str(keep_steps + 10)
+    )
+    log.write_text("".join(lines[:cut]))
+    return copy, lines[cut:], log
+
+
+def test_follow_picks_up_a_new_alarm_as_the_log_grows(tmp_path: Path) -> None:
+    run_dir, rest, log = _split(V1, tmp_path / "v1", 300)
+    updates = follow_run(run_dir, interval_s=0.0, max_polls=3, sleep=lambda s: None)
+    first = next(updates)
+    assert first.new_alarms == ()
+    assert first.run.last_step == 300
+    assert not first.done
+    with log.open("a") as fh:  # the run goes on; the last line is still being written
+        fh.writelines(rest[:-1])
+        fh.write(rest[-1][:40])
+    second = next(updates)
+    assert {a.name for a in second.new_alarms} == KL_ALARMS
+    assert second.new_bad_lines == ()  # an unfinished line is not bad while the run is read
+    with log.open("a") as fh:
+        fh.write(rest[-1][40:])
+    third = next(updates)
+    assert third.new_alarms == ()  # each alarm said once
+    assert third.done
+    assert third.polls == 3
+    assert third.run.last_step == 900
+    with pytest.raises(StopIteration):
+        next(updates)
+
+
+def test_follow_stops_by_itself_when_training_ends(tmp_path: Path) -> None:
+    sleeps: list[float] = []
+    updates = list(follow_run(HEALTHY, interval_s=2.5, max_polls=50, sleep=sleeps.append))
+    assert len(updates) == 1
+    assert updates[0].done
+    assert updates[0].run.finished
+    assert sleeps == []
+    # a run folder without logging.jsonl yet is waited for
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    waited = list(follow_run(empty, interval_s=1.0, max_polls=2, sleep=sleeps.append))
+    assert [u.run.metric_files for u in waited] == [(), ()]
+    assert sleeps == [1.0]
+    with pytest.raises(MonitorInputError, match="does not exist"):
+        next(follow_run(tmp_path / "missing", sleep=sleeps.append))
+
+
+def test_the_follow_option_prints_a_new_alarm_and_stops_at_the_end(tmp_path: Path) -> None:
+    run_dir, rest, log = _split(V1, tmp_path / "v1", 300)
+    end = json.dumps({"train_runtime": 10.0, "global_step/max_steps": "900/2000"}) + "\n"
+
+    def grow() -> None:
+        time.sleep(0.3)
+        with log.open("a") as fh:
+            fh.writelines([*rest, end])
+
+    writer = threading.Thread(target=grow)
+    writer.start()
+    try:
+        res = runner.invoke(
+            _app(),
+            ["monitor", str(run_dir), "--follow", "--interval", "0.05", "--max-polls", "200",
+             "--no-plot"],
+        )  # fmt: skip
+    finally:
+        writer.join()
+    assert res.exit_code == 1, res.output
+    lines = res.stdout.splitlines()
+    assert lines[0] == f"following {run_dir} every 0.05 s (Ctrl-C to stop)"
+    alarm_lines = [ln for ln in lines if ln.startswith("ALARM step")]
+    assert [ln.split(":")[0] for ln in alarm_lines] == ["ALARM step 390", "ALARM step 610"]
+    assert any(
+        ln.startswith("ALARM: 2 alarm(s): kl_rising, kl_drift (step 900 of 2000, finished)")
+        for ln in lines
+    )
+
+
+# ---------------------------------------------------------------- the PNG
+
+
+@pytest.mark.slow
+@needs_matplotlib
+@pytest.mark.parametrize("run_dir", [HEALTHY, V1, V2], ids=["healthy", "v1", "v2"])
+def test_the_png_has_every_panel(tmp_path: Path, run_dir: Path) -> None:
+    import matplotlib.image
+
+    run = read_run(run_dir)
+    report = check(run)
+    path = monitor.plot(run, report, tmp_path)
+    assert path == tmp_path / "monitor.png"
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert matplotlib.image.imread(path).shape[:2] == (1200, 1400)
+
+    fig = monitor._figure(run, report)
+    axes = fig.get_axes()
+    assert [ax.get_title() for ax in axes] == [title for title, _ in monitor.PANELS]
+    for ax in axes:  # every panel drew its series and its threshold
+        assert len(ax.get_lines()) >= 2, ax.get_title()
+        assert any(ln.get_linestyle() == "--" for ln in ax.get_lines()), ax.get_title()
+    marked = {
+        text.get_text().split(" @ ")[0]
+        for ax in axes
+        for text in ax.texts
+        if " @ " in text.get_text()
+    }
+    assert marked - {"resumed"} == {a.name for a in report.alarms}
+
+
+@pytest.mark.slow
+@needs_matplotlib
+def test_the_cli_writes_the_png(tmp_path: Path) -> None:
+    res = runner.invoke(_app(), ["monitor", str(V2), "-o", str(tmp_path)])
+    assert res.exit_code == 1, res.output
+    assert (tmp_path / "monitor.png").stat().st_size > 10_000
+    assert f"wrote {tmp_path / 'monitor.png'}" in res.stdout
