@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import signal
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
@@ -300,6 +301,10 @@ def _printer(dry_run: bool) -> Any:
     return on_event
 
 
+def _terminate(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 @app.command(name="launch")
 def launch_command(
     config: ConfigOpt,
@@ -350,6 +355,9 @@ def launch_command(
     for f in checked.findings:
         if f.level == "warning":
             typer.echo(f"warning: {f.topic}: {f.message}", err=True)
+    # SIGTERM (kill, timeout, a scheduler ending the job) stops the stage's process group as
+    # Ctrl-C does: a training process left running would race the next launch.
+    previous = signal.signal(signal.SIGTERM, _terminate)
     try:
         result = launch(
             cfg,
@@ -371,6 +379,8 @@ def launch_command(
     except KeyboardInterrupt:
         _err("interrupted: launch the same command again to continue")
         raise typer.Exit(130) from None
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     if dry_run:
         typer.echo(f"dry run: {len(result.ran)} stage(s) would run, {len(result.skipped)} skipped")
         if checked.errors:  # a dry run checks the inputs too: what a launch would refuse

@@ -1173,11 +1173,13 @@ def check(run: RunData, thresholds: MonitorThresholds | None = None) -> MonitorR
         notes=notes,
         bad_lines=list(run.bad_lines),
         thresholds=th,
-        verdict=_verdict(run, alarms, checks.latest),
+        verdict=_verdict(run, alarms, checks.latest, checks.w),
     )
 
 
-def _verdict(run: RunData, alarms: Sequence[Alarm], latest: Mapping[str, float]) -> str:
+def _verdict(
+    run: RunData, alarms: Sequence[Alarm], latest: Mapping[str, float], window: int
+) -> str:
     where = "no step logged yet"
     if run.last_step is not None:
         of = f" of {run.max_steps}" if run.max_steps is not None else ""
@@ -1194,7 +1196,11 @@ def _verdict(run: RunData, alarms: Sequence[Alarm], latest: Mapping[str, float])
     ):
         if name in latest:
             figures.append(f"{label} {fmt(latest[name])}")
-    figure_line = ("last " + ", ".join(figures)) if figures else "no metric logged"
+    figure_line = (
+        f"mean of the last {window} logged steps: " + ", ".join(figures)
+        if figures
+        else "no metric logged"
+    )
     if not alarms:
         return f"OK: no alarm ({where}); {figure_line}"
     names = ", ".join(dict.fromkeys(a.name for a in alarms))

@@ -224,6 +224,6 @@ def test_the_trainer_scales_group_advantages(
     log = read_rollout_log(trainer.codegrep_rollout_log)
     assert [e.factor for e in log] == pytest.approx(factors)
     assert [e.degenerate for e in log][2:] == ["no tool call ran", "no answer"]
-    assert {e.step for e in log} == {7}
+    assert {e.step for e in log} == {8}  # global_step 7: these rollouts train step 8
     metric = trainer._metrics["train"]["codegrep/advantage_scale"]
     assert metric == [pytest.approx(sum(factors) / 4)]

@@ -193,7 +193,7 @@ async def test_sft_then_grpo_through_the_real_entry_points(sandbox: Any, tmp_pat
     assert "TEST ONLY" in (work / "grpo.log").read_text(errors="replace")
     entries = read_rollout_log(log)
     assert len(entries) == GRPO_STEPS * GENERATIONS
-    assert sorted({e.step for e in entries}) == list(range(GRPO_STEPS))
+    assert sorted({e.step for e in entries}) == list(range(1, GRPO_STEPS + 1))
     rewards = [e.reward for e in entries]
     assert all(r is not None and 0.0 <= r <= 1.0 for r in rewards)
     assert any(r is not None and r > 0 for r in rewards)

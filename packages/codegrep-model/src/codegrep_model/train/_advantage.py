@@ -98,7 +98,10 @@ class RolloutLogEntry(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="ignore")
 
-    step: int = Field(description="The trainer's global step when the batch was scored.")
+    step: int = Field(
+        description="The optimizer step these rollouts train, as ms-swift's logging.jsonl "
+        "numbers it (the trainer's global_step + 1 when the batch is scored)."
+    )
     index: int = Field(description="The rollout's place in the gathered batch.")
     instance_id: str | None = None
     reward: float | None = Field(description="The weighted reward sum; None when NaN.")

@@ -201,7 +201,9 @@ class CodegrepGRPOTrainer(GRPOTrainer):  # type: ignore[misc]
         totals = (rewards_per_func * weights.unsqueeze(0)).nansum(dim=1).tolist()
         per_func = rewards_per_func.tolist()
         names = list(self.reward_func_names)
-        step = int(self.state.global_step)
+        # The step these rollouts train, numbered as ms-swift's logging.jsonl numbers it: the
+        # optimizer step they feed has not happened yet, so it is global_step + 1.
+        step = int(self.state.global_step) + 1
         lines = []
         for i, (info, scale) in enumerate(zip(infos, scales, strict=True)):
             entry = RolloutLogEntry.of(
