@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The CPU smoke run of `codegrep-train`, end to end with real ms-swift (issue 13):
 #   1. inputs (ci/make-cpu-inputs.py): a tiny Qwen3, 4 psf/requests + 2 pallets/flask Lite
-#      instances, their shared OpenHands sessions, the local mirrors;
+#      instances, their shared OpenHands sessions, the local mirrors (with MIRRORS set); without
+#      MIRRORS, self-contained inputs (two small git repositories made on the spot, 4 + 2
+#      issues, one session each): what CI runs, having neither the shared data nor GitHub;
 #   2. `codegrep-train launch --config configs/cpu-smoke.yaml`, SIGKILLed (the launcher's and the
 #      running swift's process groups) as soon as GRPO's checkpoint-1 is complete;
 #   3. the same launch again: the finished stages skipped, GRPO resumed from checkpoint-1, the
@@ -10,8 +12,11 @@
 # Prints each part's wall time.
 #
 # Usage: apps/train-launcher/ci/cpu-launch.sh [BASE_DIR] (default /tmp/codegrep-cpu-smoke; wiped)
-# Env: MIRRORS: a folder with a local clone per repository (OWNER+NAME or OWNER+NAME/repo);
-#      without it the two repositories are cloned from GitHub.
+# Env: MIRRORS: a folder with a local clone per repository (OWNER+NAME or OWNER+NAME/repo), or
+#      `github` to clone them (network); with either, the shared data must be there.
+#      Unset: the self-contained inputs.
+# Every check is fatal: the script exits non-zero when the kill, the resume or a skip is not
+# what it should be.
 # Env: VENV (default /tmp/swiftvenv): a venv with ms-swift 4.6, CPU torch and the workspace
 #      packages (packages/codegrep-model/ci/swift-tier.sh VENV makes one; then
 #      `VENV/bin/pip install ./packages/catm ./packages/swe-eval ./apps/train-launcher[plot]`).
@@ -36,7 +41,11 @@ rm -rf "$base"
 mkdir -p "$base"
 t0=$(t)
 echo "== inputs"
-python "$here/make-cpu-inputs.py" "$base" ${MIRRORS:+--mirrors "$MIRRORS"}
+if [[ -n "${MIRRORS:-}" ]]; then
+  python "$here/make-cpu-inputs.py" "$base" --mirrors "$MIRRORS"
+else
+  python "$here/make-cpu-inputs.py" "$base" --self-contained
+fi
 t1=$(t)
 
 echo "== launch (to be killed once grpo/checkpoint-1 is complete)"
@@ -62,15 +71,28 @@ ls "$out/grpo"
 if [[ $rc1 -eq 0 ]]; then echo "the first launch finished before the kill" >&2; exit 1; fi
 
 echo "== launch again (resume)"
-"${launch[@]}" 2>&1 | tee "$base/launch2.out" | grep -vE 'OFFLINE|PARALLELISM' || true
+set +e  # the launch's own exit code, not the filter's (PIPESTATUS after `|| true` is true's)
+"${launch[@]}" 2>&1 | tee "$base/launch2.out" | grep -vE 'OFFLINE|PARALLELISM'
 rc2=${PIPESTATUS[0]}
+set -e
 t3=$(t)
 echo "second launch exit: $rc2"
-grep -q "grpo: running (resuming from $ckpt" "$base/launch2.out" \
-  && echo "RESUME: launcher resumed GRPO from $ckpt" || echo "RESUME: no resume line" >&2
+fail=0
+if grep -q "grpo: running (resuming from $ckpt" "$base/launch2.out"; then
+  echo "RESUME: launcher resumed GRPO from $ckpt"
+else
+  echo "RESUME: no resume line" >&2; fail=1
+fi
 grep -c -- "--resume_from_checkpoint" "$out/logs/grpo.log" | sed 's/^/--resume_from_checkpoint occurrences in grpo.log: /'
 for s in labels prepare datasets sft-data sft; do
-  grep -q "] $s: skipped" "$base/launch2.out" && echo "  $s: skipped" || echo "  $s: NOT skipped" >&2
+  if grep -q "] $s: skipped" "$base/launch2.out"; then
+    echo "  $s: skipped"
+  else
+    echo "  $s: NOT skipped" >&2; fail=1
+  fi
+done
+for f in "$out/grpo/checkpoint-4/trainer_state.json" "$out/eval/summary.md"; do
+  [[ -f "$f" ]] || { echo "missing after the resumed launch: $f" >&2; fail=1; }
 done
 
 echo "== GRPO per-step logs (ms-swift logging.jsonl)"
@@ -98,7 +120,12 @@ PY
 echo "== monitor"
 codegrep-train monitor "$out/grpo" --config "$config" -o "$base/monitor" && rc3=0 || rc3=$?
 t4=$(t)
-echo "monitor exit: $rc3; files: $(ls "$base/monitor" | tr '\n' ' ')"
+echo "monitor exit: $rc3 (0: no alarm, 1: an alarm); files: $(ls "$base/monitor" | tr '\n' ' ')"
+[[ $rc3 -le 1 && -f "$base/monitor/monitor.png" ]] || { echo "the monitor failed" >&2; fail=1; }
 echo "wall: inputs $((t1 - t0)) s, first launch until killed $((t2 - t1)) s," \
   "resumed launch $((t3 - t2)) s, monitor $((t4 - t3)) s, total $((t4 - t0)) s"
-exit "$rc2"
+if [[ $rc2 -ne 0 || $fail -ne 0 ]]; then
+  echo "cpu launch FAILED (second launch exit $rc2, checks $fail)" >&2
+  exit 1
+fi
+echo "cpu launch passed"

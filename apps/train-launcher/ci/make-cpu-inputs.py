@@ -5,9 +5,16 @@
   heldout.jsonl          SWE-bench Lite instances of pallets/flask (evaluation, never trained on)
   trajectories.jsonl     the shared OpenHands GLM-4.6 sessions of those instances (for catm)
   mirrors/OWNER+NAME     a link to a local clone per repository (--mirrors DIR holding
-                         OWNER+NAME or OWNER+NAME/repo), else a bare clone from GitHub (network)
+                         OWNER+NAME or OWNER+NAME/repo), or a bare clone from GitHub
+                         (--mirrors github; network)
 
-Usage: python make-cpu-inputs.py BASE_DIR [--data DIR] [--mirrors DIR] [--train N] [--heldout N]
+With --self-contained (what CI uses: it has neither the shared data nor GitHub), the same files
+are made from two small git repositories written here (example/shop to train on, example/textkit
+held out), four and two issues whose gold patches are real `git diff`s of them, and one
+OpenHands-style session per training issue. Everything else (the model, the launch) is the same.
+
+Usage: python make-cpu-inputs.py BASE_DIR [--data DIR] [--mirrors DIR|github] [--self-contained]
+                                 [--train N] [--heldout N]
 --data defaults to $CODEGREP_SHARED_DATA, else the shared data folder beside the checkout.
 Needs transformers and tokenizers (the ms-swift venv has them). Idempotent: what exists is kept.
 """
@@ -90,18 +97,204 @@ def repo_texts(bare: Path, commit: str, limit: int = 60) -> list[str]:
     return texts
 
 
+# The self-contained inputs: two small repositories, each issue a real change of one file.
+SHOP = {
+    "shop/__init__.py": "from shop.cart import Cart\nfrom shop.pricing import apply_discount\n",
+    "shop/cart.py": (
+        "from shop.pricing import apply_discount\n\n\n"
+        "class Cart:\n"
+        "    def __init__(self):\n        self.items = []\n\n"
+        "    def add_item(self, name, price, quantity=1):\n"
+        "        self.items.append((name, price, quantity))\n\n"
+        "    def total_price(self, discount=0.0):\n"
+        "        total = sum(price for _, price, _ in self.items)\n"
+        "        return apply_discount(total, discount)\n"
+    ),
+    "shop/pricing.py": (
+        "def apply_discount(total, rate):\n"
+        "    if rate > 1:\n        raise ValueError('rate above 1')\n"
+        "    return total\n\n\n"
+        "def round_price(value):\n    return int(value)\n"
+    ),
+    "shop/inventory.py": (
+        "class Inventory:\n"
+        "    def __init__(self):\n        self.stock = {}\n\n"
+        "    def restock(self, name, count):\n"
+        "        self.stock[name] = count\n\n"
+        "    def reserve(self, name, count):\n"
+        "        self.stock[name] = self.stock.get(name, 0) - count\n"
+    ),
+    "shop/receipt.py": (
+        "def format_receipt(cart):\n"
+        "    lines = [f'{name}: {price}' for name, price, _ in cart.items]\n"
+        "    return '\\n'.join(lines)\n"
+    ),
+    "tests/test_cart.py": "from shop import Cart\n\n\ndef test_empty():\n"
+    "    assert Cart().total_price() == 0\n",
+    "README.md": "# shop\n\nA small shop: carts, pricing, inventory, receipts.\n",
+}
+SHOP_ISSUES = [
+    (
+        "shop/cart.py",
+        "total = sum(price for _, price, _ in self.items)",
+        "total = sum(price * quantity for _, price, quantity in self.items)",
+        "Cart.total_price ignores the quantity of each item\n\nAdding an item with "
+        "add_item('pen', 2.0, quantity=3) then calling total_price() gives 2.0, not 6.0.",
+    ),
+    (
+        "shop/pricing.py",
+        "    return total\n\n",
+        "    return total * (1 - rate)\n\n",
+        "apply_discount never discounts\n\napply_discount(100, 0.1) returns 100; expected 90.",
+    ),
+    (
+        "shop/inventory.py",
+        "self.stock[name] = self.stock.get(name, 0) - count",
+        "if self.stock.get(name, 0) < count:\n            raise ValueError(name)\n"
+        "        self.stock[name] -= count",
+        "Inventory.reserve lets the stock go negative\n\nreserve('pen', 5) on an empty "
+        "inventory leaves stock['pen'] == -5 instead of raising.",
+    ),
+    (
+        "shop/receipt.py",
+        "lines = [f'{name}: {price}' for name, price, _ in cart.items]",
+        "lines = [f'{name} x{qty}: {price}' for name, price, qty in cart.items]",
+        "format_receipt does not show quantities\n\nThe receipt of a cart lists each item "
+        "without how many were bought.",
+    ),
+]
+TEXTKIT = {
+    "textkit/__init__.py": "",
+    "textkit/slug.py": "def slugify(text):\n    return text.lower().replace(' ', '-')\n",
+    "textkit/wrap.py": (
+        "def wrap_lines(text, width):\n"
+        "    return [text[i:i + width] for i in range(0, len(text), width)]\n"
+    ),
+    "README.md": "# textkit\n",
+}
+TEXTKIT_ISSUES = [
+    (
+        "textkit/slug.py",
+        "return text.lower().replace(' ', '-')",
+        "return '-'.join(text.lower().split())",
+        "slugify keeps repeated dashes\n\nslugify('a  b') gives 'a--b'; expected 'a-b'.",
+    ),
+    (
+        "textkit/wrap.py",
+        "return [text[i:i + width] for i in range(0, len(text), width)]",
+        "import textwrap\n\n    return textwrap.wrap(text, width)",
+        "wrap_lines splits words in the middle\n\nwrap_lines('hello world', 7) cuts 'world'.",
+    ),
+]
+
+
+def _git(repo: Path, *args: str) -> str:
+    env = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
+    return subprocess.run(
+        ["git", "-C", str(repo), *args], check=True, capture_output=True, text=True, env=env
+    ).stdout
+
+
+def _self_contained_repo(
+    folder: Path, repo: str, files: dict[str, str], issues: list[tuple[str, str, str, str]]
+) -> list[dict[str, str]]:
+    """A git repository at `folder` (one commit) and its issues as SWE-bench rows: each patch
+    is the `git diff` of a real change of the file, undone afterwards."""
+    if not (folder / ".git").is_dir():
+        folder.mkdir(parents=True, exist_ok=True)
+        _git(folder, "init", "-q", "-b", "main")
+        for rel, text in files.items():
+            (folder / rel).parent.mkdir(parents=True, exist_ok=True)
+            (folder / rel).write_text(text)
+        _git(folder, "add", "-A")
+        _git(folder, "-c", "user.name=ci", "-c", "user.email=ci@example.invalid",
+             "commit", "-q", "-m", "initial")  # fmt: skip
+    commit = _git(folder, "rev-parse", "HEAD").strip()
+    rows = []
+    for n, (path, old, new, statement) in enumerate(issues, 1):
+        text = files[path]
+        assert old in text, (path, old)
+        (folder / path).write_text(text.replace(old, new, 1))
+        diff = _git(folder, "diff")
+        _git(folder, "checkout", "-q", "--", path)
+        rows.append({
+            "instance_id": f"{repo.replace('/', '__')}-{n}",
+            "repo": repo,
+            "base_commit": commit,
+            "problem_statement": statement,
+            "patch": diff,
+        })  # fmt: skip
+    return rows
+
+
+def _session(row: dict[str, str], path: str) -> dict[str, object]:
+    """An OpenHands-style session (OpenAI messages) that opens the file, then reasons about it."""
+    ws = f"/workspace/{row['repo'].split('/')[1]}"
+    call = {
+        "id": "c1",
+        "type": "function",
+        "function": {
+            "name": "str_replace_editor",
+            "arguments": json.dumps({"command": "view", "path": f"{ws}/{path}"}),
+        },
+    }
+    reasoning = f"{path} is where the behaviour in the issue comes from; the fix belongs there. "
+    return {
+        "instance_id": row["instance_id"],
+        "trajectory_id": f"ci-{row['instance_id']}",
+        "messages": [
+            {"role": "user", "content": f"<uploaded_files>\n{ws}\n</uploaded_files>\n"
+             + row["problem_statement"]},
+            {"role": "assistant", "content": "Let me look.", "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "c1", "content": (row["problem_statement"])},
+            {"role": "assistant", "content": reasoning * 6},
+        ],
+    }  # fmt: skip
+
+
+def self_contained(inputs: Path) -> tuple[list[dict[str, str]], list[dict[str, str]], int]:
+    mirrors = inputs / "mirrors"
+    train = _self_contained_repo(mirrors / "example+shop", "example/shop", SHOP, SHOP_ISSUES)
+    held = _self_contained_repo(
+        mirrors / "example+textkit", "example/textkit", TEXTKIT, TEXTKIT_ISSUES
+    )
+    for name, rows in (("instances.jsonl", train), ("heldout.jsonl", held)):
+        (inputs / name).write_text("".join(json.dumps(r) + "\n" for r in rows))
+    sessions = [_session(r, issue[0]) for r, issue in zip(train, SHOP_ISSUES, strict=True)]
+    (inputs / "trajectories.jsonl").write_text("".join(json.dumps(s) + "\n" for s in sessions))
+    return train, held, len(sessions)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("base_dir", type=Path)
     shared = Path(__file__).resolve().parents[3].parent / "shared" / "data"
     data = Path(os.environ.get("CODEGREP_SHARED_DATA", shared))
     ap.add_argument("--data", type=Path, default=data)
-    ap.add_argument("--mirrors", type=Path, default=None)
+    ap.add_argument("--mirrors", default=None, help="a folder of local clones, or github")
+    ap.add_argument("--self-contained", action="store_true")
     ap.add_argument("--train", type=int, default=4)
     ap.add_argument("--heldout", type=int, default=2)
     a = ap.parse_args()
     inputs = a.base_dir / "inputs"
     inputs.mkdir(parents=True, exist_ok=True)
+    if a.self_contained:
+        train_rows, held_rows, n_sessions = self_contained(inputs)
+        model = inputs / "tiny-qwen3"
+        if not (model / "config.json").is_file():
+            corpus = [r["problem_statement"] for r in train_rows + held_rows]
+            corpus += list(SHOP.values()) + list(TEXTKIT.values())
+            tiny_qwen3(model, corpus)
+        print(
+            f"self-contained inputs in {inputs}: {len(train_rows)} training instances "
+            f"(example/shop), {len(held_rows)} held out (example/textkit), {n_sessions} "
+            f"sessions, model {model}"
+        )
+        return 0
+    if not (a.data / "swebench" / "lite.jsonl").is_file():
+        print(f"error: no SWE-bench Lite file under --data {a.data} (or use --self-contained)",
+              file=sys.stderr)  # fmt: skip
+        return 2
 
     lite = [json.loads(x) for x in (a.data / "swebench" / "lite.jsonl").open()]
     train = sorted((r for r in lite if r["repo"] == TRAIN_REPO), key=lambda r: r["instance_id"])
@@ -127,11 +320,12 @@ def main() -> int:
         link = mirrors / slug
         if link.exists():
             continue
-        if a.mirrors is None:
+        if a.mirrors in (None, "github"):
             url = f"https://github.com/{repo}.git"
             subprocess.run(["git", "clone", "--quiet", "--bare", url, str(link)], check=True)
             continue
-        found = [t for t in (a.mirrors / slug / "repo", a.mirrors / slug) if t.is_dir()]
+        where = Path(a.mirrors)
+        found = [t for t in (where / slug / "repo", where / slug) if t.is_dir()]
         if not found:
             print(f"error: --mirrors {a.mirrors}: no clone of {repo} at {slug}", file=sys.stderr)
             return 2

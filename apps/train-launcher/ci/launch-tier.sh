@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# CI tier for the launcher: `codegrep-train launch` of configs/cpu-smoke.yaml through every stage
+# with real ms-swift, killed in the middle of GRPO and launched again (ci/cpu-launch.sh), on the
+# self-contained inputs (CI has neither the shared data nor GitHub).
+#
+# Usage: apps/train-launcher/ci/launch-tier.sh VENV_DIR
+#   VENV_DIR: the venv packages/codegrep-model/ci/swift-tier.sh made (ms-swift 4.6, CPU torch,
+#   codegrep-records, worktree-sandbox, grpo-rewards, codegrep-model); catm, swe-eval and the
+#   launcher are added to it here.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(cd "$here/../../.." && pwd)"
+venv="${1:?usage: launch-tier.sh VENV_DIR (made by packages/codegrep-model/ci/swift-tier.sh)}"
+start=$(date +%s)
+
+[[ -x "$venv/bin/swift" ]] || { echo "no ms-swift in $venv: run swift-tier.sh $venv first" >&2; exit 2; }
+"$venv/bin/pip" install --quiet hatchling  # the build backend, for --no-build-isolation below
+# One command, so that the siblings' ranges are met by these folders and not by an index.
+"$venv/bin/pip" install --quiet --no-build-isolation \
+  "$root/packages/codegrep-records" "$root/packages/worktree-sandbox" \
+  "$root/packages/grpo-rewards" "$root/packages/codegrep-model" \
+  "$root/packages/catm" "$root/packages/swe-eval" "$root/apps/train-launcher[plot]"
+"$venv/bin/python" -c "import torch; assert not torch.version.cuda, 'CUDA build of torch in CI'"
+installed=$(date +%s)
+
+scratch="$(mktemp -d)"
+trap 'rm -rf "$scratch"' EXIT
+env -u MIRRORS VENV="$venv" bash "$here/cpu-launch.sh" "$scratch/run"
+echo "launch tier passed in $(( $(date +%s) - start )) s (installs $(( installed - start )) s)"
