@@ -20,6 +20,7 @@ import re
 import shutil
 import subprocess
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -29,9 +30,11 @@ OUT_FILE = HERE / "constraints-gpu.txt"
 # The node: linux x86_64 with glibc >= 2.28 (the image, Ubuntu 24.04, has 2.39; the pins are the
 # same for x86_64-manylinux_2_39), CPython 3.11. EXCLUDE_NEWER freezes the index as it was when
 # the pins were made, so that `--check` gives the same answer later; move it to take newer releases.
+# It must be a moment already past when compile.py runs: a cutoff in the future admits releases
+# made after the pins were written, and `--check` then fails for no change of ours.
 PYTHON_PLATFORM = "x86_64-manylinux_2_28"
 PYTHON_VERSION = "3.11"
-EXCLUDE_NEWER = "2026-12-03T00:00:00Z"
+EXCLUDE_NEWER = "2026-12-03T12:00:00Z"
 
 _NAME = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)")
 _PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([^\s;#]+)")
@@ -154,6 +157,14 @@ def main(argv: list[str] | None = None) -> int:
         help="resolve again and compare with constraints-gpu.txt; write nothing",
     )
     args = parser.parse_args(argv)
+    cutoff = datetime.fromisoformat(EXCLUDE_NEWER.replace("Z", "+00:00"))
+    if not args.check and cutoff > datetime.now(UTC):
+        print(
+            f"compile.py: EXCLUDE_NEWER {EXCLUDE_NEWER} is in the future: releases made after "
+            "the pins are written would change them; set a moment already past",
+            file=sys.stderr,
+        )
+        return 2
     try:
         compiled, uv_version = resolve()
     except RuntimeError as exc:
