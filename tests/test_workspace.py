@@ -25,15 +25,26 @@ ROOT = Path(__file__).resolve().parents[1]
 
 # DESIGN.md: codegrep-records (the shared records and rules) depends on no package of ours;
 # grpo-rewards depends on nothing at all (its path normalizer is held equal to the records' one by
-# tests/test_one_path_rule.py); worktree-sandbox and catm may use codegrep-records; codegrep-model
-# may use those four; swe-eval may use all; apps use packages, never the reverse.
+# tests/test_one_path_rule.py); worktree-sandbox and catm may use codegrep-records; codegrep-gate
+# (calibration, gate and prompt rendering, light enough to serve with) may use codegrep-records
+# and grpo-rewards (its F-beta); codegrep-model may use
+# codegrep-records, grpo-rewards, worktree-sandbox and catm; swe-eval may use all; apps use
+# packages, never the reverse.
 ALLOWED: dict[str, set[str]] = {
     "codegrep-records": set(),
     "grpo-rewards": set(),
     "worktree-sandbox": {"codegrep-records"},
     "catm": {"codegrep-records"},
+    "codegrep-gate": {"codegrep-records", "grpo-rewards"},
     "codegrep-model": {"codegrep-records", "grpo-rewards", "worktree-sandbox", "catm"},
-    "swe-eval": {"codegrep-records", "grpo-rewards", "worktree-sandbox", "catm", "codegrep-model"},
+    "swe-eval": {
+        "codegrep-records",
+        "grpo-rewards",
+        "worktree-sandbox",
+        "catm",
+        "codegrep-gate",
+        "codegrep-model",
+    },
 }
 HEAVY = ("torch", "vllm", "swift", "swebench", "transformers", "trl", "sentence_transformers")
 

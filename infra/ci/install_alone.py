@@ -45,6 +45,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "grpo-rewards": ("numpy",),
     "catm": ("plot",),
     "swe-eval": ("plot",),
+    "codegrep": ("serve",),
 }
 
 PATCH = "diff --git a/{f} b/{f}\n--- a/{f}\n+++ b/{f}\n@@ -1 +1 @@\n-x = 1\n+x = 2\n"

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Reproduces the calibration of LexicalPolicy that codegrep-gate ships
+# (packages/codegrep-gate/src/codegrep_gate/calibrations/lexical.json):
+#   1. `swe-eval predict -r lexical` on SWE-bench Lite and on the Verified dev slice, for the
+#      repositories that can be cloned here (django, matplotlib and scikit-learn are left out:
+#      too large to fetch), into this folder (predictions and the runner's .meta.json only);
+#   2. `codegrep calibrate` on Lite (the data LexicalPolicy's weights were tuned on), checked on
+#      the Verified dev slice (held out: never tuned on, never fitted).
+# The file names in the calibration are relative to the repository root, as run here.
+#
+# Usage: apps/injector/calibration/make-lexical.sh
+# Env: MIRRORS: a folder with a local clone per repository (OWNER+NAME/repo or OWNER+NAME);
+#        default: clone from GitHub into CACHE.
+#      CODEGREP_SHARED_DATA: the shared data folder (default ../shared/data).
+#      CACHE: the clone cache (default: a temporary folder).
+set -euo pipefail
+cd "$(dirname "$0")/../../.."
+here=apps/injector/calibration
+data="${CODEGREP_SHARED_DATA:-../shared/data}"
+cache="${CACHE:-$(mktemp -d)}"
+scratch="$(mktemp -d)"
+trap 'rm -rf "$scratch"' EXIT
+if [[ -n "${MIRRORS:-}" ]]; then
+  source_template="$MIRRORS/{owner}+{name}/repo"
+  [[ -d "$MIRRORS/psf+requests/repo" ]] || source_template="$MIRRORS/{owner}+{name}"
+else
+  source_template="https://github.com/{repo}.git"
+fi
+skip=(--exclude-repo django/django --exclude-repo matplotlib/matplotlib
+      --exclude-repo scikit-learn/scikit-learn)
+
+for split in lite verified_dev; do
+  uv run --all-packages swe-eval predict -r lexical -i "$data/swebench/$split.jsonl" \
+    --cache "$cache" --source "$source_template" "${skip[@]}" -j 2 \
+    -o "$scratch/lexical-$split.jsonl"
+  cp "$scratch/lexical-$split.jsonl" "$here/lexical-$split.predictions.jsonl"
+  cp "$scratch/lexical-$split.jsonl.meta.json" "$here/lexical-$split.predictions.jsonl.meta.json"
+done
+
+uv run --all-packages codegrep calibrate \
+  -i "$data/swebench/lite.jsonl" -p "$here/lexical-lite.predictions.jsonl" "${skip[@]}" \
+  --name "SWE-bench Lite, fetchable repositories (LexicalPolicy's tuning data)" \
+  --check-instances "$data/swebench/verified_dev.jsonl" \
+  --check-predictions "$here/lexical-verified_dev.predictions.jsonl" \
+  --check-exclude-repo django/django --check-exclude-repo matplotlib/matplotlib \
+  --check-exclude-repo scikit-learn/scikit-learn \
+  --check-name "SWE-bench Verified dev slice, fetchable repositories (held out)" \
+  -o packages/codegrep-gate/src/codegrep_gate/calibrations/lexical.json

@@ -1,0 +1,691 @@
+"""The calibration math: per-instance scores, precision curves and a cluster bootstrap.
+
+Precision means exactly what swe-eval's Table 2 means by it (`swe_eval.metrics.score_instance`
+and `summarize`), so that a figure in an evaluation report and the figure the gate acts on are
+one number:
+
+- every instance with a non-empty gold set counts once (a macro average);
+- an instance without a prediction row, or with an empty one, scores 0 (`missing`, `empty`);
+- an instance whose gold set is empty is left out and counted (`no_gold`);
+- prediction rows for ids outside the gold set are ignored and counted (`unknown`); for an id
+  named twice, the first row is used.
+
+`precision_answered` is the same average over answered instances only: an empty answer injects
+nothing, so the files a coding agent is shown have this precision. The curves say how precision
+falls with rank and rises with score; the gate looks each file up in one of them.
+
+Intervals come from one cluster bootstrap over instances (files of one instance are not
+independent): resample instance ids with replacement (`random.Random(seed)`), recompute every
+figure with the bins held fixed, take percentiles. Per-instance, per-bin counts are computed
+once, so a resample costs a few C-level sums per column.
+
+Pure functions; no I/O.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from bisect import bisect_right
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from importlib import metadata
+from itertools import pairwise
+from operator import itemgetter
+from typing import Any, Literal
+
+from codegrep_records import GoldLabel, Prediction
+from grpo_rewards import fbeta_from_counts
+
+from codegrep_gate._records import Bin, Calibration, Check, Curve, DataRef, Interval, Retriever
+from codegrep_gate.errors import CalibrationMismatchError, GateError, GateInputError
+
+__all__ = [
+    "GoldSets",
+    "calibrate",
+    "check",
+]
+
+GoldSets = Mapping[str, frozenset[str]] | Mapping[str, GoldLabel]
+
+# A bin needs this share of resamples with at least one file in it for its percentiles to mean
+# anything; below it the interval is [0, 1] and the bin's note says so. A bin fed by one
+# instance appears in about 63% of resamples (1 - 1/e), by two in about 86%, by three in 95%:
+# so in practice a bin from one or two instances gets no interval of its own.
+_MIN_VALID_SHARE = 0.9
+
+
+@dataclass(frozen=True, slots=True)
+class _Scored:
+    """One instance with gold: its scores, and each of its files with rank, score and hit."""
+
+    instance_id: str
+    status: Literal["ok", "missing", "empty"]
+    precision: float
+    recall: float
+    fbeta: float
+    files: tuple[tuple[int, float | None, bool], ...]  # (rank, score, is gold), ranked
+
+    @property
+    def answered(self) -> bool:
+        return self.status == "ok"
+
+
+@dataclass(frozen=True)
+class _Evaluated:
+    scored: tuple[_Scored, ...]  # sorted by instance id
+    instances: int
+    no_gold: int
+    unknown: int
+    other_retrievers: tuple[str, ...]
+
+
+def _gold_files(value: frozenset[str] | GoldLabel) -> frozenset[str]:
+    return value.files if isinstance(value, GoldLabel) else frozenset(value)
+
+
+def _evaluate(predictions: Iterable[Prediction], gold: GoldSets) -> _Evaluated:
+    """swe-eval's `evaluate`, file by file: see the module docstring for the accounting."""
+    by_id: dict[str, Prediction] = {}
+    unknown = 0
+    retrievers: set[str] = set()
+    for pred in predictions:
+        if pred.retriever:
+            retrievers.add(pred.retriever)
+        if pred.instance_id in gold:
+            by_id.setdefault(pred.instance_id, pred)
+        else:
+            unknown += 1
+    scored: list[_Scored] = []
+    no_gold = 0
+    for iid in sorted(gold):
+        truth = _gold_files(gold[iid])
+        if not truth:
+            no_gold += 1
+            continue
+        found = by_id.get(iid)
+        if found is None or not found.files:
+            status: Literal["missing", "empty"] = "missing" if found is None else "empty"
+            scored.append(_Scored(iid, status, 0.0, 0.0, 0.0, ()))
+            continue
+        files = found.files
+        flags = [f in truth for f in files]
+        hits = sum(flags)
+        scores = found.scores
+        scored.append(
+            _Scored(
+                iid,
+                "ok",
+                hits / len(files),
+                hits / len(truth),
+                fbeta_from_counts(hits, len(files), len(truth), 0.5),
+                tuple(
+                    (j + 1, None if scores is None else scores[j], flags[j])
+                    for j in range(len(files))
+                ),
+            )
+        )
+    return _Evaluated(tuple(scored), len(gold), no_gold, unknown, tuple(sorted(retrievers)))
+
+
+# --- bins -------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Block:
+    """A score bin while bins are being made: a run of sorted scores."""
+
+    lo: float
+    hi: float
+    files: int
+    hits: int
+
+    def merge(self, other: _Block) -> _Block:
+        return _Block(self.lo, other.hi, self.files + other.files, self.hits + other.hits)
+
+
+def _quantile_blocks(
+    entries: Sequence[tuple[float, bool]], n_bins: int, min_files: int
+) -> list[_Block]:
+    """Up to `n_bins` runs of the sorted scores, of near-equal size; equal scores stay together.
+
+    As many bins as leave each at least `min_files` files; a run left smaller than that (ties can
+    make one) is merged into its smaller neighbour.
+    """
+    ordered = sorted(entries, key=lambda e: e[0])
+    n = len(ordered)
+    k = max(1, min(n_bins, n // min_files))
+    cuts = [0]
+    for i in range(1, k):
+        c = round(i * n / k)
+        while 0 < c < n and ordered[c][0] == ordered[c - 1][0]:
+            c += 1
+        if cuts[-1] < c < n:
+            cuts.append(c)
+    cuts.append(n)
+    blocks = []
+    for a, b in pairwise(cuts):
+        run = ordered[a:b]
+        blocks.append(_Block(run[0][0], run[-1][0], len(run), sum(1 for _, hit in run if hit)))
+    while len(blocks) > 1:
+        small = [i for i, blk in enumerate(blocks) if blk.files < min_files]
+        if not small:
+            break
+        i = small[0]
+        if i == 0:
+            j = 1
+        elif i == len(blocks) - 1:
+            j = i - 1
+        else:
+            j = i - 1 if blocks[i - 1].files <= blocks[i + 1].files else i + 1
+        a, b = min(i, j), max(i, j)
+        blocks[a : b + 1] = [blocks[a].merge(blocks[b])]
+    return blocks
+
+
+def _pool_adjacent_violators(blocks: list[_Block]) -> tuple[list[_Block], int]:
+    """Merge neighbours until precision (hits/files) does not fall as score rises.
+
+    Returns the merged blocks and the number of merges. Precisions are compared by cross
+    multiplication, so equal precisions are never merged because of rounding.
+    """
+    stack: list[_Block] = []
+    merges = 0
+    for blk in blocks:
+        stack.append(blk)
+        while (
+            len(stack) > 1 and stack[-2].hits * stack[-1].files > stack[-1].hits * stack[-2].files
+        ):
+            top = stack.pop()
+            stack[-1] = stack[-1].merge(top)
+            merges += 1
+    return stack, merges
+
+
+# --- bootstrap --------------------------------------------------------------------------------
+
+
+def _percentile(ordered: Sequence[float], q: float) -> float:
+    """numpy's default ('linear') percentile of an already sorted sequence, q in [0, 1]."""
+    pos = q * (len(ordered) - 1)
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+
+
+@dataclass(frozen=True)
+class _Ratio:
+    """A figure that is sum(numerator column) / sum(denominator column) over the instances."""
+
+    num: int
+    den: int | None  # None: the number of instances (a plain mean)
+
+
+def _single(i: int) -> Callable[[Sequence[float]], Sequence[float]]:
+    def pick(column: Sequence[float]) -> Sequence[float]:
+        return (column[i],)
+
+    return pick
+
+
+class _Bootstrap:
+    """Resamples of instance indices, shared by every figure so that they move together."""
+
+    def __init__(self, n: int, resamples: int, seed: int) -> None:
+        rng = random.Random(seed)
+        population = range(n)
+        self.n = n
+        self.pickers: list[Callable[[Sequence[float]], Sequence[float]]] = []
+        for _ in range(resamples if n > 0 else 0):
+            idx = rng.choices(population, k=n)
+            # itemgetter of one index returns the item itself, not a 1-tuple.
+            self.pickers.append(itemgetter(*idx) if n > 1 else _single(idx[0]))
+
+    def distributions(
+        self, columns: Sequence[Sequence[float]], ratios: Sequence[_Ratio]
+    ) -> list[list[float]]:
+        """For each ratio, its value in every resample where its denominator is not 0."""
+        out: list[list[float]] = [[] for _ in ratios]
+        for pick in self.pickers:
+            sums = [math.fsum(pick(col)) for col in columns]
+            for k, ratio in enumerate(ratios):
+                den = self.n if ratio.den is None else sums[ratio.den]
+                if den > 0:
+                    out[k].append(sums[ratio.num] / den)
+        return out
+
+
+def _interval(point: float, dist: list[float], level: float) -> Interval:
+    """Percentile interval, widened to hold the point when the percentiles miss it."""
+    if not dist:
+        return Interval(point=point, low=point, high=point, level=level)
+    dist.sort()
+    alpha = 1.0 - level
+    low = min(_percentile(dist, alpha / 2), point)
+    high = max(_percentile(dist, 1 - alpha / 2), point)
+    return Interval(point=point, low=low, high=high, level=level)
+
+
+@dataclass(frozen=True)
+class _BinSpec:
+    """Bins of one curve before intervals: edges, and which bin each file falls in."""
+
+    basis: Literal["rank", "score"]
+    method: str
+    edges: list[tuple[float, float | None]]  # (lo, hi) per bin
+    assign: Callable[[tuple[int, float | None, bool]], int | None]  # file -> bin index
+
+
+def _rank_spec(scored: Sequence[_Scored], max_rank: int) -> _BinSpec | None:
+    deepest = max((len(s.files) for s in scored), default=0)
+    if deepest == 0:
+        return None
+    last = min(deepest, max_rank)
+    edges: list[tuple[float, float | None]] = [(float(r), float(r)) for r in range(1, last)]
+    edges.append((float(last), None))
+    if last == 1:
+        method = "every rank pooled"
+    else:
+        ranks = "rank 1" if last == 2 else f"ranks 1-{last - 1}"
+        method = f"one bin for each of {ranks}, rank {last} and beyond pooled"
+    method += (
+        "; precision in a bin is the share of its files that are gold, over the instances "
+        "with a file at that rank"
+    )
+    return _BinSpec("rank", method, edges, lambda f: min(f[0], last) - 1)
+
+
+def _score_spec(scored: Sequence[_Scored], score_bins: int, min_bin_files: int) -> _BinSpec | None:
+    answered = [s for s in scored if s.answered]
+    with_scores = [s for s in answered if s.files[0][1] is not None]
+    if not with_scores:
+        return None
+    entries = [(f[1], f[2]) for s in with_scores for f in s.files if f[1] is not None]
+    blocks = _quantile_blocks(entries, score_bins, min_bin_files)
+    merged, merges = _pool_adjacent_violators(blocks)
+    method = (
+        f"{len(blocks)} quantile bin(s) of the {len(entries)} file scores (at most "
+        f"{score_bins}, each of >= {min_bin_files} files where possible, equal scores kept "
+        f"together), then pool-adjacent-violators: {merges} merge(s) so that precision does not "
+        f"fall as the score rises; {len(merged)} bin(s)"
+    )
+    if len(with_scores) < len(answered):
+        method += (
+            f"; from the {len(with_scores)} of {len(answered)} answered instances whose "
+            "predictions carry scores"
+        )
+    return _score_spec_from_edges([(b.lo, b.hi) for b in merged], method)
+
+
+def _score_spec_from_edges(edges: list[tuple[float, float | None]], method: str) -> _BinSpec:
+    los = [lo for lo, _ in edges]
+
+    def assign(f: tuple[int, float | None, bool]) -> int | None:
+        if f[1] is None:
+            return None
+        return max(bisect_right(los, f[1]) - 1, 0)
+
+    return _BinSpec("score", method, edges, assign)
+
+
+def _spec_from_curve(curve: Curve) -> _BinSpec:
+    """The bins of an existing curve, to measure them again on other data."""
+    edges = [(b.lo, b.hi) for b in curve.bins]
+    method = f"the calibration's bins, held fixed ({curve.method})"
+    if curve.basis == "score":
+        return _score_spec_from_edges(edges, method)
+    los = [lo for lo, _ in edges]
+    return _BinSpec("rank", method, edges, lambda f: max(bisect_right(los, float(f[0])) - 1, 0))
+
+
+class _Columns:
+    """Per-instance columns the bootstrap sums, and the ratios read from them."""
+
+    def __init__(self, scored: Sequence[_Scored]) -> None:
+        self.scored = scored
+        self.columns: list[list[float]] = []
+
+    def add(self, values: Iterable[float]) -> int:
+        self.columns.append(list(values))
+        return len(self.columns) - 1
+
+    def bins(self, spec: _BinSpec) -> tuple[list[_Ratio], list[tuple[int, int, int]]]:
+        """Per bin: the ratio hits/files and the totals (files, hits, instances)."""
+        n_bins = len(spec.edges)
+        files = [[0.0] * len(self.scored) for _ in range(n_bins)]
+        hits = [[0.0] * len(self.scored) for _ in range(n_bins)]
+        for i, s in enumerate(self.scored):
+            for f in s.files:
+                b = spec.assign(f)
+                if b is None:
+                    continue
+                files[b][i] += 1
+                hits[b][i] += f[2]
+        ratios = []
+        totals = []
+        for b in range(n_bins):
+            ratios.append(_Ratio(self.add(hits[b]), self.add(files[b])))
+            totals.append((int(sum(files[b])), int(sum(hits[b])), sum(1 for x in files[b] if x)))
+        return ratios, totals
+
+
+def _curve(
+    spec: _BinSpec,
+    totals: Sequence[tuple[int, int, int]],
+    dists: Sequence[list[float]],
+    *,
+    resamples: int,
+    level: float,
+) -> tuple[Curve | None, list[str]]:
+    """The curve with one interval per bin; bins without files are dropped (and named)."""
+    bins: list[Bin] = []
+    dropped: list[str] = []
+    for (lo, hi), (n_files, n_hits, n_inst), dist in zip(spec.edges, totals, dists, strict=True):
+        if n_files == 0:
+            empty = Interval(point=0.0, low=0.0, high=1.0, level=level)
+            shape = Bin(lo=lo, hi=hi, files=0, hits=0, instances=0, precision=empty)
+            dropped.append(shape.describe(spec.basis))
+            continue
+        point = n_hits / n_files
+        note = ""
+        if resamples > 0 and len(dist) < _MIN_VALID_SHARE * resamples:
+            precision = Interval(point=point, low=0.0, high=1.0, level=level)
+            note = (
+                f"only {len(dist)} of {resamples} resamples had a file in this bin; "
+                "interval widened to [0, 1]"
+            )
+        else:
+            precision = _interval(point, dist, level)
+        bins.append(
+            Bin(
+                lo=lo,
+                hi=hi,
+                files=n_files,
+                hits=n_hits,
+                instances=n_inst,
+                precision=precision,
+                note=note,
+            )
+        )
+    if not bins:
+        return None, dropped
+    return Curve(basis=spec.basis, method=spec.method, bins=bins), dropped
+
+
+@dataclass(frozen=True)
+class _Measured:
+    evaluated: _Evaluated
+    precision: Interval
+    precision_answered: Interval
+    recall: Interval
+    fbeta: Interval
+    files_per_answer: float
+    by_rank: Curve
+    by_score: Curve | None
+    dropped_bins: list[str]
+
+
+def _measure(
+    evaluated: _Evaluated,
+    rank_spec: _BinSpec,
+    score_spec: _BinSpec | None,
+    *,
+    resamples: int,
+    seed: int,
+    level: float,
+) -> _Measured:
+    scored = evaluated.scored
+    answered = [s for s in scored if s.answered]
+    cols = _Columns(scored)
+    p = cols.add(s.precision for s in scored)
+    r = cols.add(s.recall for s in scored)
+    f = cols.add(s.fbeta for s in scored)
+    a = cols.add(1.0 if s.answered else 0.0 for s in scored)
+    # Unanswered instances have precision 0, so sum(precision) / sum(answered) is the mean
+    # over answered instances.
+    overall = [_Ratio(p, None), _Ratio(p, a), _Ratio(r, None), _Ratio(f, None)]
+    rank_ratios, rank_totals = cols.bins(rank_spec)
+    score_ratios: list[_Ratio] = []
+    score_totals: list[tuple[int, int, int]] = []
+    if score_spec is not None:
+        score_ratios, score_totals = cols.bins(score_spec)
+    boot = _Bootstrap(len(scored), resamples, seed)
+    dists = boot.distributions(cols.columns, [*overall, *rank_ratios, *score_ratios])
+    n = len(scored)
+    points = [
+        math.fsum(cols.columns[p]) / n,
+        math.fsum(cols.columns[p]) / len(answered),
+        math.fsum(cols.columns[r]) / n,
+        math.fsum(cols.columns[f]) / n,
+    ]
+    intervals = [_interval(pt, d, level) for pt, d in zip(points, dists[:4], strict=True)]
+    by_rank, dropped = _curve(
+        rank_spec,
+        rank_totals,
+        dists[4 : 4 + len(rank_ratios)],
+        resamples=resamples,
+        level=level,
+    )
+    by_score = None
+    if score_spec is not None:
+        by_score, dropped_score = _curve(
+            score_spec,
+            score_totals,
+            dists[4 + len(rank_ratios) :],
+            resamples=resamples,
+            level=level,
+        )
+        dropped += dropped_score
+    assert by_rank is not None  # answered instances have a file at rank 1
+    return _Measured(
+        evaluated,
+        precision=intervals[0],
+        precision_answered=intervals[1],
+        recall=intervals[2],
+        fbeta=intervals[3],
+        files_per_answer=math.fsum(len(s.files) for s in answered) / len(answered),
+        by_rank=by_rank,
+        by_score=by_score,
+        dropped_bins=dropped,
+    )
+
+
+def _check_parameters(resamples: int, level: float) -> None:
+    if resamples < 0:
+        raise GateInputError(f"resamples must be >= 0, got {resamples}")
+    if not 0 < level < 1:
+        raise GateInputError(f"level must be between 0 and 1, got {level}")
+
+
+def _stamp(data: DataRef, ev: _Evaluated) -> DataRef:
+    """`data` with the counts measured here (they describe what was actually scored)."""
+    statuses = [s.status for s in ev.scored]
+    return data.model_copy(
+        update={
+            "instances": ev.instances,
+            "scored": len(ev.scored),
+            "missing": statuses.count("missing"),
+            "empty": statuses.count("empty"),
+            "no_gold": ev.no_gold,
+            "unknown": ev.unknown,
+        }
+    )
+
+
+def _nothing_to_measure(ev: _Evaluated, what: str) -> GateError | None:
+    if not ev.scored:
+        return GateError(
+            f"nothing to {what}: none of the {ev.instances} instance(s) has a gold file"
+        )
+    if not any(s.answered for s in ev.scored):
+        return GateError(
+            f"nothing to {what}: no prediction names a file for any of the "
+            f"{len(ev.scored)} instance(s) with gold"
+        )
+    return None
+
+
+def _versions() -> dict[str, str]:
+    out = {}
+    for dist in ("codegrep-gate", "codegrep-records", "pydantic"):
+        try:
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            out[dist] = "unknown"
+    return out
+
+
+def calibrate(
+    predictions: Iterable[Prediction],
+    gold: GoldSets,
+    *,
+    retriever: Retriever,
+    data: DataRef,
+    resamples: int = 1000,
+    seed: int = 0,
+    level: float = 0.95,
+    max_rank: int = 5,
+    score_bins: int = 8,
+    min_bin_files: int = 20,
+) -> Calibration:
+    """Measure a retriever's precision on `predictions` against `gold` (id -> gold files).
+
+    `gold` maps every instance of the data to its gold files (a frozenset, or a `GoldLabel`
+    as `codegrep_records.gold_from_instances` returns); see `gold_sets` for the toolkit's rule.
+    The counts of `data` are replaced by what was measured here; its name, files, hashes,
+    repositories and gold rule are kept.
+
+    Raises `CalibrationMismatchError` when a prediction names another retriever than
+    `retriever.name`, and `GateError` when no instance with gold has an answer.
+    """
+    _check_parameters(resamples, level)
+    for name, value in (("max_rank", max_rank), ("score_bins", score_bins)):
+        if value < 1:
+            raise GateInputError(f"{name} must be >= 1, got {value}")
+    if min_bin_files < 1:
+        raise GateInputError(f"min_bin_files must be >= 1, got {min_bin_files}")
+    ev = _evaluate(predictions, gold)
+    others = [r for r in ev.other_retrievers if r != retriever.name]
+    if others:
+        raise CalibrationMismatchError(
+            f"predictions name retriever(s) {', '.join(map(repr, others))}, but the calibration "
+            f"is for {retriever.name!r}; calibrate each retriever on its own predictions"
+        )
+    problem = _nothing_to_measure(ev, "calibrate")
+    if problem is not None:
+        raise problem
+    rank_spec = _rank_spec(ev.scored, max_rank)
+    assert rank_spec is not None
+    score_spec = _score_spec(ev.scored, score_bins, min_bin_files)
+    m = _measure(ev, rank_spec, score_spec, resamples=resamples, seed=seed, level=level)
+    bootstrap: dict[str, Any] = {
+        "unit": "instance",
+        "resamples": resamples,
+        "seed": seed,
+        "level": level,
+        "interval": "percentile",
+        "rng": "random.Random(seed).choices",
+    }
+    return Calibration(
+        retriever=retriever,
+        data=_stamp(data, ev),
+        bootstrap=bootstrap,
+        precision=m.precision,
+        precision_answered=m.precision_answered,
+        recall=m.recall,
+        fbeta=m.fbeta,
+        files_per_answer=m.files_per_answer,
+        by_rank=m.by_rank,
+        by_score=m.by_score,
+        checks=[],
+        created_with=_versions(),
+    )
+
+
+def _where(value: float, interval: Interval) -> str:
+    if value < interval.low:
+        return "below"
+    if value > interval.high:
+        return "above"
+    return "within"
+
+
+def check(
+    calibration: Calibration,
+    predictions: Iterable[Prediction],
+    gold: GoldSets,
+    *,
+    data: DataRef,
+    resamples: int = 1000,
+    seed: int = 0,
+) -> Check:
+    """Measure `calibration` again on other data (held out), with its bins held fixed.
+
+    `consistent` is true when the held-out precision and answered-only precision points both lie
+    in the calibration's intervals; the note says where each lies, and names the bins whose
+    held-out point falls outside the calibrated interval. The calibration is not changed:
+    `calibration.with_check(result)` returns a copy that holds it.
+    """
+    level = float(calibration.bootstrap.get("level", calibration.level))
+    _check_parameters(resamples, level)
+    ev = _evaluate(predictions, gold)
+    name = calibration.retriever.name
+    others = [r for r in ev.other_retrievers if r != name]
+    if others:
+        raise CalibrationMismatchError(
+            f"predictions name retriever(s) {', '.join(map(repr, others))}, but the calibration "
+            f"is for {name!r}"
+        )
+    problem = _nothing_to_measure(ev, "check")
+    if problem is not None:
+        raise problem
+    rank_spec = _spec_from_curve(calibration.by_rank)
+    score_spec = None
+    if calibration.by_score is not None and any(
+        s.answered and s.files[0][1] is not None for s in ev.scored
+    ):
+        score_spec = _spec_from_curve(calibration.by_score)
+    m = _measure(ev, rank_spec, score_spec, resamples=resamples, seed=seed, level=level)
+    parts = []
+    consistent = True
+    for label, held, cal in (
+        ("precision", m.precision, calibration.precision),
+        ("answered-only precision", m.precision_answered, calibration.precision_answered),
+    ):
+        where = _where(held.point, cal)
+        consistent = consistent and where == "within"
+        parts.append(
+            f"held-out {label} {held.point:.3f} lies {where} the calibration's "
+            f"{cal.level:.0%} interval [{cal.low:.3f}, {cal.high:.3f}]"
+        )
+    outside = []
+    for held_curve, cal_curve in (
+        (m.by_rank, calibration.by_rank),
+        (m.by_score, calibration.by_score),
+    ):
+        if held_curve is None or cal_curve is None:
+            continue
+        for b in held_curve.bins:
+            cal_bin = cal_curve.lookup(b.lo)
+            where = _where(b.precision.point, cal_bin.precision)
+            if where != "within":
+                outside.append(
+                    f"{b.describe(held_curve.basis)} {b.precision.point:.2f} ({b.files} files) "
+                    f"{where} [{cal_bin.precision.low:.2f}, {cal_bin.precision.high:.2f}]"
+                )
+    note = "; ".join(parts)
+    if outside:
+        note += "; bins outside their calibrated interval: " + ", ".join(outside)
+    if m.dropped_bins:
+        note += "; bins without held-out files: " + ", ".join(m.dropped_bins)
+    if calibration.by_score is not None and m.by_score is None:
+        note += "; the held-out predictions carry no scores, so the score curve is not checked"
+    return Check(
+        data=_stamp(data, ev),
+        precision=m.precision,
+        precision_answered=m.precision_answered,
+        by_rank=m.by_rank,
+        by_score=m.by_score,
+        consistent=consistent,
+        note=note,
+    )

@@ -1,0 +1,298 @@
+"""The calibration record: what was measured, on which data, for which retriever.
+
+A `Calibration` is written once (by `calibrate`) and read many times (by the gate, in every
+process that serves or evaluates a retriever), so it is a frozen pydantic model with a
+`schema_version` and a `kind`, and it says everything a reader needs to judge it: the retriever
+and its version, the data with file hashes and the accounting of every instance, the bootstrap
+that made the intervals, and the curves the gate looks files up in.
+
+The math lives in `codegrep_gate._calibrate`; reading and writing files in
+`codegrep_gate._files`.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+__all__ = [
+    "Bin",
+    "Calibration",
+    "Check",
+    "Curve",
+    "DataRef",
+    "Interval",
+    "Retriever",
+]
+
+Basis = Literal["rank", "score"]
+
+
+class _Model(BaseModel):
+    # Frozen: a calibration is evidence, not a scratch pad. Extra fields are ignored so that a
+    # later 0.x release may add an optional field without older readers refusing the file.
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+
+class Interval(_Model):
+    """A point estimate and its bootstrap interval at `level` (low <= point <= high)."""
+
+    point: float = Field(allow_inf_nan=False)
+    low: float = Field(allow_inf_nan=False)
+    high: float = Field(allow_inf_nan=False)
+    level: float = Field(default=0.95, gt=0, lt=1)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Interval:
+        if not self.low <= self.point <= self.high:
+            raise ValueError(
+                f"interval must hold low <= point <= high, got {self.low} <= {self.point} "
+                f"<= {self.high}"
+            )
+        return self
+
+    def fmt(self, digits: int = 2) -> str:
+        """`0.71 [0.64, 0.78]`."""
+        return f"{self.point:.{digits}f} [{self.low:.{digits}f}, {self.high:.{digits}f}]"
+
+
+def _fmt_score(x: float) -> str:
+    return f"{x:.2f}" if abs(x) < 10 else f"{x:.4g}"
+
+
+class Bin(_Model):
+    """One step of a curve: the files that fall in it and the share of them that are gold.
+
+    Rank bins: `lo == hi == r` for rank r; the last rank bin has `hi=None` ("rank r and
+    beyond"). Score bins: the scores `[lo, hi]` seen in the bin (after merging by
+    pool-adjacent-violators, the merged range).
+    """
+
+    lo: float = Field(allow_inf_nan=False)
+    hi: float | None = Field(allow_inf_nan=False)
+    files: int = Field(ge=0)
+    hits: int = Field(ge=0)
+    instances: int = Field(ge=0, description="Instances with at least one file in this bin.")
+    precision: Interval
+    note: str = Field(default="", description="Why the interval is wider than usual, if it is.")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Bin:
+        if self.hi is not None and self.hi < self.lo:
+            raise ValueError(f"bin has hi {self.hi} below lo {self.lo}")
+        if self.hits > self.files:
+            raise ValueError(f"bin has {self.hits} hits among {self.files} files")
+        return self
+
+    def describe(self, basis: Basis) -> str:
+        """`rank 2`, `rank 5+`, `score 0.62-0.71`."""
+        if basis == "rank":
+            if self.hi is None:
+                return f"rank {int(self.lo)}+"
+            return f"rank {int(self.lo)}"
+        if self.hi is None or self.hi == self.lo:
+            return f"score {_fmt_score(self.lo)}"
+        return f"score {_fmt_score(self.lo)}-{_fmt_score(self.hi)}"
+
+
+class Curve(_Model):
+    """Measured precision by rank or by score, as steps (bins sorted by `lo`)."""
+
+    basis: Basis
+    method: str = Field(description="How the bins were made, in words a reader can check.")
+    bins: list[Bin] = Field(min_length=1)
+
+    @field_validator("bins")
+    @classmethod
+    def _sorted(cls, bins: list[Bin]) -> list[Bin]:
+        los = [b.lo for b in bins]
+        if los != sorted(los) or len(set(los)) != len(los):
+            raise ValueError("bins must be sorted by lo, without repeats")
+        return bins
+
+    def lookup(self, x: float) -> Bin:
+        """The bin `x` (a rank or a score) falls in.
+
+        The last bin whose `lo` is at most `x`: a score between two bins goes to the lower one
+        (on a score curve made non-decreasing, the more cautious), a rank past the last rank
+        bin to that bin ("r and beyond"). Below the first bin: the first bin.
+        """
+        i = bisect_right([b.lo for b in self.bins], x) - 1
+        return self.bins[max(i, 0)]
+
+    def describe(self, x: float) -> str:
+        return self.lookup(x).describe(self.basis)
+
+
+_MAJOR_MINOR = re.compile(r"^\s*v?(\d+)\.(\d+)")
+
+
+def _major_minor(version: str) -> str:
+    m = _MAJOR_MINOR.match(version)
+    return f"{int(m.group(1))}.{int(m.group(2))}" if m else version.strip()
+
+
+class Retriever(_Model):
+    """The system a calibration measured."""
+
+    name: str = Field(
+        min_length=1,
+        description="Prediction.retriever / the policy name: 'lexical', 'openai:MODEL', 'bm25'.",
+    )
+    version: str | None = Field(
+        default=None,
+        description="Version of the package that implements it, e.g. codegrep-model's 0.1.0.",
+    )
+    package: str | None = Field(default=None, description="That package, e.g. 'codegrep-model'.")
+    config: dict[str, Any] = Field(
+        default_factory=dict, description="What else identifies it (rollout config, model)."
+    )
+
+    def describe(self) -> str:
+        """`lexical 0.1.0 (codegrep-model)`."""
+        out = self.name
+        if self.version:
+            out += f" {self.version}"
+        if self.package:
+            out += f" ({self.package})"
+        return out
+
+    def mismatch(self, name: str, version: str | None = None) -> str | None:
+        """Why this calibration does not fit retriever `name` at `version`; None when it does.
+
+        Names must be equal. Versions are compared on major.minor, and only when both are
+        known: within a 0.x minor a retriever's behaviour is meant to stay put.
+        """
+        if name != self.name:
+            return f"the calibration measured retriever {self.name!r}, not {name!r}"
+        if version and self.version and _major_minor(version) != _major_minor(self.version):
+            return (
+                f"the calibration measured {self.describe()}, not {name} {version} "
+                "(major.minor differ); calibrate this version"
+            )
+        return None
+
+
+class DataRef(_Model):
+    """The data a calibration (or a check) was measured on, with its full accounting.
+
+    `instances` = `scored` + `no_gold`; `missing` and `empty` are among `scored` (they score 0).
+    `unknown` counts prediction rows for ids outside the instances (ignored). A file field is
+    empty text, and its hash too, for data that never was a file (built in memory).
+    """
+
+    name: str = Field(description="e.g. 'SWE-bench Lite (fetchable repositories)'.")
+    instances_file: str = ""
+    predictions_file: str = ""
+    labels_file: str | None = None
+    instances_sha256: str = ""
+    predictions_sha256: str = ""
+    labels_sha256: str | None = None
+    instances: int = Field(default=0, ge=0)
+    scored: int = Field(default=0, ge=0)
+    missing: int = Field(default=0, ge=0)
+    empty: int = Field(default=0, ge=0)
+    no_gold: int = Field(default=0, ge=0)
+    unknown: int = Field(default=0, ge=0)
+    skipped_rows: int = Field(
+        default=0, ge=0, description="Rows the readers could not use (bad or duplicate rows)."
+    )
+    repos: dict[str, int] = Field(default_factory=dict, description="Instances per repository.")
+    selection: str = Field(
+        default="",
+        description="Which instances of the file were used, when not all (e.g. 'without "
+        "django/django'); their predictions are left out too.",
+    )
+    gold_rule: dict[str, Any] = Field(
+        default_factory=dict, description="The gold rule (or label source) gold was built with."
+    )
+
+    def describe(self) -> str:
+        """`SWE-bench Lite (300 instances)`."""
+        chosen = f", {self.selection}" if self.selection else ""
+        return f"{self.name} ({self.instances} instances{chosen})"
+
+
+class Check(_Model):
+    """The calibration measured again on other (held-out) data, with the same bins."""
+
+    data: DataRef
+    precision: Interval
+    precision_answered: Interval
+    by_rank: Curve
+    by_score: Curve | None
+    consistent: bool = Field(
+        description="The held-out precision points lie in the calibration's intervals."
+    )
+    note: str
+
+
+class Calibration(_Model):
+    """A retriever's measured precision: overall, by rank, and by score when it has scores."""
+
+    SCHEMA_VERSION: ClassVar[int] = 1
+    KIND: ClassVar[str] = "codegrep-calibration"
+
+    schema_version: int = Field(default=1, ge=1)
+    kind: Literal["codegrep-calibration"] = "codegrep-calibration"
+    retriever: Retriever
+    data: DataRef
+    bootstrap: dict[str, Any] = Field(
+        description="{'unit': 'instance', 'resamples': B, 'seed': s, 'level': 0.95, ...}"
+    )
+    precision: Interval = Field(
+        description="swe-eval's macro precision: every instance with gold counts, a missing or "
+        "empty answer as 0."
+    )
+    precision_answered: Interval = Field(
+        description="Macro precision over answered instances only: what an injected list sees."
+    )
+    recall: Interval
+    fbeta: Interval = Field(description="F0.5, swe-eval's definition (macro, missing = 0).")
+    files_per_answer: float = Field(ge=0, allow_inf_nan=False)
+    by_rank: Curve
+    by_score: Curve | None = Field(description="None when the predictions carry no scores.")
+    checks: list[Check] = Field(default_factory=list)
+    created_with: dict[str, str] = Field(description="Package versions that wrote it.")
+
+    @field_validator("schema_version")
+    @classmethod
+    def _known_schema_version(cls, value: int) -> int:
+        if value > cls.SCHEMA_VERSION:
+            raise ValueError(
+                f"calibration schema_version {value} is newer than this codegrep-gate knows "
+                f"({cls.SCHEMA_VERSION}); upgrade codegrep-gate to read it"
+            )
+        return value
+
+    @field_validator("by_rank")
+    @classmethod
+    def _rank_basis(cls, curve: Curve) -> Curve:
+        if curve.basis != "rank":
+            raise ValueError("by_rank must be a rank curve")
+        return curve
+
+    @field_validator("by_score")
+    @classmethod
+    def _score_basis(cls, curve: Curve | None) -> Curve | None:
+        if curve is not None and curve.basis != "score":
+            raise ValueError("by_score must be a score curve")
+        return curve
+
+    @property
+    def level(self) -> float:
+        return self.precision.level
+
+    def with_check(self, check: Check) -> Calibration:
+        """A copy with `check` appended to `checks` (this calibration is left as it is)."""
+        return self.model_copy(update={"checks": [*self.checks, check]})
+
+    def describe(self) -> str:
+        """`lexical 0.1.0 (codegrep-model) on SWE-bench Lite (300 instances): precision ...`."""
+        return (
+            f"{self.retriever.describe()} on {self.data.describe()}: precision "
+            f"{self.precision.fmt()}, answered {self.precision_answered.fmt()}"
+        )
