@@ -12,12 +12,15 @@ import asyncio
 import json
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 from urllib.parse import urlsplit
 
 import typer
 from codegrep_model import DEFAULT_MAX_ISSUE_BYTES
 from codegrep_records import why_unwritable
+
+if TYPE_CHECKING:
+    from codegrep_gate import GateConfig, GateDecision
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -27,6 +30,9 @@ app = typer.Typer(
 )
 
 DEFAULT_TIMEOUT_S = 120.0
+GATE_DEFAULT = 0.45  # codegrep_gate.GateConfig's default: the paper's neutral precision
+_GATE_FLAG = "default"  # what `--gate` with no value stands for
+INJECT_STYLES = ("openhands", "markdown", "agent_context", "json")
 
 
 def _print_version(value: bool) -> None:
@@ -118,6 +124,41 @@ def localize(
             min=1, help="Cut a longer issue (UTF-8 bytes) to this before searching; warns."
         ),
     ] = DEFAULT_MAX_ISSUE_BYTES,
+    gate: Annotated[
+        str | None,
+        typer.Option(
+            "--gate",
+            metavar="[THRESHOLD]",
+            help="Keep only files whose calibrated precision (95% lower bound) is at least "
+            f"THRESHOLD (default {GATE_DEFAULT}: the paper's neutral point); nothing at all "
+            "when none is.",
+            show_default=False,
+        ),
+    ] = None,
+    calibration: Annotated[
+        Path | None,
+        typer.Option(
+            help="The calibration to gate with (default: the one shipped for the lexical "
+            "policy; a served model needs its own, from `codegrep calibrate`)."
+        ),
+    ] = None,
+    gate_bound: Annotated[
+        str,
+        typer.Option(
+            "--gate-bound", help="Compare the interval's `lower` bound or its `point` estimate."
+        ),
+    ] = "lower",
+    inject: Annotated[
+        str | None,
+        typer.Option(
+            "--inject",
+            help="Print what to inject into a coding agent's prompt, in this form: "
+            "openhands, markdown, agent_context or json (the gate's reasons go to stderr).",
+        ),
+    ] = None,
+    max_files: Annotated[
+        int | None, typer.Option(min=0, help="Inject at most this many files.")
+    ] = None,
 ) -> None:
     """Find the files ISSUE needs in REPO and print them with a reason each.
 
@@ -131,6 +172,20 @@ def localize(
     from codegrep.localize import localize as run_localize
 
     request_timeout = _timeout(timeout, timeout_s)
+    gate_config = _gate_config(gate, gate_bound, max_files)
+    if inject is not None and inject not in INJECT_STYLES:
+        raise _fail(f"--inject {inject}: not one of {', '.join(INJECT_STYLES)}")
+    if gate_config is None and calibration is not None:
+        raise _fail("--calibration is for the gate: add --gate [THRESHOLD]")
+    policy_name = "lexical" if base_url is None else f"openai:{model}"  # OpenAIPolicy.name
+    cal = None
+    if gate_config is not None:
+        from codegrep.gating import CalibrationChoiceError, calibration_for
+
+        try:  # checked now, before the search
+            cal = calibration_for(policy_name, calibration)
+        except CalibrationChoiceError as exc:
+            raise _fail(str(exc)) from exc
     if base_url is not None:
         url = urlsplit(base_url)
         if url.scheme not in ("http", "https") or not url.netloc:
@@ -181,7 +236,25 @@ def localize(
             f"to {result.record.issue_cut_to} bytes (--max-issue-bytes); the rest was not read",
             err=True,
         )
+    from codegrep.gating import apply
+
+    gated = apply(
+        [f.path for f in result.files],
+        None
+        if any(f.score is None for f in result.files)
+        else [f.score or 0.0 for f in result.files],
+        calibration=cal,
+        config=gate_config,
+        policy_name=result.policy,
+        max_files=max_files,
+        inject=inject,  # type: ignore[arg-type]  # checked against INJECT_STYLES above
+    )
     data = result.to_json()
+    if gate_config is not None or inject is not None or max_files is not None:
+        data["injected"] = gated.injected
+        data["gate"] = None if gated.decision is None else gated.decision.model_dump(mode="json")
+    if inject is not None:
+        data["injection"] = gated.injection
     for flag, path, body in (
         ("-o", output, json.dumps(data, indent=2)),
         ("--rollout", rollout, result.record.model_dump_json(indent=2)),
@@ -195,8 +268,14 @@ def localize(
             raise _fail(f"cannot write {flag} {path}: {exc.strerror or exc}") from exc
     if as_json:
         typer.echo(json.dumps(data))
+    elif inject is not None:
+        # stdout is only what to inject (nothing when nothing passed); the why goes to stderr.
+        if gated.decision is not None:
+            typer.echo(gated.decision.summary, err=True)
+        if gated.injection:  # as rendered: the text styles end with a newline, json does not
+            typer.echo(gated.injection, nl=not gated.injection.endswith("\n"))
     elif result.status != "error":
-        _print_human(result)
+        _print_human(result, gated.decision)
     if result.status == "error":
         raise _fail(f"the search failed: {result.record.error}", code=1)
 
@@ -222,7 +301,58 @@ def _timeout(timeout: float | None, old_spelling: float | None) -> float:
     return value
 
 
-def _print_human(result: object) -> None:
+def _gate_config(gate: str | None, bound: str, max_files: int | None) -> GateConfig | None:
+    """`--gate [THRESHOLD]` read: None (not gated), or the gate's settings."""
+    if gate is None:
+        return None
+    from codegrep_gate import GateConfig
+
+    if bound not in ("lower", "point"):
+        raise _fail(f"--gate-bound {bound}: lower or point")
+    try:
+        threshold = GATE_DEFAULT if gate == _GATE_FLAG else float(gate)
+    except ValueError:
+        raise _fail(f"--gate {gate}: a threshold between 0 and 1, like 0.45") from None
+    if not 0.0 <= threshold <= 1.0:
+        raise _fail(f"--gate {gate}: a threshold between 0 and 1, like 0.45")
+    return GateConfig(threshold=threshold, bound=bound, max_files=max_files)
+
+
+def with_optional_values(argv: list[str]) -> list[str]:
+    """`localize --gate` takes an optional value: `--gate` alone (last, or before another
+    option) means the default threshold. Click options cannot say that, so the arguments are
+    read first.
+
+    Only `localize`'s arguments are rewritten (`serve --gate` is a plain on/off flag). A word
+    after `--gate` that is not an option is its value, even when it is not a number, so that
+    `--gate abc` is reported as a bad threshold (localize takes no positional arguments).
+    """
+    command = next((i for i, arg in enumerate(argv) if not arg.startswith("-")), None)
+    if command is None or argv[command] != "localize":
+        return list(argv)
+    out = list(argv[: command + 1])
+    rest = argv[command + 1 :]
+    for i, arg in enumerate(rest):
+        if arg == "--":  # what follows is not an option
+            out += rest[i:]
+            break
+        out.append(arg)
+        if arg == "--gate":
+            after = rest[i + 1] if i + 1 < len(rest) else None
+            if after is None or (after.startswith("-") and not _is_number(after)):
+                out.append(_GATE_FLAG)
+    return out
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _print_human(result: object, decision: GateDecision | None = None) -> None:
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
@@ -237,11 +367,17 @@ def _print_human(result: object) -> None:
     if scored:
         table.add_column(justify="right", style="dim")
     table.add_column()
+    by_path = {d.path: d for d in decision.files} if decision is not None else {}
     for f in result.files:  # Text: a path like pages/[slug].tsx is not markup
+        reason = f.reason
+        d = by_path.get(f.path)
+        if d is not None:
+            verdict = "inject" if d.kept else "drop"
+            reason = f"{verdict}: precision {d.precision.fmt()} ({d.bin}); {f.reason}"
         if scored:
-            table.add_row(Text(f.path), f"{f.score:.2f}", Text(f.reason))
+            table.add_row(Text(f.path), f"{f.score:.2f}", Text(reason))
         else:
-            table.add_row(Text(f.path), Text(f.reason))
+            table.add_row(Text(f.path), Text(reason))
     if result.files:
         console.print(table)
     else:
@@ -254,7 +390,14 @@ def _print_human(result: object) -> None:
             style="dim",
         )
     )
+    if decision is not None:
+        console.print(Text(decision.summary))
 
 
 def main() -> None:
-    app()
+    app(args=with_optional_values(sys.argv[1:]))
+
+
+# The other commands live in their own modules and register themselves onto `app`.
+from codegrep import calibrate_cli as _calibrate_cli  # noqa: E402, F401
+from codegrep import serve_cli as _serve_cli  # noqa: E402, F401

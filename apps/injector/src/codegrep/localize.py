@@ -105,12 +105,15 @@ async def localize(
     cache_dir: Path | None = None,
     source: str = "https://github.com/{repo}.git",
     pool: TreePool | None = None,
+    folders: bool = True,
 ) -> Localization:
     """Files of `repo` that `issue` needs, most important first, each with a reason.
 
     `repo` is what `TreePool.open` takes: a folder (as it is, or at `commit`) or owner/name at
     `commit`. Without `pool`, a pool is made for this call, with no checkout, whose clone cache
     (`cache_dir`, default ~/.cache/codegrep/repos; `source`) is made only if `repo` is a name.
+    ``folders=False``: `repo` is a repository name, never a folder of this machine, even when
+    one of that name exists (what a server must assume of a request's text).
     """
     started = time.perf_counter()
     chosen = policy or LexicalPolicy()
@@ -119,7 +122,7 @@ async def localize(
     try:
         instance = Instance(
             instance_id="localize",
-            repo=_record_repo(local, name),
+            repo=_record_repo(local, name) if folders else name,
             base_commit=commit,
             problem_statement=issue,
         )
@@ -129,12 +132,12 @@ async def localize(
         ) from exc
     try:
         if pool is not None:
-            record = await _run(pool, name, commit, chosen, instance, config)
+            record = await _run(pool, name, commit, chosen, instance, config, folders)
         else:
             root = (cache_dir or _DEFAULT_CACHE_DIR).expanduser()
             # No checkout: this one rollout is served from git objects, nothing is written.
             async with TreePool(lambda: _clone_cache(root, source), materialize="never") as own:
-                record = await _run(own, name, commit, chosen, instance, config)
+                record = await _run(own, name, commit, chosen, instance, config, folders)
     except CommitRequiredError as exc:
         raise RepositoryInputError(
             f"{name!r} is not a directory; a repository name (owner/name) needs --commit"
@@ -176,6 +179,7 @@ async def _run(
     policy: Policy,
     instance: Instance,
     config: RolloutConfig | None,
+    folders: bool,
 ) -> RolloutRecord:
-    async with pool.open(repo, commit) as tree:
+    async with pool.open(repo, commit, folders=folders) as tree:
         return await run_rollout(policy, tree, instance, config=config)

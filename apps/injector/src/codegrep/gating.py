@@ -1,0 +1,132 @@
+"""The gate and the injection of one answer: the one path that `codegrep localize --gate`,
+`codegrep serve` (HTTP and MCP) take from a retriever's ranked files to what is injected.
+
+`calibration_for` finds the calibration a policy is gated with (a file, else the one shipped
+for it) and checks that it was measured on that retriever; `apply` gates the files with it and
+renders what passes (`codegrep_gate.gate` and `render`: the same code swe-eval's downstream
+evaluation uses).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+
+from codegrep_gate import (
+    Calibration,
+    GateConfig,
+    GateDecision,
+    GateError,
+    RenderStyle,
+    gate,
+    load_calibration,
+    render,
+    shipped_calibration,
+    shipped_calibrations,
+)
+
+from codegrep.errors import InjectorError
+
+__all__ = ["CalibrationChoiceError", "Gated", "apply", "calibration_for", "retriever_version"]
+
+# The package whose code a retriever is: its version is the one a calibration is checked on.
+IMPLEMENTED_BY = {
+    "lexical": "codegrep-model",
+    "openai": "codegrep-model",
+    "agent": "codegrep-model",
+}
+
+
+class CalibrationChoiceError(InjectorError):
+    """No calibration fits: none given and none shipped, unreadable, or another retriever's."""
+
+
+def retriever_version(name: str) -> tuple[str | None, str | None]:
+    """(package, version) of the code behind retriever `name` (`lexical`, `openai:MODEL`)."""
+    package = IMPLEMENTED_BY.get(name.split(":", 1)[0])
+    if package is None:
+        return None, None
+    try:
+        return package, metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return package, None
+
+
+def calibration_for(
+    policy_name: str, path: Path | None = None, *, required: bool = True
+) -> Calibration | None:
+    """The calibration to gate `policy_name` with: the file at `path`, else the one shipped
+    for it (only `lexical` has one; a served model needs its own file, from `codegrep
+    calibrate`). Raises `CalibrationChoiceError` when it cannot be read, was measured on
+    another retriever or version, or (with `required`) when there is none; returns None when
+    there is none and it is not required."""
+    if path is not None:
+        try:
+            cal = load_calibration(path)
+        except GateError as exc:
+            raise CalibrationChoiceError(f"--calibration {path}: {exc}") from exc
+    elif policy_name in shipped_calibrations():
+        cal = shipped_calibration(policy_name)
+    elif required:
+        shipped = ", ".join(shipped_calibrations()) or "none"
+        raise CalibrationChoiceError(
+            f"no calibration for {policy_name!r} (shipped: {shipped}): measure one with "
+            "`codegrep calibrate` on its predictions and give it with --calibration FILE"
+        )
+    else:
+        return None
+    problem = cal.retriever.mismatch(policy_name, retriever_version(policy_name)[1])
+    if problem is not None:
+        where = f"--calibration {path}" if path is not None else "the shipped calibration"
+        raise CalibrationChoiceError(
+            f"{where} does not fit this retriever: {problem} (measure one for "
+            f"{policy_name!r} with `codegrep calibrate`)"
+        )
+    return cal
+
+
+@dataclass(frozen=True)
+class Gated:
+    """What is injected: the files, the gate's decision (None when not gated), the text."""
+
+    injected: list[str]
+    decision: GateDecision | None
+    injection: str | None
+
+
+def apply(
+    files: Sequence[str],
+    scores: Sequence[float] | None,
+    *,
+    calibration: Calibration | None,
+    config: GateConfig | None,
+    policy_name: str,
+    max_files: int | None = None,
+    inject: RenderStyle | None = None,
+) -> Gated:
+    """Gate `files` (when `config` is given; `calibration` must be too) and render what passes.
+
+    Ungated, every file is injected, cut to `max_files`; gated, `max_files` is the gate's own
+    cut (`GateConfig.max_files`) unless the config already has one.
+    """
+    decision = None
+    if config is not None:
+        if calibration is None:
+            raise CalibrationChoiceError("gating needs a calibration; none is loaded")
+        if max_files is not None and config.max_files is None:
+            config = config.model_copy(update={"max_files": max_files})
+        decision = gate(
+            files,
+            scores,
+            calibration,
+            config,
+            retriever=policy_name,
+            version=retriever_version(policy_name)[1],
+        )
+        injected = list(decision.injected)
+    else:
+        injected = list(files[:max_files] if max_files is not None else files)
+    injection = None if inject is None else render(injected, inject, decision=decision)
+    return Gated(injected, decision, injection)
