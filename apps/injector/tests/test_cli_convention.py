@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import socket
-import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -18,22 +18,16 @@ runner = CliRunner()
 ISSUE = "`render_slug_page` crashes when the invoice id is missing"
 
 
+FILES = {
+    "pages/[slug].py": "def render_slug_page(props):\n    return fetch_invoice(props['id'])\n",
+    "README.md": "# web\n",
+}
+
+
 @pytest.fixture
-def repo(tmp_path: Path) -> Path:
+def repo(tmp_path: Path, make_repo: Callable[[Path, dict[str, str]], Path]) -> Path:
     """A repository whose one relevant file has square brackets in its path (Next.js style)."""
-    root = tmp_path / "web"
-    (root / "pages").mkdir(parents=True)
-    (root / "pages" / "[slug].py").write_text(
-        "def render_slug_page(props):\n    return fetch_invoice(props['id'])\n"
-    )
-    (root / "README.md").write_text("# web\n")
-    for args in (
-        ["init", "-q", "-b", "main"],
-        ["add", "-A"],
-        ["-c", "user.name=t", "-c", "user.email=t@e.com", "commit", "-q", "-m", "init"],
-    ):
-        subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True)
-    return root
+    return make_repo(tmp_path / "web", FILES)
 
 
 def _closed_port() -> int:

@@ -5,7 +5,7 @@ stand alone."""
 from __future__ import annotations
 
 import json
-import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -46,23 +46,9 @@ ISSUE = "`CreditNote.total` rounds but `Invoice.total` does not"
 ANSWER = {"billing/credit.py", "billing/invoice.py"}
 
 
-def _git(repo: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", "-C", str(repo), *args], check=True, capture_output=True, text=True
-    ).stdout
-
-
 @pytest.fixture
-def repo(tmp_path: Path) -> Path:
-    root = tmp_path / "billing-repo"
-    root.mkdir()
-    _git(root, "init", "-q", "-b", "main")
-    for rel, text in FILES.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text)
-    _git(root, "add", "-A")
-    _git(root, "-c", "user.name=t", "-c", "user.email=t@e.com", "commit", "-q", "-m", "init")
-    return root
+def repo(tmp_path: Path, make_repo: Callable[[Path, dict[str, str]], Path]) -> Path:
+    return make_repo(tmp_path / "billing-repo", FILES)
 
 
 def _localize(repo: Path, *extra: str) -> tuple[int, str, str]:

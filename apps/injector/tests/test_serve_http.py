@@ -12,7 +12,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
@@ -52,28 +52,14 @@ ISSUE = (
 )
 
 
-def _git(repo: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", "-C", str(repo), *args], check=True, capture_output=True, text=True
-    ).stdout
-
-
-def _make_repo(root: Path, files: dict[str, str]) -> Path:
-    root.mkdir(parents=True)
-    _git(root, "init", "-q", "-b", "main")
-    for rel, text in files.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text)
-    _git(root, "add", "-A")
-    _git(root, "-c", "user.name=t", "-c", "user.email=t@e.com", "commit", "-q", "-m", "init")
-    return root
+MakeRepo = Callable[[Path, dict[str, str]], Path]
 
 
 @pytest.fixture
-def allowed(tmp_path: Path) -> Path:
+def allowed(tmp_path: Path, make_repo: MakeRepo) -> Path:
     """The one allowed root; the billing repository inside it."""
     root = tmp_path / "allowed"
-    _make_repo(root / "billing-repo", FILES)
+    make_repo(root / "billing-repo", FILES)
     return root
 
 
@@ -83,12 +69,20 @@ def repo(allowed: Path) -> Path:
 
 
 @pytest.fixture
-def outside(tmp_path: Path) -> Path:
+def outside(tmp_path: Path, make_repo: MakeRepo) -> Path:
     """A repository that no request may read, next to the allowed root."""
-    return _make_repo(
+    return make_repo(
         tmp_path / "outside" / "secret",
         {"secret.py": "class Invoice: pass\n\ndef outside_secret_marker():\n    pass\n"},
     )
+
+
+@pytest.fixture
+def mirror_source(repo: Path, tmp_path: Path, git: Callable[..., str]) -> str:
+    """A clone source template under which `repo` is the repository acme/billing."""
+    mirrors = tmp_path / "mirrors"
+    git(repo.parent, "clone", "-q", "--bare", str(repo), str(mirrors / "acme+billing"))
+    return str(mirrors / "{owner}+{name}")
 
 
 def _calibration(retriever: str) -> Calibration:
@@ -325,14 +319,14 @@ def test_paths_outside_the_allowed_roots_are_refused(
         assert not {"leak.py", "escape/secret.py"} & set(r.json()["files"])
 
 
-def test_missing_and_not_allowed_repositories(repo: Path, allowed: Path, tmp_path: Path) -> None:
-    mirrors = tmp_path / "mirrors"
-    _git(repo.parent, "clone", "-q", "--bare", str(repo), str(mirrors / "acme+billing"))
+def test_missing_and_not_allowed_repositories(
+    repo: Path, allowed: Path, tmp_path: Path, mirror_source: str
+) -> None:
     service = LocalizeService(
         allow_roots=[allowed],
         allow_repos=["acme/billing", "acme/gone"],
         cache_dir=tmp_path / "cache",
-        source=str(mirrors / "{owner}+{name}"),
+        source=mirror_source,
     )
     with serving(service) as url:
         # an allowed name, cloned from the source on first use
@@ -359,18 +353,21 @@ def test_missing_and_not_allowed_repositories(repo: Path, allowed: Path, tmp_pat
 
 
 def test_a_name_is_never_read_as_a_folder(
-    repo: Path, allowed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    repo: Path,
+    allowed: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    make_repo: MakeRepo,
+    mirror_source: str,
 ) -> None:
     # A folder named like an allowed repository, relative to the server's working directory,
     # must not be what a request for that name reads.
-    _make_repo(tmp_path / "cwd" / "acme" / "billing", {"secret.py": "class Invoice: pass\n"})
+    make_repo(tmp_path / "cwd" / "acme" / "billing", {"secret.py": "class Invoice: pass\n"})
     monkeypatch.chdir(tmp_path / "cwd")
-    mirrors = tmp_path / "mirrors"
-    _git(repo.parent, "clone", "-q", "--bare", str(repo), str(mirrors / "acme+billing"))
     service = LocalizeService(
         allow_repos=["acme/billing"],
         cache_dir=tmp_path / "cache",
-        source=str(mirrors / "{owner}+{name}"),
+        source=mirror_source,
     )
     with serving(service) as url:
         r = _post(url, {"repo": "acme/billing", "issue": ISSUE, "commit": "HEAD"})

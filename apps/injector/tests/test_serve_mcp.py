@@ -4,8 +4,8 @@
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -33,24 +33,12 @@ FILES = {
 }
 
 
-def _make_repo(root: Path) -> Path:
-    root.mkdir(parents=True)
-    for rel, text in FILES.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text)
-    for args in (
-        ["init", "-q", "-b", "main"],
-        ["add", "-A"],
-        ["-c", "user.name=t", "-c", "user.email=t@e.com", "commit", "-q", "-m", "init"],
-    ):
-        subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True)
-    return root
-
-
-async def test_mcp_server_over_stdio(tmp_path: Path) -> None:
+async def test_mcp_server_over_stdio(
+    tmp_path: Path, make_repo: Callable[[Path, dict[str, str]], Path]
+) -> None:
     allowed = tmp_path / "allowed"
-    repo = _make_repo(allowed / "billing-repo")
-    outside = _make_repo(tmp_path / "outside")
+    repo = make_repo(allowed / "billing-repo", FILES)
+    outside = make_repo(tmp_path / "outside", FILES)
     (allowed / "link").symlink_to(outside, target_is_directory=True)
     calibration = calibrate(
         [

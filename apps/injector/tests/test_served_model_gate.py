@@ -6,9 +6,8 @@ calibration is refused for it."""
 from __future__ import annotations
 
 import json
-import subprocess
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -78,12 +77,12 @@ def server() -> Iterator[AnswerServer]:
 
 
 @pytest.fixture
-def repo(tmp_path: Path) -> Path:
+def repo(tmp_path: Path, git: Callable[..., str]) -> Path:
     root = tmp_path / "billing"
     (root / "billing").mkdir(parents=True)
     for rel in ANSWER:
         (root / rel).write_text("def f():\n    return 1\n")
-    subprocess.run(["git", "-C", str(root), "init", "-q"], check=True)
+    git(root, "init", "-q")
     return root
 
 

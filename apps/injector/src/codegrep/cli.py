@@ -34,6 +34,14 @@ GATE_DEFAULT = 0.45  # codegrep_gate.GateConfig's default: the paper's neutral p
 _GATE_FLAG = "default"  # what `--gate` with no value stands for
 INJECT_STYLES = ("openhands", "markdown", "agent_context", "json")
 
+# The served-model options of `localize` and `serve`, declared once.
+_BaseUrlOption = Annotated[
+    str | None,
+    typer.Option(help="OpenAI-compatible endpoint of a served model; default: lexical."),
+]
+_ModelOption = Annotated[str, typer.Option(help="Model name at --base-url.")]
+_ApiKeyOption = Annotated[str | None, typer.Option(envvar="OPENAI_API_KEY")]
+
 
 def _print_version(value: bool) -> None:
     if value:
@@ -93,12 +101,9 @@ def localize(
     rollout: Annotated[
         Path | None, typer.Option(help="Write the full rollout record (JSON) here.")
     ] = None,
-    base_url: Annotated[
-        str | None,
-        typer.Option(help="OpenAI-compatible endpoint of a served model; default: lexical."),
-    ] = None,
-    model: Annotated[str, typer.Option(help="Model name at --base-url.")] = "codegrep",
-    api_key: Annotated[str | None, typer.Option(envvar="OPENAI_API_KEY")] = None,
+    base_url: _BaseUrlOption = None,
+    model: _ModelOption = "codegrep",
+    api_key: _ApiKeyOption = None,
     timeout: Annotated[
         float | None,
         typer.Option(
@@ -186,12 +191,7 @@ def localize(
             cal = calibration_for(policy_name, calibration)
         except CalibrationChoiceError as exc:
             raise _fail(str(exc)) from exc
-    if base_url is not None:
-        url = urlsplit(base_url)
-        if url.scheme not in ("http", "https") or not url.netloc:
-            raise _fail(
-                f"--base-url {base_url}: not an http(s) URL (e.g. http://127.0.0.1:8000/v1)"
-            )
+    _check_base_url(base_url)
     if output is not None and rollout is not None and output.resolve() == rollout.resolve():
         raise _fail(f"-o and --rollout are the same file ({output}); name two files")
     for flag, path in (("-o", output), ("--rollout", rollout)):
@@ -285,6 +285,15 @@ def _fail(message: str, code: int = 2) -> typer.Exit:
     one_line = " ".join(message.splitlines())  # an endpoint's reply text may span lines
     typer.echo(f"{typer.style('error:', fg='red')} {one_line}", err=True)
     return typer.Exit(code)
+
+
+def _check_base_url(base_url: str | None) -> None:
+    """--base-url, when given, is an http(s) URL with a host; else exit 2 saying so."""
+    if base_url is None:
+        return
+    url = urlsplit(base_url)
+    if url.scheme not in ("http", "https") or not url.netloc:
+        raise _fail(f"--base-url {base_url}: not an http(s) URL (e.g. http://127.0.0.1:8000/v1)")
 
 
 def _timeout(timeout: float | None, old_spelling: float | None) -> float:

@@ -26,7 +26,7 @@ from worktree_sandbox import BareRepoCache, CommitRequiredError, SandboxError, T
 
 from codegrep.errors import RepositoryInputError
 
-__all__ = ["Localization", "LocalizedFile", "localize"]
+__all__ = ["Localization", "LocalizedFile", "clone_cache", "localize"]
 
 _DEFAULT_CACHE_DIR = Path("~/.cache/codegrep/repos")
 
@@ -136,7 +136,7 @@ async def localize(
         else:
             root = (cache_dir or _DEFAULT_CACHE_DIR).expanduser()
             # No checkout: this one rollout is served from git objects, nothing is written.
-            async with TreePool(lambda: _clone_cache(root, source), materialize="never") as own:
+            async with TreePool(lambda: clone_cache(root, source), materialize="never") as own:
                 record = await _run(own, name, commit, chosen, instance, config, folders)
     except CommitRequiredError as exc:
         raise RepositoryInputError(
@@ -161,7 +161,7 @@ async def localize(
     )
 
 
-def _clone_cache(root: Path, source: str) -> BareRepoCache:
+def clone_cache(root: Path, source: str) -> BareRepoCache:
     """The clone cache, made when a repository name needs it; a folder that cannot be one (a
     file in its place, no permission) is the caller's bad input, not a crash."""
     try:

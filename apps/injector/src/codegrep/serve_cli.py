@@ -18,11 +18,17 @@ import socket
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
-from urllib.parse import urlsplit
 
 import typer
 
-from codegrep.cli import _fail, app
+from codegrep.cli import (
+    _ApiKeyOption,
+    _BaseUrlOption,
+    _check_base_url,
+    _fail,
+    _ModelOption,
+    app,
+)
 
 if TYPE_CHECKING:
     from codegrep_model import Policy
@@ -110,12 +116,9 @@ def serve(
     timeout: Annotated[
         float, typer.Option("--timeout", help="Seconds per request, queueing included; 504 after.")
     ] = 60.0,
-    base_url: Annotated[
-        str | None,
-        typer.Option(help="OpenAI-compatible endpoint of a served model; default: lexical."),
-    ] = None,
-    model: Annotated[str, typer.Option(help="Model name at --base-url.")] = "codegrep",
-    api_key: Annotated[str | None, typer.Option(envvar="OPENAI_API_KEY")] = None,
+    base_url: _BaseUrlOption = None,
+    model: _ModelOption = "codegrep",
+    api_key: _ApiKeyOption = None,
     mcp: Annotated[bool, typer.Option("--mcp", help="Serve MCP on stdio instead of HTTP.")] = False,
     verbose: Annotated[
         bool, typer.Option("-v", "--verbose", help="Log every request (stderr).")
@@ -148,12 +151,7 @@ def serve(
         raise _fail("--calibration and --no-calibration contradict each other; give one")
     if not timeout > 0:
         raise _fail(f"--timeout must be a positive number of seconds, got {timeout:g}")
-    if base_url is not None:
-        url = urlsplit(base_url)
-        if url.scheme not in ("http", "https") or not url.netloc:
-            raise _fail(
-                f"--base-url {base_url}: not an http(s) URL (e.g. http://127.0.0.1:8000/v1)"
-            )
+    _check_base_url(base_url)
     logging.basicConfig(
         level=logging.INFO if verbose else logging.WARNING,
         stream=sys.stderr,

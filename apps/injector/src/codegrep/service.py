@@ -38,7 +38,6 @@ from codegrep_model import (
 )
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from worktree_sandbox import (
-    BareRepoCache,
     CommitNotFoundError,
     CommitRequiredError,
     RepositoryNotFoundError,
@@ -48,7 +47,7 @@ from worktree_sandbox import (
 
 from codegrep.errors import InjectorError, RepositoryInputError
 from codegrep.gating import apply
-from codegrep.localize import Localization
+from codegrep.localize import Localization, clone_cache
 from codegrep.localize import localize as run_localize
 
 __all__ = [
@@ -306,7 +305,7 @@ class LocalizeService:
         root = (cache_dir or Path("~/.cache/codegrep/repos")).expanduser()
         self._owns_pool = pool is None
         self.pool = pool or TreePool(
-            (lambda: _clone_cache(root, source)) if self.repos else None, materialize="auto"
+            (lambda: clone_cache(root, source)) if self.repos else None, materialize="auto"
         )
         self._rollout = RolloutConfig(max_issue_bytes=self.limits.max_issue_bytes)
         self._slots = asyncio.Semaphore(self.limits.max_concurrent)
@@ -560,15 +559,6 @@ def _allowed_name(name: str) -> str:
     if not _REPO_NAME.fullmatch(name) or {".", ".."} & set(name.split("/")):
         raise ServiceConfigError(f"--allow-repo {name!r}: not a repository name (owner/name)")
     return name
-
-
-def _clone_cache(root: Path, source: str) -> BareRepoCache:
-    try:
-        return BareRepoCache(root, source)
-    except OSError as exc:
-        raise RepositoryInputError(
-            f"cannot use {root} as the clone cache (--cache): {exc.strerror or exc}"
-        ) from exc
 
 
 def _opening_error(exc: RepositoryInputError) -> ServiceError:
