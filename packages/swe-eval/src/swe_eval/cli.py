@@ -40,6 +40,7 @@ from rich.text import Text
 from swe_eval._corpus import FileSource
 from swe_eval._prediction_writer import prediction_json, write_predictions
 from swe_eval.cuts import Cut, apply_cut, sweep_cuts
+from swe_eval.downstream.cli import downstream_app
 from swe_eval.errors import SweEvalError
 from swe_eval.metrics import DEFAULT_KS, SystemEval, evaluate, paired_difference, summarize
 from swe_eval.peers import PeerFormat, convert_peer
@@ -52,6 +53,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
 )
+app.add_typer(downstream_app, name="downstream")
 err = Console(stderr=True)
 
 InstancesOpt = Annotated[

@@ -1,0 +1,23 @@
+"""`swe-eval downstream`: the frozen-agent evaluation commands, as a typer sub-app.
+
+Each command lives in its own module (`report_cli`, and `plan_cli` for run plans) and is
+registered here; `swe_eval.cli` adds this sub-app under the name `downstream`.
+"""
+
+from __future__ import annotations
+
+import typer
+
+from swe_eval.downstream import plan_cli, report_cli
+
+__all__ = ["downstream_app"]
+
+downstream_app = typer.Typer(
+    help="Downstream evaluation: a frozen coding agent with and without injected files "
+    "(the CodeGrep paper's Table 3, with significance)."
+    "\n\nExit codes: 0 done; 2 bad input.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+downstream_app.command("report")(report_cli.report)
+downstream_app.command("plan")(plan_cli.plan)

@@ -1,0 +1,205 @@
+"""`swe-eval downstream plan`: write run plans for a frozen agent and the SWE-bench harness.
+
+Thin: parse the configurations, check the output folder, build each configuration with
+`plan`, write, print the commands on stdout and one line per configuration on stderr. Runs
+nothing (no agent, no Docker). Exit 2 for bad input, in one `error:` line, before any file is
+written.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Literal
+
+import typer
+
+from swe_eval.downstream.plan import (
+    AgentSettings,
+    PlanError,
+    baseline_spec,
+    build_config,
+    check_output,
+    load_selection,
+    make_plan,
+    parse_config_option,
+    render_commands,
+    target_files,
+    write_plan,
+)
+
+__all__ = ["plan"]
+
+
+class Workspace(StrEnum):
+    DOCKER = "docker"
+    REMOTE = "remote"
+    APPTAINER = "apptainer"
+
+
+def plan(
+    instances: Annotated[
+        Path,
+        typer.Option("--instances", "-i", help="SWE-bench-style JSON/JSONL(.gz)/parquet."),
+    ],
+    output: Annotated[
+        Path, typer.Option("-o", "--output", help="The plan's folder (new or empty; see --force).")
+    ],
+    model: Annotated[
+        str, typer.Option("--model", help="The frozen agent's model (a LiteLLM model name).")
+    ],
+    config: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--config",
+            help="NAME=PREDICTIONS[,gate[=THRESHOLD]][,calibration=FILE][,bound=lower|point]"
+            "[,max_files=N]; repeat for more. A bare `gate` is 0.45; without calibration= the "
+            "one codegrep-gate ships for the predictions' retriever.",
+            show_default=False,
+        ),
+    ] = None,
+    baseline: Annotated[
+        str,
+        typer.Option("--baseline", help="Name of the no-injection configuration (always added)."),
+    ] = "baseline",
+    max_iterations: Annotated[
+        int,
+        typer.Option(
+            "--max-iterations", min=1, help="The agent's round cap (the paper's Table 3: 100)."
+        ),
+    ] = 100,
+    base_url: Annotated[
+        str | None, typer.Option("--base-url", help="OpenAI-compatible endpoint of the model.")
+    ] = None,
+    jobs: Annotated[
+        int, typer.Option("-j", "--jobs", min=1, help="Runner and harness workers.")
+    ] = 4,
+    workspace: Annotated[
+        Workspace, typer.Option("--workspace", help="Where the runner starts the agent.")
+    ] = Workspace.DOCKER,
+    condenser: Annotated[
+        bool,
+        typer.Option("--condenser/--no-condenser", help="Let the runner condense long histories."),
+    ] = False,
+    harness_dataset: Annotated[
+        str | None,
+        typer.Option(
+            "--harness-dataset",
+            help="What the harness grades against (default: the plan's own rows when they carry "
+            "version and the test fields, else princeton-nlp/SWE-bench_Verified).",
+            show_default=False,
+        ),
+    ] = None,
+    harness_split: Annotated[
+        str,
+        typer.Option(
+            "--harness-split",
+            help="The hub dataset's split (the runner only writes it into its folder's name).",
+        ),
+    ] = "test",
+    benchmarks: Annotated[
+        str | None,
+        typer.Option(
+            "--benchmarks",
+            help="The OpenHands/benchmarks checkout (default: $BENCHMARKS when the commands run).",
+            show_default=False,
+        ),
+    ] = None,
+    max_unknown: Annotated[
+        int,
+        typer.Option(
+            "--max-unknown", min=0, help="Prediction ids the instance file lacks, tolerated."
+        ),
+    ] = 0,
+    repo: Annotated[
+        list[str] | None,
+        typer.Option("--repo", help="Keep only this repository's instances; repeat for more."),
+    ] = None,
+    exclude_repo: Annotated[
+        list[str] | None, typer.Option("--exclude-repo", help="Leave these repositories out.")
+    ] = None,
+    limit: Annotated[
+        int | None, typer.Option("--limit", min=0, help="At most this many instances.")
+    ] = None,
+    seed: Annotated[
+        int | None,
+        typer.Option(
+            "--seed",
+            help="Shuffle the instances with this seed before --limit (default: file order).",
+            show_default=False,
+        ),
+    ] = None,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="Write into a folder that is not empty, overwriting only files an earlier plan "
+            "wrote there; nothing is deleted.",
+        ),
+    ] = False,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run",
+            help="The default and only mode: write the plan and print the commands; run nothing "
+            "(run OUT/commands.sh on a Docker host).",
+        ),
+    ] = True,
+) -> None:
+    """Write run plans: per configuration the instances with their injected files, the gate's
+    decisions, the prompt template, one LLM config, and the exact runner, harness and report
+    commands (OUT/commands.sh, OUT/plan.json). Runs nothing.
+
+    Example: swe-eval downstream plan -i verified.jsonl --model openai/qwen3-30b-a3b
+    --config lexical=lexical.jsonl --config lexical-gated=lexical.jsonl,gate
+    --max-iterations 100 -o plans/verified
+    """
+    from swe_eval import cli as base
+
+    del dry_run  # nothing ever runs here; the flag states it
+    ws: Literal["docker", "remote", "apptainer"] = workspace.value
+    try:
+        specs = [baseline_spec(baseline), *(parse_config_option(t) for t in config or [])]
+        names = [s.name for s in specs]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise PlanError(f"configuration name(s) given twice: {', '.join(twice)}")
+        settings = AgentSettings(
+            model=model,
+            base_url=base_url,
+            max_iterations=max_iterations,
+            jobs=jobs,
+            workspace=ws,
+            condenser=condenser,
+            harness_dataset=harness_dataset,
+            harness_split=harness_split,
+            # absolute: the harness runs from the plan's folders, not from here
+            **({"benchmarks": str(Path(benchmarks).expanduser().absolute())} if benchmarks else {}),
+        )
+        notes = check_output(output, target_files(specs), force=force)
+        selection = load_selection(
+            instances, repos=repo or (), exclude_repos=exclude_repo or (), seed=seed, limit=limit
+        )
+        built = [build_config(s, selection, max_unknown=max_unknown) for s in specs]
+        the_plan = make_plan(output, selection, built, settings, baseline=baseline)
+    except (PlanError, ValueError) as exc:  # a pydantic ValidationError is a ValueError
+        raise base._fail(str(exc)) from exc
+    try:
+        write_plan(the_plan, built)
+    except OSError as exc:
+        raise base._fail(f"cannot write -o {output}: {exc.strerror or exc}") from exc
+    for note in [*the_plan.notes, *notes]:
+        base._say(note, "yellow")
+    for c in the_plan.configs:
+        gated = ""
+        if c.gate is not None:
+            gated = f"; gate {c.gate.threshold:g} ({c.gate.bound}) on {c.gate.calibration}"
+        base._say(
+            f"{c.name} ({c.kind}): {c.stats.injected_instances} of {c.stats.instances} "
+            f"instance(s) injected, {c.stats.injected_files} file(s){gated}"
+        )
+    base._say(
+        f"wrote {len(the_plan.files)} files under {the_plan.out}; run "
+        f"{Path(the_plan.out) / 'commands.sh'} on a Docker host"
+    )
+    typer.echo(render_commands(the_plan), nl=False)

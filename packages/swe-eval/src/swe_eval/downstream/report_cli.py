@@ -1,0 +1,282 @@
+"""`swe-eval downstream report`: the CodeGrep paper's Table 3, with significance, from files.
+
+Thin: parse the run list, read outputs and reports, call `analysis`, render. Notes and skipped
+rows go to stderr, the report to stdout (or `-o`). Exit 2 for bad input, in one `error:` line.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from codegrep_records import (
+    GoldLabel,
+    RecordError,
+    RowProblem,
+    gold_from_instances,
+    load_instances,
+    load_predictions,
+)
+
+from swe_eval.downstream.analysis import (
+    ConfigRun,
+    PairedComparison,
+    build_config,
+    case_rows,
+    compare,
+    precision_benefit,
+    retrieval_precision,
+    summarize_config,
+)
+from swe_eval.downstream.readers import (
+    parse_run_option,
+    read_agent_outputs,
+    read_harness_report,
+    read_instance_ids,
+    read_manifest,
+)
+from swe_eval.downstream.records import AgentOutputs, HarnessReport, RunSpec
+from swe_eval.downstream.render import (
+    DownstreamFormat,
+    DownstreamReport,
+    render_report,
+    report_notes,
+)
+from swe_eval.errors import SweEvalError
+
+__all__ = ["report"]
+
+
+def _problems(what: str, path: str, problems: tuple[RowProblem, ...] | list[RowProblem]) -> None:
+    from swe_eval.cli import _say
+
+    if problems:
+        _say(f"{len(problems)} {what} row(s) of {path} skipped, e.g. {problems[0]}", "yellow")
+
+
+def _claims(report: HarnessReport) -> str | None:
+    """A report whose own resolved total disagrees with the ids it lists."""
+    resolved = sum(1 for v in report.verdicts.values() if v.resolved)
+    for key in ("resolved_instances", "resolved"):
+        claimed = report.claimed.get(key)
+        if claimed is not None and int(claimed) != resolved:
+            return (
+                f"{report.path}: says {key} = {claimed} but lists {resolved} resolved ids; "
+                "the listed ids are used"
+            )
+    return None
+
+
+def _read_run(
+    spec: RunSpec, skipped: list[RowProblem]
+) -> tuple[AgentOutputs | None, HarnessReport | None]:
+    from swe_eval.cli import _fail, _say
+
+    outputs = report = None
+    if spec.output is not None:
+        outputs = read_agent_outputs(spec.output)
+        skipped.extend(outputs.problems)
+        _problems("output", str(spec.output), outputs.problems)
+        if not outputs.runs:
+            raise _fail(f"{spec.output}: no valid agent output row ({len(outputs.problems)} bad)")
+    if spec.report is not None:
+        report = read_harness_report(spec.report, system=spec.system)
+        skipped.extend(report.problems)
+        _problems("report", str(spec.report), report.problems)
+        if not report.verdicts and report.covers_all:
+            raise _fail(f"{spec.report}: the report holds no verdict")
+    elif spec.system is not None:
+        raise _fail(f"--run {spec.name}: system= is for a resolved-by report; give report=PATH")
+    parts = []
+    if outputs is not None:
+        kinds = sorted({r.format.value for r in outputs.runs.values()})
+        parts.append(f"{len(outputs.runs)} outputs ({', '.join(kinds)})")
+    if report is not None:
+        resolved = sum(1 for v in report.verdicts.values() if v.resolved)
+        parts.append(f"{report.kind.value} report, {resolved} resolved ids")
+    _say(f"{spec.name}: " + "; ".join(parts))
+    return outputs, report
+
+
+def _gold(instances: Path | None) -> dict[str, GoldLabel] | None:
+    """Gold files from the instance file's patches, when it holds instances with patches."""
+    if instances is None or instances.suffix.lower() == ".txt":
+        return None
+    try:
+        loaded = load_instances(instances)
+    except RecordError:
+        return None
+    gold = gold_from_instances(loaded.records)
+    return gold if any(g.files for g in gold.values()) else None
+
+
+def report(
+    run: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--run",
+            help="NAME=OUTPUT[,report=PATH][,system=S][,predictions=PATH][,precision=P]; "
+            "NAME=report=PATH for a report-only run. Repeat for more. A path holding ',' "
+            "or '=' needs --manifest.",
+            show_default=False,
+        ),
+    ] = None,
+    manifest: Annotated[
+        Path | None,
+        typer.Option(
+            "--manifest", help="A JSON or TOML run list (runs, baseline, instances, title)."
+        ),
+    ] = None,
+    baseline: Annotated[
+        str | None, typer.Option("--baseline", help="The run the others are compared with.")
+    ] = None,
+    instances: Annotated[
+        Path | None,
+        typer.Option(
+            "--instances",
+            "-i",
+            help="The fixed denominator: instances JSON/JSONL(.gz)/parquet, or .txt ids.",
+        ),
+    ] = None,
+    fmt: Annotated[DownstreamFormat, typer.Option("--format", "-f")] = DownstreamFormat.TABLE,
+    output: Annotated[
+        Path | None, typer.Option("-o", "--output", help="Write the report here.")
+    ] = None,
+    plot: Annotated[
+        Path | None, typer.Option("--plot", help="Also draw the figure: .png, .svg, .pdf, ...")
+    ] = None,
+    cases: Annotated[bool, typer.Option("--cases", help="Add the per-instance case view.")] = False,
+    all_pairs: Annotated[
+        bool, typer.Option("--all-pairs", help="Compare every pair, not only each vs baseline.")
+    ] = False,
+    resamples: Annotated[
+        int, typer.Option(min=0, help="Bootstrap resamples (0: no intervals).")
+    ] = 2000,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the bootstrap resampling.")] = 0,
+    title: Annotated[str | None, typer.Option(help="Report title.")] = None,
+) -> None:
+    """Resolve rates on a fixed denominator, rounds/tokens per resolved instance, and paired
+    tests (McNemar, bootstrap intervals) between configurations of a frozen coding agent.
+
+    Example: swe-eval downstream report --run base=base/output.jsonl,report=base/report.json
+    --run codegrep=cg/output.jsonl,report=cg/report.json,predictions=cg.jsonl
+    -i verified.jsonl --baseline base -f markdown --plot table3.png
+    """
+    from swe_eval import cli as base
+    from swe_eval.plots import require_plot_extra
+
+    base._check_output("-o", output)
+    base._check_output("--plot", plot, suffixes=base._IMAGE_SUFFIXES)
+    if plot is not None:
+        with base._clear_errors():
+            require_plot_extra()
+    skipped: list[RowProblem] = []
+    with base._clear_errors():
+        loaded = read_manifest(manifest) if manifest is not None else None
+        specs = [*(loaded.runs if loaded else ()), *(parse_run_option(r) for r in run or [])]
+    if not specs:
+        raise base._fail("give at least one --run NAME=PATH (or a --manifest)")
+    names = [s.name for s in specs]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise base._fail(f"run name(s) given twice: {', '.join(twice)}")
+    baseline = baseline or (loaded.baseline if loaded else None) or specs[0].name
+    if baseline not in names:
+        raise base._fail(f"--baseline {baseline}: no run of that name ({', '.join(names)})")
+    instances = instances or (loaded.instances if loaded else None)
+    title = title or (loaded.title if loaded else None)
+
+    try:
+        read = {s.name: _read_run(s, skipped) for s in specs}
+        notes: list[str] = []
+        if instances is not None:
+            ids, problems = read_instance_ids(instances)
+            skipped.extend(problems)
+            _problems("instance", str(instances), problems)
+            if not ids:
+                raise base._fail(f"{instances}: no instance id")
+            source = str(instances)
+        else:
+            seen: set[str] = set()
+            for outputs, rep in read.values():
+                seen |= set(outputs.runs) if outputs else set()
+                seen |= set(rep.verdicts) if rep else set()
+            ids = sorted(seen)
+            source = "no -i: the ids seen in the outputs and reports"
+            base._say(
+                f"no -i: the denominator is the {len(ids)} instance ids seen in the outputs and "
+                "reports; give -i for a fixed one",
+                "yellow",
+            )
+        for _, rep in read.values():
+            claim = _claims(rep) if rep else None
+            if claim:
+                notes.append(claim)
+        gold = _gold(instances)
+        configs: list[ConfigRun] = []
+        precisions: dict[str, tuple[float, str]] = {}
+        for spec in specs:
+            outputs, rep = read[spec.name]
+            injected = None
+            if spec.predictions is not None:
+                preds = load_predictions(spec.predictions)
+                skipped.extend(preds.problems)
+                _problems("prediction", str(spec.predictions), preds.problems)
+                injected = {p.instance_id: p.files for p in preds.records}
+                if gold is not None:
+                    est = retrieval_precision(gold, preds.records)
+                    precisions[spec.name] = (est.value, "predictions")
+                elif spec.precision is None:
+                    notes.append(
+                        f"{spec.name}: precision not measured (the -i file holds no gold "
+                        "patches); give precision=P"
+                    )
+            if spec.precision is not None:
+                precisions[spec.name] = (spec.precision, "given")
+            configs.append(build_config(spec.name, ids, outputs, rep, injected=injected))
+        by_name = {c.name: c for c in configs}
+        summaries = [summarize_config(c, n_resamples=resamples, seed=seed) for c in configs]
+        pairs: list[tuple[ConfigRun, ConfigRun]]
+        if all_pairs:
+            pairs = [(a, b) for i, a in enumerate(configs) for b in configs[i + 1 :]]
+        else:
+            pairs = [(by_name[baseline], c) for c in configs if c.name != baseline]
+        paired: list[PairedComparison] = [
+            compare(a, b, n_resamples=resamples, seed=seed) for a, b in pairs
+        ]
+        benefit = []
+        if any(name in precisions for name in names if name != baseline):
+            done = {(p.a, p.b): p for p in paired}
+            vs_baseline = [
+                done.get((baseline, c.name))
+                or compare(by_name[baseline], c, n_resamples=resamples, seed=seed)
+                for c in configs
+                if c.name != baseline
+            ]
+            benefit = precision_benefit(vs_baseline, precisions)
+    except (SweEvalError, RecordError, ValueError) as exc:
+        raise base._fail(str(exc)) from exc
+    result = DownstreamReport(
+        title=title,
+        denominator=len(ids),
+        denominator_source=source,
+        baseline=baseline,
+        configs=summaries,
+        paired=paired,
+        precision_benefit=benefit,
+        cases=case_rows(configs) if cases else [],
+        notes=report_notes(summaries, paired) + notes,
+        resamples=resamples,
+        seed=seed,
+        confidence=0.95,
+    )
+    base._emit(render_report(result, fmt, skipped=skipped), output)
+    if plot is not None:
+        from swe_eval.downstream.plot import plot_report
+
+        try:
+            plot_report(result, plot)
+        except OSError as exc:
+            raise base._fail(f"cannot write --plot {plot}: {exc.strerror or exc}") from exc
+        base._say(f"wrote {plot}")
