@@ -316,10 +316,7 @@ def read_agent_outputs(path: str | Path) -> AgentOutputs:
     problems: list[RowProblem] = []
     chosen: dict[str, AgentRun] = {}
     earlier = duplicates = 0
-    try:
-        rows = list(read_rows(p))
-    except RecordFileError as exc:
-        raise DatasetError(str(exc)) from exc
+    rows = _rows(p)
     for line, row in rows:
         if isinstance(row, RowProblem):
             problems.append(row)
@@ -537,6 +534,14 @@ def _markdown(p: Path) -> HarnessReport:
     return HarnessReport(str(p), ReportKind.OPENHANDS_MARKDOWN, verdicts, True, claimed)
 
 
+def _rows(p: Path) -> list[tuple[int, Any]]:
+    """Every row of a JSON/JSONL file as (line, row or RowProblem); unreadable -> DatasetError."""
+    try:
+        return list(read_rows(p))
+    except RecordFileError as exc:
+        raise DatasetError(str(exc)) from exc
+
+
 def read_harness_report(path: str | Path, *, system: str | None = None) -> HarnessReport:
     """The verdicts of a harness report; its kind is found from the file's content.
 
@@ -550,10 +555,7 @@ def read_harness_report(path: str | Path, *, system: str | None = None) -> Harne
     elif p.suffix.lower() == ".md":
         report = _markdown(p)
     elif p.name.endswith((".jsonl", ".jsonl.gz")):
-        try:
-            report = _resolved_by(p, list(read_rows(p)), system)
-        except RecordFileError as exc:
-            raise DatasetError(str(exc)) from exc
+        report = _resolved_by(p, _rows(p), system)
     else:
         data = _load_json(p)
         if isinstance(data, list):
@@ -604,10 +606,7 @@ def read_instance_ids(path: str | Path) -> tuple[list[str], list[RowProblem]]:
             if line.strip() and not line.lstrip().startswith("#")
         ]
     else:
-        try:
-            pairs = list(read_rows(p))
-        except RecordFileError as exc:
-            raise DatasetError(str(exc)) from exc
+        pairs = _rows(p)
     for line, row in pairs:
         if isinstance(row, RowProblem):
             problems.append(row)
