@@ -23,6 +23,7 @@ from worktree_sandbox import (
     TreePool,
     prune_workdir,
 )
+from worktree_sandbox._git import _die_with_parent
 
 
 def _source(repo: Any) -> str:
@@ -111,24 +112,31 @@ def test_kill_during_prepare_leaves_a_consistent_cache(tmp_path: Path, repo: Any
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     tmp = cache_dir / "tmp"
     deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and not (tmp.is_dir() and any(tmp.iterdir())):
+    while time.monotonic() < deadline and not list(tmp.glob("*/repo.git")):
         time.sleep(0.005)
-    assert tmp.is_dir()
-    assert any(tmp.iterdir()), "the clone finished before it could be interrupted"
+    assert list(tmp.glob("*/repo.git")), "the clone finished before it could be interrupted"
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    # git's own helpers (index-pack, upload-pack) notice the dead pipe and exit; wait for that,
-    # as a restart after a crash would come later anyway.
-    deadline = time.monotonic() + 10
+    # `git clone` dies with its parent; its helpers (index-pack, upload-pack) notice the dead
+    # pipe and exit. Wait for that, as a restart after a crash would come later anyway.
+    deadline = time.monotonic() + 30
     while time.monotonic() < deadline and _processes_mentioning(str(cache_dir)):
         time.sleep(0.05)
-    assert _processes_mentioning(str(cache_dir)) == []
+    assert [_cmdline(pid) for pid in _processes_mentioning(str(cache_dir))] == []
     cache = BareRepoCache(cache_dir, source)  # a restart prunes the dead clone
     assert os.listdir(tmp) == []
     assert not cache.has("someone/proj")
     rerun = subprocess.run(argv, capture_output=True, text=True, timeout=120)
     assert rerun.returncode == 0, rerun.stderr
     assert cache.ensure("someone/proj", [repo.commits[-1]]).commits == (repo.commits[-1],)
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            return f"{pid}: " + fh.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return f"{pid}: (gone)"
 
 
 def _processes_mentioning(text: str) -> list[int]:
@@ -232,3 +240,20 @@ def test_sync_open(tmp_path: Path, repo: Any) -> None:
     with SyncSandbox(workdir=tmp_path / "trees") as sb:
         assert sb.open(repo.path, repo.commits[0]).read("README.md").ok
         assert sb.open(repo.path).grep("hello").total_matches == 1
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="PR_SET_PDEATHSIG is Linux's")
+def test_a_git_child_whose_parent_died_before_prctl_never_starts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The hook remembers its parent's pid at fork time; a child that finds another parent (its
+    # parent was killed between fork and prctl) exits before exec instead of running unowned.
+    monkeypatch.setattr(os, "getpid", lambda: 1)  # the pid the child will not see as its parent
+    orphaned = _die_with_parent()
+    monkeypatch.undo()
+    assert orphaned is not None
+    proc = subprocess.run(["echo", "ran"], preexec_fn=orphaned, capture_output=True, check=False)
+    assert (proc.returncode, proc.stdout) == (1, b"")
+    kept = _die_with_parent()
+    proc = subprocess.run(["echo", "ran"], preexec_fn=kept, capture_output=True, check=False)
+    assert (proc.returncode, proc.stdout) == (0, b"ran\n")

@@ -8,14 +8,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import re
 import shutil
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 from worktree_sandbox._paths import safe_tree_path
 from worktree_sandbox.errors import SandboxError
@@ -141,16 +144,36 @@ def git_env(git_dir: Path | None = None) -> dict[str, str]:
     return env
 
 
-def _die_with_parent() -> None:  # pragma: no cover - runs in the child
-    """Linux: the child gets SIGKILL when its parent dies, so a killed `prepare` strands no
-    `git clone` that keeps writing into the cache after the restart pruned it."""
+@functools.cache
+def _prctl() -> Callable[..., int] | None:
+    """libc's prctl, loaded once in the parent: a forked child must not import or load."""
+    if sys.platform != "linux":
+        return None
     try:
         import ctypes
 
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        return cast(Callable[..., int], ctypes.CDLL(None, use_errno=True).prctl)
     except (OSError, AttributeError):
-        pass
+        return None
+
+
+def _die_with_parent() -> Callable[[], None] | None:
+    """Linux: a preexec hook giving the child SIGKILL when its parent dies, so a killed `prepare`
+    strands no `git clone` that keeps writing into the cache after the restart pruned it.
+
+    A parent killed between fork and prctl would be missed by prctl alone (the child is already
+    an orphan); the hook then sees a different parent pid and exits before git starts."""
+    prctl = _prctl()
+    if prctl is None:
+        return None
+    parent = os.getpid()
+
+    def hook() -> None:  # pragma: no cover - runs in the child
+        prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        if os.getppid() != parent:
+            os._exit(1)
+
+    return hook
 
 
 def git(
@@ -164,7 +187,7 @@ def git(
         env=git_env(git_dir),
         stdin=subprocess.DEVNULL,
         check=False,
-        preexec_fn=_die_with_parent if sys.platform == "linux" else None,
+        preexec_fn=_die_with_parent(),
     )
     if check and proc.returncode != 0:
         msg = proc.stderr.decode(errors="replace").strip()
