@@ -12,6 +12,8 @@ from worktree_sandbox.errors import (
     RepositoryNotFoundError,
     SandboxClosedError,
     SandboxError,
+    SymbolCacheError,
+    SymbolsUnavailable,
 )
 from worktree_sandbox.models import (
     TOOL_ARGS,
@@ -29,6 +31,15 @@ from worktree_sandbox.models import (
     ToolResult,
 )
 from worktree_sandbox.pool import Materialize, PoolStats, TreePool, default_workdir, prune_workdir
+from worktree_sandbox.symbols import (
+    Definition,
+    SymbolIndex,
+    SymbolIndexStats,
+    enclosing,
+    language_of,
+    parse_definitions,
+    symbols_available,
+)
 from worktree_sandbox.sync import SyncSandbox, SyncTree
 from worktree_sandbox.tree import Tree
 
@@ -44,6 +55,7 @@ __all__ = [
     "CommitNotFoundError",
     "CommitRequiredError",
     "CommitTree",
+    "Definition",
     "DirectoryTree",
     "GlobArgs",
     "GlobResult",
@@ -60,6 +72,10 @@ __all__ = [
     "SandboxClosedError",
     "SandboxError",
     "SandboxLimits",
+    "SymbolCacheError",
+    "SymbolIndex",
+    "SymbolIndexStats",
+    "SymbolsUnavailable",
     "SyncSandbox",
     "SyncTree",
     "ToolArgs",
@@ -70,5 +86,9 @@ __all__ = [
     "TreePool",
     "__version__",
     "default_workdir",
+    "enclosing",
+    "language_of",
+    "parse_definitions",
     "prune_workdir",
+    "symbols_available",
 ]

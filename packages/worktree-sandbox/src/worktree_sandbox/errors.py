@@ -12,6 +12,8 @@ __all__ = [
     "RepositoryNotFoundError",
     "SandboxClosedError",
     "SandboxError",
+    "SymbolCacheError",
+    "SymbolsUnavailable",
 ]
 
 
@@ -33,3 +35,15 @@ class CommitRequiredError(SandboxError):
 
 class SandboxClosedError(SandboxError):
     """A tree or pool was used after it was closed."""
+
+
+class SymbolsUnavailable(SandboxError, ImportError):
+    """The definition index needs the `symbols` extra (tree-sitter and its grammars).
+
+    Also an ImportError, so `except ImportError` around an optional feature catches it.
+    """
+
+
+class SymbolCacheError(SandboxError):
+    """The definition index's disk cache cannot be used: its folder is not one this package made,
+    or it cannot be made or opened. A corrupted cache file is rebuilt, not reported here."""
