@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 import socket
 import sys
 from collections.abc import Callable
@@ -352,3 +353,35 @@ def test_the_subprocess_runner_starts_waits_for_and_stops_a_server(tmp_path: Pat
     finally:
         service.stop()
     assert not service.alive()
+
+
+def test_stopping_a_server_takes_down_children_its_launcher_leaves(tmp_path: Path) -> None:
+    # `swift deploy` is a launcher: on SIGTERM it exits, while the server it started may not.
+    # The stop must not end when the launcher does, but when the whole group is gone.
+    from train_launcher.launch import _group_alive, _kill_group
+
+    pid_file = tmp_path / "child.pid"
+    child = (
+        "import os, signal, time, sys; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+        f"open({str(pid_file)!r}, 'w').write(str(os.getpid())); time.sleep(120)"
+    )
+    launcher = f"{sys.executable} -c {shlex.quote(child)} & wait"
+    command = Command(argv=("sh", "-c", launcher), background=True)
+    service = SubprocessRunner().start(command, tmp_path / "server.log")
+    import time
+
+    deadline = time.monotonic() + 30
+    while not pid_file.exists() or not pid_file.read_text():
+        assert time.monotonic() < deadline, "the child never started"
+        time.sleep(0.05)
+    child_pid = int(pid_file.read_text())
+    assert service.alive()
+    # with a short grace: the child ignores SIGTERM, so it takes the SIGKILL after it
+    proc = service.proc  # type: ignore[attr-defined]
+    _kill_group(proc, grace=1.0)
+    deadline = time.monotonic() + 10  # the orphan's zombie is init's to reap
+    while _group_alive(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _group_alive(proc.pid)
+    assert not service.alive()
+    assert not Path(f"/proc/{child_pid}").exists()

@@ -116,18 +116,42 @@ def _header(fh: IO[str], command: Command) -> None:
     fh.flush()
 
 
-def _kill_group(proc: subprocess.Popen[bytes], grace: float = 30.0) -> None:
-    """SIGTERM the process group (torchrun's workers too), then SIGKILL after `grace`."""
-    if proc.poll() is not None:
-        return
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGTERM)
+def _group_alive(pgid: int) -> bool:
+    """Whether any process of group `pgid` is left (a zombie counts until it is reaped)."""
     try:
-        proc.wait(timeout=grace)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _kill_group(
+    proc: subprocess.Popen[bytes],
+    grace: float = 30.0,
+    *,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> None:
+    """SIGTERM the process group (torchrun's workers, a server's own children), wait until no
+    process of it is left, SIGKILL what still is after `grace`.
+
+    The group, not the leader: a launcher (`swift deploy`) may exit on SIGTERM while the server
+    it started shuts down slowly or not at all, and waiting on the leader alone left that server
+    running, holding its port and its memory, after the stage had failed."""
+    pgid = proc.pid  # started with start_new_session: the leader's pid is the group's id
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGTERM)
+    deadline = clock() + grace
+    while clock() < deadline:
+        proc.poll()  # reap the leader, or its zombie keeps the group alive
+        if not _group_alive(pgid):
+            return
+        sleep(0.2)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+    proc.wait()
 
 
 def _http_ready(url: str, model: str | None, timeout: float = 5.0) -> bool:
@@ -153,7 +177,8 @@ class _Process:
         return url is None or _http_ready(url, self.command.ready_model)
 
     def alive(self) -> bool:
-        return self.proc.poll() is None
+        self.proc.poll()
+        return _group_alive(self.proc.pid)
 
     def stop(self) -> None:
         _kill_group(self.proc)
