@@ -19,6 +19,7 @@ from codegrep_model import (
     run_rollout,
 )
 from codegrep_model._issue import IssueClues
+from codegrep_model.ranker import Ranker
 from hypothesis import given
 from hypothesis import strategies as st
 from worktree_sandbox import DirectoryTree, TreePool
@@ -57,12 +58,12 @@ LIB = {
 }
 
 
-def localize(repo: Path, issue: str) -> RolloutRecord:
+def localize(repo: Path, issue: str, policy: LexicalPolicy | None = None) -> RolloutRecord:
     inst = Instance(instance_id="t", repo="acme/geo", base_commit="HEAD", problem_statement=issue)
 
     async def go() -> RolloutRecord:
         async with DirectoryTree(repo) as tree:
-            return await run_rollout(LexicalPolicy(), tree, inst)
+            return await run_rollout(policy or LexicalPolicy(), tree, inst)
 
     return asyncio.run(go())
 
@@ -144,7 +145,8 @@ def test_scores_follow_the_ranking(
         "shop/tax.py": "def vat(x): ...\n",
     }
     repo = repo_factory(tmp_path / "shop", files)[0]
-    rec = localize(repo, "`Cart.total` ignores discounts in the cart")
+    issue = "`Cart.total` ignores discounts in the cart"
+    rec = localize(repo, issue, LexicalPolicy(heuristic=True))
     assert rec.answer is not None
     chosen, scores = rec.answer.files, rec.answer.scores
     assert chosen == ("shop/cart.py", "shop/legacy/basket.py")
@@ -155,7 +157,7 @@ def test_scores_follow_the_ranking(
     # each is s / (s + score_half) of the file's ranking score in the answer turn, and the
     # whole ranking, not only the files answered, keeps its order under it
     internal = ranked[-1]
-    policy = LexicalPolicy()
+    policy = LexicalPolicy(heuristic=True)
     half = policy.config.score_half
     assert scores == tuple(round(internal[f] / (internal[f] + half), 4) for f in chosen)
     order = sorted(internal, key=lambda f: (-internal[f], f))
@@ -163,16 +165,57 @@ def test_scores_follow_the_ranking(
     assert confidence == sorted(confidence, reverse=True)
     assert prediction_from_rollout(rec).scores == scores
     # on the geometry library too: one file, scored
-    one = localize(repo_factory(tmp_path / "geo", LIB)[0], "`Circle.area` should use `math.tau`")
+    one = localize(
+        repo_factory(tmp_path / "geo", LIB)[0],
+        "`Circle.area` should use `math.tau`",
+        LexicalPolicy(heuristic=True),
+    )
     assert one.answer is not None
     assert one.answer.files == ("geo/shapes.py",)
     assert one.answer.scores is not None
     assert 0 < one.answer.scores[0] < 1
 
 
+def test_ranked_answers_score_each_file_by_the_rankers_probability(
+    tmp_path: Path,
+    repo_factory: Callable[[Path, dict[str, str]], tuple[Path, str]],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    seen: list[list[codegrep_model.lexical.Candidate]] = []
+    real = LexicalPolicy._choose_ranked
+
+    def choose(cands: list[codegrep_model.lexical.Candidate], ranker: Ranker) -> object:
+        seen.append(cands)
+        return real(cands, ranker)
+
+    monkeypatch.setattr(LexicalPolicy, "_choose_ranked", staticmethod(choose))
+    cart = "class Cart:\n    def total(self):\n        return sum(self.prices)\n"
+    files = {"shop/cart.py": cart, "shop/legacy/basket.py": cart, "shop/tax.py": "def vat(x): ..."}
+    repo = repo_factory(tmp_path / "shop", files)[0]
+    policy = LexicalPolicy()
+    rec = localize(repo, "`Cart.total` ignores discounts in the cart", policy)
+    assert rec.answer is not None
+    assert rec.answer.scores is not None
+    assert policy.ranker is not None
+    by_path = {c.path: c for c in seen[-1]}
+    probs = {p: round(policy.ranker.probability(c.features), 4) for p, c in by_path.items()}
+    assert rec.answer.scores == tuple(probs[f] for f in rec.answer.files)
+    assert list(rec.answer.scores) == sorted(rec.answer.scores, reverse=True)
+    # the answer is the ranker's order, cut by its learned cut
+    best = sorted(probs.values(), reverse=True)
+    assert len(rec.answer.files) == policy.ranker.cut.take(best)
+    # the usage greps ran in the first turn (the ranker's extra evidence), the heuristic's did not
+    first = [c.call.id for c in rec.turns[0].calls]
+    assert any(i.startswith("lex_use_") for i in first)
+    old = localize(
+        repo, "`Cart.total` ignores discounts in the cart", LexicalPolicy(heuristic=True)
+    )
+    assert not any(c.call.id.startswith("lex_use_") for c in old.turns[0].calls)
+
+
 @given(st.lists(st.floats(min_value=0, max_value=1e6), min_size=2, max_size=20))
 def test_the_score_is_monotone_in_the_ranking_score(raw: list[float]) -> None:
-    policy = LexicalPolicy()
+    policy = LexicalPolicy(heuristic=True)
     confidence = [policy._confidence(s) for s in sorted(raw, reverse=True)]
     assert all(0 <= c <= 1 for c in confidence)
     assert confidence == sorted(confidence, reverse=True)
@@ -296,3 +339,67 @@ def test_the_cut_keeps_whole_characters(geo: Path, parses: list[str]) -> None:
     rec = asyncio.run(go())
     assert (rec.issue_bytes, rec.issue_cut_to) == (94, 20)  # 21 would split the fourth é
     assert parses == ["`Circle.area` " + "é" * 3]
+
+
+JAVA = {
+    "src/main/java/com/acme/stream/JsonWriter.java": (
+        "package com.acme.stream;\n\n"
+        "public final class JsonWriter implements java.io.Closeable {\n"
+        "  private boolean lenient;\n\n"
+        "  public JsonWriter value(double value) throws java.io.IOException {\n"
+        "    if (Double.isNaN(value)) {\n"
+        '      throw new IllegalArgumentException("Numeric values must be finite");\n'
+        "    }\n    return this;\n  }\n\n"
+        "  public void close() {}\n}\n"
+    ),
+    "src/main/java/com/acme/Gson.java": (
+        "package com.acme;\n\nimport com.acme.stream.JsonWriter;\n\n"
+        "public class Gson {\n  public void toJson(Object o, JsonWriter writer) {}\n}\n"
+    ),
+    "src/test/java/com/acme/stream/JsonWriterTest.java": (
+        "package com.acme.stream;\n\npublic class JsonWriterTest {\n"
+        "  public void testNaN() { new JsonWriter().value(Double.NaN); }\n}\n"
+    ),
+    "README.md": "# acme\nJsonWriter writes JSON.\n",
+}
+
+
+def test_the_syntax_tree_finds_definitions_the_regular_expression_misses(
+    tmp_path: Path, repo_factory: Callable[[Path, dict[str, str]], tuple[Path, str]]
+) -> None:
+    pytest.importorskip("tree_sitter_language_pack", reason="needs worktree-sandbox[symbols]")
+    repo = repo_factory(tmp_path / "acme", JAVA)[0]
+    issue = (
+        "JsonWriter.value(double) rejects NaN in lenient mode\n\n"
+        "`JsonWriter#value(double)` throws IllegalArgumentException for `Double.NaN` even when "
+        "the writer is lenient."
+    )
+    ranked = localize(repo, issue, LexicalPolicy())
+    assert ranked.answer is not None
+    main = "src/main/java/com/acme/stream/JsonWriter.java"
+    assert ranked.answer.files[0] == main
+    assert "defines `JsonWriter`" in ranked.answer.reasons[main]
+    # the Java test file is a test file, as a Python one would be
+    assert "src/test/java/com/acme/stream/JsonWriterTest.java" not in ranked.answer.files
+    # the heuristic policy's first-turn regular expression knows no `public final class`
+    old = localize(repo, issue, LexicalPolicy(heuristic=True))
+    assert old.answer is not None
+    assert all("defines `JsonWriter`" not in r for r in old.answer.reasons.values())
+
+
+@pytest.mark.parametrize(
+    ("path", "test"),
+    [
+        ("core/logx/logs_test.go", True),
+        ("src/utils.test.ts", True),
+        ("lib/__tests__/parse.js", True),
+        ("src/test/java/com/acme/FooTest.java", True),
+        ("gson/src/main/java/com/google/gson/JsonWriterTest.java", True),
+        ("tests/test_io.py", True),
+        ("src/main/java/com/acme/Test.java", False),  # a class named Test is not a test file
+        ("lib/latest.go", False),
+        ("sympy/testing/runtests.py", True),
+    ],
+)
+def test_test_files_of_many_languages_are_recognized(path: str, test: bool) -> None:
+    assert bool(codegrep_model.lexical._TEST.search(path)) is test

@@ -47,6 +47,8 @@ class IssueClues:
     dotted: list[str] = field(default_factory=list)
     messages: list[str] = field(default_factory=list)
     words: list[str] = field(default_factory=list)
+    word_set: frozenset[str] = frozenset()
+    title_names: frozenset[str] = frozenset()  # identifiers of the issue's first line
 
 
 def _is_name(tok: str) -> bool:
@@ -122,12 +124,16 @@ def extract_clues(text: str) -> IssueClues:
             add(tok, 0.7)
     # the title usually names the thing that is broken
     title = text.strip().splitlines()[0] if text.strip() else ""
+    in_title = set()
     for m in _IDENT.finditer(title):
         for part in m.group(1).split("."):
             if part in weights:
                 weights[part] *= TITLE_BOOST
+                in_title.add(part)
+    clues.title_names = frozenset(in_title)
     clues.identifiers = dict(sorted(weights.items(), key=lambda kv: -kv[1]))
     clues.words = [
         w.lower() for w in re.findall(r"[A-Za-z][a-z]{3,}", prose) if w.lower() not in _STOP
     ]
+    clues.word_set = frozenset(clues.words) | {n.lower() for n in clues.identifiers}
     return clues

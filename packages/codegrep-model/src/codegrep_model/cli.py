@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import Annotated
 
@@ -170,6 +170,16 @@ def batch(
     timeout_s: Annotated[
         float | None, typer.Option("--timeout-s", hidden=True, help="Old spelling of --timeout.")
     ] = None,
+    ranker: Annotated[
+        Path | None,
+        typer.Option(help="LexicalPolicy: a ranker file (default: the shipped one)."),
+    ] = None,
+    heuristic: Annotated[
+        bool,
+        typer.Option(
+            help="LexicalPolicy without the learned ranker (its hand-weighted order and cut)."
+        ),
+    ] = False,
     dry_run: Annotated[bool, typer.Option(help="Say what would run, run nothing.")] = False,
 ) -> None:
     """Run a policy over INSTANCES; write predictions (-o) and full rollouts. Resumable.
@@ -232,6 +242,16 @@ def batch(
         markup=False,
         highlight=False,
     )
+    if heuristic and ranker is not None:
+        raise _fail("--heuristic means no ranker; drop --ranker or --heuristic")
+    if base_url and (heuristic or ranker is not None):
+        raise _fail("--ranker and --heuristic are LexicalPolicy's; --base-url runs a model")
+    from codegrep_model.ranker import Ranker, RankerError
+
+    try:
+        learned = Ranker.load(ranker) if ranker is not None else None
+    except RankerError as exc:
+        raise _fail(str(exc)) from None
     if base_url:
         unreachable = _endpoint_problem(base_url, api_key, request_timeout)
         if unreachable is not None:
@@ -245,7 +265,7 @@ def batch(
     policy: Policy = (
         OpenAIPolicy(base_url, model, api_key=api_key, timeout_s=request_timeout)
         if base_url
-        else LexicalPolicy()
+        else LexicalPolicy(ranker=learned, heuristic=heuristic)
     )
 
     async def go() -> None:
@@ -299,6 +319,208 @@ def batch(
         asyncio.run(go())
     except (OSError, SandboxError) as exc:  # a full disk, a pool that cannot start
         raise _fail(f"the batch stopped: {type(exc).__name__}: {exc}", code=1) from None
+
+
+@app.command("train-ranker")
+def train_ranker(
+    output: Annotated[Path, typer.Option("-o", "--output", help="The ranker file to write.")],
+    examples: Annotated[
+        Path,
+        typer.Option(
+            "--examples",
+            help="Examples JSONL: candidates and gold per instance. Instances already in it "
+            "are not run again; the fit always reads all of it.",
+        ),
+    ],
+    instances: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "-i", "--instances", help="Training instances (repeat for more); none: fit only."
+        ),
+    ] = None,
+    cache: Annotated[
+        Path | None, typer.Option("--cache", help="Clone cache (needed to run rollouts).")
+    ] = None,
+    source: Annotated[
+        str, typer.Option(help="Clone source template, e.g. https://github.com/{repo}.git")
+    ] = "https://github.com/{repo}.git",
+    exclude_repo: Annotated[
+        list[str] | None,
+        typer.Option("--exclude-repo", help="Leave this repository's instances out; repeat."),
+    ] = None,
+    jobs: Annotated[int, typer.Option("-j", "--jobs", min=1, help="Rollouts at a time.")] = 2,
+    limit: Annotated[
+        int | None, typer.Option(min=0, help="At most this many new instances.")
+    ] = None,
+    l2: Annotated[
+        float, typer.Option(min=0.0, help="L2 penalty of the regression (see the README).")
+    ] = 10.0,
+    folds: Annotated[
+        int, typer.Option(min=2, help="Folds, by repository, for the cut and the report.")
+    ] = 5,
+    seed: Annotated[int, typer.Option(help="Seed of the fold assignment.")] = 0,
+    dry_run: Annotated[bool, typer.Option(help="Say what would run, run nothing.")] = False,
+) -> None:
+    """Train LexicalPolicy's candidate ranker from real rollouts; write the ranker file.
+
+    Runs the heuristic policy on each instance (real repositories at their base commits),
+    keeps the candidates of its answer turn with their features and the instance's gold files
+    in --examples, fits a logistic regression and the answer cut on them (the cut on
+    out-of-fold probabilities, folds by repository), and writes -o. Never give it instances
+    you report held-out figures on.
+
+    Example (reproduces the shipped ranker; see the README):
+      codegrep-model train-ranker -i lite.jsonl -i swe_gym_validation.parquet \
+        --cache ~/.cache/cg --examples bench-out/ranker.examples.jsonl -o ranker.json -j 2
+    """
+    import hashlib
+
+    import codegrep_records as records
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+    from worktree_sandbox import BareRepoCache, SandboxError, TreePool
+
+    from codegrep_model.engine import ToolTree
+    from codegrep_model.ranker import RankerError, fit
+    from codegrep_model.ranker_train import collect, examples_of, read_examples
+    from codegrep_model.records import Instance
+
+    console = Console(stderr=True)
+    for flag, out in (("-o", output), ("--examples", examples)):
+        problem = why_unwritable(out)
+        if problem is not None:
+            raise _fail(f"cannot write {flag} {out}: {problem}")
+    if output.resolve() == examples.resolve():
+        raise _fail(f"-o and --examples are the same file ({output}); name two files")
+    rows: list[Instance] = []
+    by_id: dict[str, Instance] = {}
+    data: list[dict[str, object]] = []
+    for path in instances or []:
+        try:
+            loaded = records.load_instances(path)
+        except records.RecordError as exc:
+            raise _fail(str(exc)) from None
+        for bad in loaded.problems:
+            console.print(f"skipped bad row {bad}", style="yellow", markup=False)
+        kept, repeated = [], 0
+        for r in loaded.records:
+            if r.repo in set(exclude_repo or []):
+                continue
+            first = by_id.get(r.instance_id)
+            if first is None:
+                by_id[r.instance_id] = r
+                kept.append(r)
+            elif (first.repo, first.base_commit, first.patch) == (r.repo, r.base_commit, r.patch):
+                repeated += 1  # the same instance in two files: trained on once
+            else:
+                raise _fail(
+                    f"{path}: instance {r.instance_id} is also in an earlier -i file with "
+                    "another repository, commit or patch; which one is right?"
+                )
+        rows.extend(kept)
+        data.append(
+            {
+                "file": path.name,
+                "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+                "instances": len(kept),
+                "repeats_of_earlier_files": repeated,
+                "repos": sorted({r.repo for r in kept}),
+            }
+        )
+        if repeated:
+            console.print(
+                f"{path}: {repeated} instance(s) already in an earlier -i file, used once",
+                markup=False,
+                highlight=False,
+            )
+    try:
+        have = {r.instance_id for r in read_examples(examples)} if examples.exists() else set()
+    except (RankerError, OSError) as exc:
+        raise _fail(str(exc)) from None
+    todo = [r for r in rows if r.instance_id not in have][: limit if limit is not None else None]
+    console.print(
+        f"{len(rows)} training instances, {len(rows) - len(todo)} already in {examples}, "
+        f"{len(todo)} to run",
+        markup=False,
+        highlight=False,
+    )
+    if todo and cache is None:
+        raise _fail("rollouts to run need --cache (and --source)")
+    if dry_run:
+        return
+    if todo:
+        assert cache is not None
+        try:
+            repo_cache = BareRepoCache(cache, source=source)
+        except (SandboxError, OSError) as exc:
+            raise _fail(str(exc)) from None
+
+        async def go() -> tuple[int, list[str]]:
+            async with TreePool(repo_cache) as pool:
+
+                def open_tree(inst: Instance) -> AbstractAsyncContextManager[ToolTree]:
+                    return pool.open(inst.repo, inst.base_commit, folders=False)
+
+                with Progress(
+                    "[progress.description]{task.description}",
+                    BarColumn(),
+                    MofNCompleteColumn(),
+                    TimeElapsedColumn(),
+                    console=console,
+                ) as progress:
+                    task = progress.add_task("rollouts", total=len(todo))
+                    return await collect(
+                        todo,
+                        open_tree,
+                        examples,
+                        jobs=jobs,
+                        on_done=lambda _i, _e: progress.advance(task),
+                    )
+
+        try:
+            written, errors = asyncio.run(go())
+        except (OSError, SandboxError) as exc:
+            raise _fail(f"the rollouts stopped: {type(exc).__name__}: {exc}", code=1) from None
+        console.print(f"wrote {written} rows to {examples}", markup=False, highlight=False)
+        for msg in errors[:20]:
+            console.print(f"error {msg}", style="red", markup=False)
+        if errors:
+            raise _fail(
+                f"{len(errors)} instance(s) failed and are not in {examples}; a rerun retries "
+                "them (nothing was fitted)",
+                code=1,
+            )
+    if not examples.exists():
+        raise _fail(f"--examples {examples} does not exist and no -i instances were given")
+    try:
+        table = read_examples(examples)
+        wanted = {r.instance_id for r in rows}
+        if wanted:
+            table = [t for t in table if t.instance_id in wanted]
+        ranker, report = fit(
+            examples_of(table),
+            l2=l2,
+            folds=folds,
+            seed=seed,
+            meta={"trained_on": data, "examples": examples.name},
+        )
+    except RankerError as exc:
+        raise _fail(str(exc)) from None
+    ranker.dump(output)
+    console.print(
+        f"{report.instances} instances, {report.candidates} candidates, {report.folds} folds by "
+        f"repository; out-of-fold F0.5 {report.oof_fbeta:.3f} (heuristic top-1 on the same "
+        f"candidates {report.heuristic_fbeta:.3f}); cut {ranker.cut}",
+        markup=False,
+        highlight=False,
+    )
+    for repo_name, (n, fr, fh) in report.by_repo.items():
+        console.print(
+            f"  {repo_name}: n {n}, ranker {fr:.3f}, heuristic top-1 {fh:.3f}",
+            markup=False,
+            highlight=False,
+        )
+    console.print(f"wrote {output}", markup=False, highlight=False)
 
 
 def _add_dataset_commands() -> None:

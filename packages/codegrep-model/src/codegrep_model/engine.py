@@ -21,10 +21,13 @@ training plugin (`codegrep_model.train`) drives the same `Episode` from its per-
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import functools
 import time
 from typing import Any, Protocol
 
-from worktree_sandbox import GlobResult, GrepResult, ReadResult
+from worktree_sandbox import GlobResult, GrepResult, ReadResult, SymbolIndex, Tree
+from worktree_sandbox import symbols_available as _symbols_available
 
 from codegrep_model.episode import (
     DEFAULT_MAX_ISSUE_BYTES,
@@ -36,7 +39,7 @@ from codegrep_model.episode import (
     rollout_stats,
 )
 from codegrep_model.errors import PolicyError
-from codegrep_model.policy import Policy, PolicyReply, PolicyRequest
+from codegrep_model.policy import DefinitionLookup, Policy, PolicyReply, PolicyRequest
 from codegrep_model.prompts import PromptSet
 from codegrep_model.records import Instance, RolloutRecord
 
@@ -51,6 +54,22 @@ class ToolTree(Protocol):
     async def call(self, name: str, arguments: dict[str, Any] | str) -> AnyResult: ...
 
     async def files(self) -> tuple[str, ...]: ...
+
+
+@functools.cache
+def _symbol_index() -> SymbolIndex | None:
+    """One definition index per process (memory only: each distinct file content is parsed
+    once, whatever tree or commit it is in); None without worktree-sandbox's `symbols` extra."""
+    return SymbolIndex() if _symbols_available() else None
+
+
+def definition_lookup(tree: object) -> DefinitionLookup | None:
+    """The definitions of `tree`'s files for a policy's requests, when the tree is a
+    worktree_sandbox tree and tree-sitter is installed."""
+    index = _symbol_index()
+    if index is None or not isinstance(tree, Tree):
+        return None
+    return functools.partial(index.definitions, tree)
 
 
 async def _ask(policy: Policy, request: PolicyRequest, timeout_s: float | None) -> PolicyReply:
@@ -75,6 +94,7 @@ async def run_rollout(
     started = time.perf_counter()
     files = await tree.files()
     episode = Episode.start(instance, files, policy=policy.name, config=cfg, prompts=prompts)
+    lookup = definition_lookup(tree)
     while True:
         match episode.next_action():
             case Done():
@@ -84,6 +104,8 @@ async def run_rollout(
                 results = await asyncio.gather(*(tree.call(c.name, c.arguments) for c in calls))
                 episode.on_results(results, tools_s=time.perf_counter() - t0)
             case AskPolicy(request=request):
+                if lookup is not None:
+                    request = dataclasses.replace(request, definitions=lookup)
                 t0 = time.perf_counter()
                 try:
                     reply = await _ask(policy, request, cfg.reply_timeout_s)

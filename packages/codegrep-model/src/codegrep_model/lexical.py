@@ -22,23 +22,38 @@ turn with the same issue, and on a long issue the parse is the policy's costlies
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 import re
 from collections import OrderedDict, defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from worktree_sandbox import GrepResult, ReadResult
+from worktree_sandbox import GrepResult, ReadResult, language_of
 
 from codegrep_model._issue import IssueClues, extract_clues
 from codegrep_model.policy import PolicyReply, PolicyRequest
+from codegrep_model.ranker import Ranker
 from codegrep_model.records import ToolCall
 
-__all__ = ["LexicalConfig", "LexicalPolicy"]
+__all__ = ["Candidate", "LexicalConfig", "LexicalPolicy"]
 
 _META = set("\\.^$|?*+()[]{}")
 _DEF = r"(?:def|class|function|fn|func|struct|interface|trait|enum|type)"
-_TEST = re.compile(r"(^|/)(tests?|testing)/|(^|/)test_[^/]*$|_tests?\.py$|(^|/)conftest\.py$")
+_TEST = re.compile(
+    r"(^|/)(tests?|testing|__tests__)/|(^|/)test_[^/]*$|_tests?\.py$|(^|/)conftest\.py$"
+    # other languages: Go, JS/TS, Java/Maven, C/C++
+    r"|_test\.go$|\.(test|spec)\.[cm]?[jt]sx?$|(^|/)src/test/|[a-z]Tests?\.java$|_test\.(c|cc|cpp)$"
+)
+# A line that may define one of {names} in a C-family, Java, Go or Rust file: modifiers or a
+# return type, then the name (maybe `Class::`-qualified or behind `*`/`&`) and `(`; or a type
+# keyword before the name.
+_ANY_DEF = (
+    r"^\s*(?:[\w<>\[\],*&:.]+\s+)+[*&]?(?:\w+::)*(?:{names})\s*\("
+    r"|\b(?:class|interface|enum|struct|record|union|trait|type|impl)\s+(?:{names})\b"
+)
+# generated or built files: protobuf stubs, minified and bundled JavaScript
+_GENERATED = re.compile(r"\.pb\.go$|_pb2(_grpc)?\.pyi?$|\.min\.[cm]?js$|(^|/)dist/")
 # docs, examples and generated code (schema migrations) are rarely where a fix belongs
 _DOCS = re.compile(
     r"(^|/)(docs?|doc_src|examples?|benchmarks?|asv_bench|tutorials?|migrations|vendor(ed)?)/"
@@ -87,10 +102,44 @@ class LexicalConfig:
     # The ranking score a file needs for an answer score of 0.5 (see `LexicalPolicy._confidence`);
     # it shapes the scores only, never which files are chosen.
     score_half: float = 1.0
+    # Candidates the learned ranker scores: the best of the heuristic ranking (a gold file below
+    # rank 30 is very rare, and more rows only cost time).
+    ranked_candidates: int = 30
+    # Usage greps (the ranker's extra evidence): the strongest identifiers as plain words, in
+    # `usage_calls` calls of `usage_per_call` names; files they find with no other evidence join
+    # the candidates, at most `usage_candidates` of them.
+    usage_calls: int = 2
+    usage_per_call: int = 4
+    usage_candidates: int = 10
+    # Files of the usage greps parsed for definitions (tree-sitter, when installed), best first.
+    parse_files: int = 24
 
     def __post_init__(self) -> None:
         if not self.score_half > 0:
             raise ValueError(f"score_half must be positive, not {self.score_half}")
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A file the answer could name: its heuristic score and the ranker's features."""
+
+    path: str
+    score: float
+    features: dict[str, float]
+
+
+@dataclass
+class _Evidence:
+    """What one reply found: the heuristic score, the features and reasons of each file."""
+
+    score: dict[str, float] = field(default_factory=lambda: defaultdict(float))
+    features: dict[str, dict[str, float]] = field(
+        default_factory=lambda: defaultdict(lambda: defaultdict(float))
+    )
+    why: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
+    def_lines: dict[str, int] = field(default_factory=dict)
+    reads: set[str] = field(default_factory=set)
+    usage_only: list[str] = field(default_factory=list)
 
 
 class LexicalPolicy:
@@ -98,34 +147,122 @@ class LexicalPolicy:
     # its issue once, and few enough that long issues do not pile up in memory.
     _PARSED_ISSUES = 64
 
-    def __init__(self, config: LexicalConfig | None = None) -> None:
+    def __init__(
+        self,
+        config: LexicalConfig | None = None,
+        *,
+        ranker: Ranker | None = None,
+        heuristic: bool = False,
+        usage_greps: bool | None = None,
+    ) -> None:
+        """`ranker`: the learned ranking of the answer (default: the shipped one);
+        `heuristic=True`: no ranker, the hand-weighted order and cut of version 0.1 (and its
+        calls: no usage greps, unless `usage_greps=True`, which training data needs)."""
+        if heuristic and ranker is not None:
+            raise ValueError("heuristic=True means no ranker; do not pass one")
         self.config = config or LexicalConfig()
+        self.ranker: Ranker | None = None if heuristic else (ranker or Ranker.shipped())
+        self.usage_greps = (self.ranker is not None) if usage_greps is None else usage_greps
         # issue text -> its clues, least recently used first; the clues are only read
         self._parsed: OrderedDict[str, IssueClues] = OrderedDict()
 
     @property
     def name(self) -> str:
-        return "lexical"
+        return "lexical" if self.ranker is not None else "lexical-heuristic"
 
     async def reply(self, request: PolicyRequest) -> PolicyReply:
         clues = self._clues(request.instance.problem_statement)
         idents = self._identifiers(clues)
         tool_turns = len(request.history)
         if not request.answer_turn and tool_turns == 0:
-            calls = self._search_calls(clues, idents, request.max_calls)
+            calls = self._search_calls(clues, idents, request.max_calls, self.usage_greps)
             if calls:
                 return PolicyReply(content=None, tool_calls=calls)
-        scores, def_lines, why = self._rank(request, clues, idents)
-        if not request.answer_turn and tool_turns == 1 and scores:
-            calls = self._confirm_calls(scores, def_lines, idents, request.max_calls)
+        parsed = await self._parsed_definitions(request, idents)
+        ev = self._evidence(request, clues, idents, parsed)
+        if not request.answer_turn and tool_turns == 1 and ev.score:
+            calls = self._confirm_calls(ev.score, ev.def_lines, idents, request.max_calls)
             if calls:
                 return PolicyReply(content=None, tool_calls=calls)
-        files = self._choose(scores)
-        reasons = {f: _reason(why[f]) for f in files}
-        confidence = [self._confidence(scores[f]) for f in files]
+        if self.ranker is None:
+            files = self._choose(ev.score)
+            confidence = [self._confidence(ev.score[f]) for f in files]
+        else:
+            files, confidence = self._choose_ranked(self._candidates(ev), self.ranker)
+        reasons = {f: _reason(ev.why[f]) for f in files}
         return PolicyReply(
             content=json.dumps({"files": files, "scores": confidence, "reasons": reasons})
         )
+
+    async def candidates(self, request: PolicyRequest) -> list[Candidate]:
+        """The candidate files of the answer this request would get, best heuristic score
+        first, with the features the learned ranker reads (see `codegrep_model.ranker`)."""
+        clues = self._clues(request.instance.problem_statement)
+        idents = self._identifiers(clues)
+        parsed = await self._parsed_definitions(request, idents)
+        return self._candidates(self._evidence(request, clues, idents, parsed))
+
+    async def _parsed_definitions(
+        self, request: PolicyRequest, idents: dict[str, float]
+    ) -> dict[str, dict[str, int]]:
+        """file -> {issue identifier it defines: line}, from the tree's definition index, for
+        the files the usage greps found most of the issue's names in (those with a grammar).
+        Empty without an index (no `symbols` extra) or without usage greps."""
+        lookup = request.definitions
+        if lookup is None or not self.usage_greps or not request.history:
+            return {}
+        names: dict[str, set[str]] = defaultdict(set)
+        lines: dict[str, int] = defaultdict(int)
+        shaped: set[str] = set()
+        for obs in request.history[0]:
+            r = obs.result
+            if not isinstance(r, GrepResult) or not r.ok:
+                continue
+            if obs.call.id.startswith("lex_defx_"):
+                shaped.update(m.path for m in r.matches)
+            elif obs.call.id.startswith("lex_use_"):
+                for m in r.matches:
+                    lines[m.path] += 1
+                    names[m.path].update(n for n in idents if n in m.text)
+        files = sorted(
+            (f for f in shaped | set(lines) if language_of(f) is not None),
+            key=lambda f: (f not in shaped, -sum(idents[n] for n in names[f]), -lines[f], f),
+        )[: self.config.parse_files]
+        found = await asyncio.gather(*(lookup(f) for f in files), return_exceptions=True)
+        out: dict[str, dict[str, int]] = {}
+        for f, defs in zip(files, found, strict=True):
+            if isinstance(defs, BaseException):
+                continue  # an unreadable file: no evidence, as for any tool error
+            hits = {d.name: d.name_line for d in reversed(defs) if d.name in idents}
+            if hits:
+                out[f] = hits
+        return out
+
+    def _candidates(self, ev: _Evidence) -> list[Candidate]:
+        ranked = sorted((f for f in ev.score if ev.score[f] > 0), key=lambda f: (-ev.score[f], f))
+        ranked = ranked[: self.config.ranked_candidates]
+        best = ev.score[ranked[0]] if ranked else 1.0
+        out = []
+        for i, f in enumerate(ranked):
+            s = ev.score[f]
+            feats = {k: float(v) for k, v in ev.features[f].items()}
+            feats.update(log_score=math.log1p(s), score_ratio=s / best, rank_inv=1.0 / (i + 1))
+            out.append(Candidate(path=f, score=s, features=feats))
+        for f in ev.usage_only:
+            feats = {k: float(v) for k, v in ev.features[f].items()}
+            out.append(Candidate(path=f, score=0.0, features=feats))
+        return out
+
+    @staticmethod
+    def _choose_ranked(cands: list[Candidate], ranker: Ranker) -> tuple[list[str], list[float]]:
+        """The ranker's order and cut; scores are its probabilities (4 places)."""
+        scored = sorted(
+            ((ranker.probability(c.features), i, c) for i, c in enumerate(cands)),
+            key=lambda t: (-t[0], t[1]),
+        )
+        probs = [p for p, _, _ in scored]
+        n = ranker.cut.take(probs)
+        return [c.path for _, _, c in scored[:n]], [round(p, 4) for p in probs[:n]]
 
     def _clues(self, issue: str) -> IssueClues:
         clues = self._parsed.get(issue)
@@ -143,8 +280,13 @@ class LexicalPolicy:
         top = list(clues.identifiers.items())[: self.config.max_identifiers]
         return {k: math.log1p(v) for k, v in top}
 
+    def _usage_names(self, idents: dict[str, float]) -> list[list[str]]:
+        c = self.config
+        names = list(idents)[: c.usage_calls * c.usage_per_call]
+        return [names[i : i + c.usage_per_call] for i in range(0, len(names), c.usage_per_call)]
+
     def _search_calls(
-        self, clues: IssueClues, idents: dict[str, float], cap: int
+        self, clues: IssueClues, idents: dict[str, float], cap: int, usage: bool = False
     ) -> tuple[ToolCall, ...]:
         calls: list[ToolCall] = []
         names = list(idents)
@@ -157,6 +299,21 @@ class LexicalPolicy:
             calls.append(
                 self._call(len(calls), "grep", {"pattern": _escape(msg), "max_results": 200})
             )
+        if usage:
+            # definition-shaped lines of any language (a call statement matches too): the files
+            # the definition index is asked about first; the syntax tree decides what is defined
+            top = "|".join(_escape(n) for n in list(idents)[: self.config.per_def_call])
+            if top:
+                args = {"pattern": _ANY_DEF.format(names=top), "max_results": 1000}
+                calls.append(
+                    ToolCall(id=f"lex_defx_{len(calls)}", name="grep", arguments=json.dumps(args))
+                )
+            for chunk_names in self._usage_names(idents):
+                alternation = "|".join(_escape(n) for n in chunk_names)
+                args = {"pattern": rf"\b(?:{alternation})\b", "max_results": 1000}
+                calls.append(
+                    ToolCall(id=f"lex_use_{len(calls)}", name="grep", arguments=json.dumps(args))
+                )
         return tuple(calls[:cap])
 
     @staticmethod
@@ -177,22 +334,29 @@ class LexicalPolicy:
                 return hits
         return []
 
-    def _rank(
-        self, request: PolicyRequest, clues: IssueClues, idents: dict[str, float]
-    ) -> tuple[dict[str, float], dict[str, int], dict[str, list[str]]]:
+    def _evidence(
+        self,
+        request: PolicyRequest,
+        clues: IssueClues,
+        idents: dict[str, float],
+        parsed: dict[str, dict[str, int]] | None = None,
+    ) -> _Evidence:
+        """The heuristic ranking score of every file with evidence, and the evidence itself as
+        named features (what the learned ranker reads; see `codegrep_model.ranker`)."""
         c = self.config
-        why: dict[str, list[str]] = defaultdict(list)
+        ev = _Evidence()
+        why, score, feat = ev.why, ev.score, ev.features
         files = request.repo_files
         by_suffix: dict[str, list[str]] = defaultdict(list)
         for f in files:
             parts = f.split("/")
             for k in range(len(parts)):
                 by_suffix["/".join(parts[k:])].append(f)
-        score: dict[str, float] = defaultdict(float)
         for p in clues.paths:
             hits = self._resolve(p, files, by_suffix)
             for h in hits:
                 score[h] += c.path_weight / len(hits)
+                feat[h]["path_named"] += 1 / len(hits)
                 why[h].append("named in the issue")
         repo_frames = []
         for fp, _, _ in clues.frames:
@@ -201,9 +365,11 @@ class LexicalPolicy:
                 repo_frames.append(hits[0])
         for h in dict.fromkeys(repo_frames):
             score[h] += c.frame_weight
+            feat[h]["frame"] = 1.0
             why[h].append("in the traceback")
         if repo_frames:
             score[repo_frames[-1]] += c.last_frame_bonus
+            feat[repo_frames[-1]]["last_frame"] = 1.0
         for dotted in clues.dotted:
             parts = dotted.split(".")
             for k in range(len(parts), 1, -1):
@@ -214,14 +380,17 @@ class LexicalPolicy:
                     if hits[0].endswith("__init__.py"):
                         w *= c.init_factor
                     score[hits[0]] += w
+                    feat[hits[0]]["module"] += w / c.module_weight if c.module_weight else 0.0
                     why[hits[0]].append(f"module `{'.'.join(parts[:k])}`")
                     break
-        def_lines: dict[str, int] = {}
+        def_lines = ev.def_lines
         defs: dict[str, set[str]] = defaultdict(set)
         first_line: dict[tuple[str, str], int] = {}
         msg_files: dict[str, set[str]] = defaultdict(set)
         coverage: dict[str, float] = {}
-        reads: set[str] = set()
+        mentions: dict[str, int] = defaultdict(int)
+        use_lines: dict[str, int] = defaultdict(int)
+        use_names: dict[str, set[str]] = defaultdict(set)
         # one compiled alternation per reply: the matches of a big repository are thousands of
         # lines, and a regex per (line, name) pair would cost more than the tools themselves
         alternation = "|".join(re.escape(n) for n in sorted(idents, key=len, reverse=True))
@@ -231,10 +400,19 @@ class LexicalPolicy:
             for obs in turn:
                 r = obs.result
                 if isinstance(r, ReadResult):
-                    reads.add(r.path)
+                    ev.reads.add(r.path)
                     continue
                 if not isinstance(r, GrepResult) or not r.ok:
                     continue
+                if obs.call.id.startswith("lex_defx_"):
+                    continue  # only where to look: the parsed definitions are the evidence
+                if obs.call.id.startswith("lex_use_"):
+                    for m in r.matches:
+                        use_lines[m.path] += 1
+                        use_names[m.path].update(names_re.findall(m.text))
+                    continue
+                for m in r.matches:
+                    mentions[m.path] += 1
                 args = json.loads(obs.call.arguments)
                 if args.get("path"):
                     found = {h for m in r.matches for h in names_re.findall(m.text)}
@@ -254,50 +432,100 @@ class LexicalPolicy:
                 else:
                     for m in r.matches:
                         msg_files[args["pattern"].replace("\\", "")].add(m.path)
+        for f, defined in (parsed or {}).items():
+            # definitions the syntax tree shows (any language with a grammar), where the regular
+            # expression of the first turn only knows Python-, Go- and Rust-shaped ones
+            for n, line in defined.items():
+                feat[f]["ts_defs"] += 1
+                if f not in defs[n]:
+                    defs[n].add(f)
+                    first_line.setdefault((n, f), line)
+        top_strength = max(idents.values(), default=1.0) or 1.0
         for n, where in defs.items():
             # "_X" stands for prefixed definitions such as `_print_X`: weaker evidence
-            strength = idents[n] if n in idents else c.prefixed_factor * idents[n[1:]]
+            exact = n in idents
+            strength = idents[n] if exact else c.prefixed_factor * idents[n[1:]]
             weight = c.def_weight * strength / len(where) ** c.def_spread
-            shown = n if n in idents else f"*_{n[1:]}"
+            shown = n if exact else f"*_{n[1:]}"
             for f in where:
                 score[f] += weight
+                x = feat[f]
+                x["def_strength"] += strength / len(where) ** c.def_spread
+                if exact:
+                    x["def_names"] += 1
+                    x["def_title"] = max(x["def_title"], 1.0 if n in clues.title_names else 0.0)
+                    x["def_unique"] += 1.0 if len(where) == 1 else 0.0
+                    x["def_top"] = max(x["def_top"], strength / top_strength)
+                else:
+                    x["def_prefixed"] += 1
                 why[f].append(f"defines `{shown}`")
                 def_lines.setdefault(f, first_line[(n, f)])
         for pattern, where in msg_files.items():
             for f in where:
                 score[f] += c.message_weight / len(where)
+                feat[f]["message"] += 1 / len(where)
                 why[f].append(f"has the message '{pattern[:40]}'")
-        self._path_prior(score, files, clues)
-        for f in list(score):
+        prior = self._path_prior(score, files, clues)
+        for f, v in prior.items():
+            feat[f]["path_prior"] = v
+        usage_total = sum(idents[n] for chunk in self._usage_names(idents) for n in chunk) or 1.0
+        for f in use_lines:
+            x = feat[f]
+            x["use_cov"] = sum(idents[n] for n in sorted(use_names[f]) if n in idents) / usage_total
+            x["use_lines"] = math.log1p(use_lines[f])
+            x["use_title"] = 1.0 if use_names[f] & clues.title_names else 0.0
+        # files that only the usage greps found: candidates of the ranker, never of the heuristic
+        extra = sorted(
+            (f for f in use_lines if f not in score and feat[f]["use_cov"] > 0),
+            key=lambda f: (-feat[f]["use_cov"], -use_lines[f], f),
+        )
+        ev.usage_only = extra[: c.usage_candidates]
+        for f in list(score) + ev.usage_only:
+            x = feat[f]
+            factor = 1.0
             if _TEST.search(f):
-                score[f] *= c.test_factor
-            elif _DOCS.search(f):
-                score[f] *= c.docs_factor
+                factor *= c.test_factor
+                x["test"] = 1.0
+            elif _DOCS.search(f) or _GENERATED.search(f):
+                factor *= c.docs_factor
+                x["docs"] = 1.0
             elif not f.endswith(_CODE_EXT):
-                score[f] *= c.other_ext_factor
+                factor *= c.other_ext_factor
+                x["other_ext"] = 1.0
             if f.endswith("/__init__.py"):
-                score[f] *= c.init_file_factor
+                factor *= c.init_file_factor
+                x["init"] = 1.0
             if coverage and f not in coverage:
                 # not confirmed: rank it as if it matched nothing, or unconfirmed files would
                 # overtake the confirmed ones whose coverage is below 1
-                score[f] *= c.coverage_floor
+                factor *= c.coverage_floor
             if f in coverage:
-                score[f] *= c.coverage_floor + (1 - c.coverage_floor) * coverage[f]
+                x["confirmed"] = 1.0
+                x["coverage"] = coverage[f]
+                factor *= c.coverage_floor + (1 - c.coverage_floor) * coverage[f]
                 if coverage[f] > 0:
                     why[f].append(f"mentions {coverage[f]:.0%} of the issue's names")
-        return dict(score), def_lines, why
+            if f in score:
+                score[f] *= factor
+            x["mentions"] = math.log1p(mentions.get(f, 0))
+            x["read"] = 1.0 if f in ev.reads else 0.0
+            x["depth"] = float(f.count("/"))
+            stem = f.rsplit("/", 1)[-1].split(".", 1)[0].lower()
+            x["stem_in_issue"] = 1.0 if len(stem) > 3 and stem in clues.word_set else 0.0
+        return ev
 
     def _path_prior(
         self, score: dict[str, float], files: tuple[str, ...], clues: IssueClues
-    ) -> None:
+    ) -> dict[str, float]:
         """Issue words that name path components ("latex", "napoleon", "junitxml"), weighted by
-        how rare the component is in the repository: a prior over every source file."""
+        how rare the component is in the repository: a prior over every source file. Adds
+        `word_weight` times the prior to `score` and returns the prior of each file it touched."""
         c = self.config
         tf: dict[str, int] = defaultdict(int)
         for w in clues.words:
             tf[w] += 1
         if not tf:
-            return
+            return {}
         token_sets: dict[str, set[str]] = {}
         df: dict[str, int] = defaultdict(int)
         for f in files:
@@ -308,10 +536,13 @@ class LexicalPolicy:
             for t in toks:
                 df[t] += 1
         n = max(1, len(token_sets))
+        prior: dict[str, float] = {}
         for f, toks in token_sets.items():
             s = sum(math.log(n / df[t]) * math.log1p(tf[t]) for t in sorted(toks) if t in tf)
             if s > 0:
                 score[f] += c.word_weight * s
+                prior[f] = s
+        return prior
 
     # -- turn 2 -------------------------------------------------------------------------------
 

@@ -7,14 +7,19 @@ as data rather than parsing the text a model would see.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from worktree_sandbox import GlobResult, GrepResult, ReadResult
+from worktree_sandbox import Definition, GlobResult, GrepResult, ReadResult
 
 from codegrep_model.records import ChatMessage, Instance, ToolCall, Usage
 
-__all__ = ["Observation", "Policy", "PolicyReply", "PolicyRequest"]
+__all__ = ["DefinitionLookup", "Observation", "Policy", "PolicyReply", "PolicyRequest"]
+
+# The definitions of one file of the rollout's tree (worktree_sandbox's tree-sitter index);
+# () for a file with no grammar or that cannot be read.
+DefinitionLookup = Callable[[str], Awaitable[tuple[Definition, ...]]]
 
 
 @dataclass(frozen=True)
@@ -40,6 +45,15 @@ class PolicyRequest:
         default=(), metadata={"doc": "Observations of every earlier tool turn, oldest first."}
     )
     repo_files: tuple[str, ...] = ()
+    definitions: DefinitionLookup | None = field(
+        default=None,
+        compare=False,
+        repr=False,
+        metadata={
+            "doc": "The tree's definition index when the engine has one (worktree-sandbox's "
+            "`symbols` extra); a program policy may use it, a model never sees it."
+        },
+    )
 
     @property
     def answer_turn(self) -> bool:

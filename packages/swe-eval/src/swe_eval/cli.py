@@ -411,6 +411,7 @@ class RetrieverKind(StrEnum):
     BM25 = "bm25"
     DENSE = "dense"
     LEXICAL = "lexical"  # codegrep_model.LexicalPolicy through the rollout engine
+    LEXICAL_HEURISTIC = "lexical-heuristic"  # the same without its learned ranker
     AGENT = "agent"  # a served retrieval model (--base-url/--model) through the same engine
 
 
@@ -453,7 +454,8 @@ def predict(
     """Rank files for every instance with a baseline or run an agent; resumes (skips ids in -o).
 
     bm25/dense rank every file of the tree; lexical/agent run the retrieval agent's rollout
-    engine (codegrep-model) and also write the full rollouts beside -o.
+    engine (codegrep-model) and also write the full rollouts beside -o (lexical-heuristic:
+    LexicalPolicy without its learned ranker, the policy of codegrep-model 0.1).
 
     Example: swe-eval predict -r bm25 -i lite.jsonl --cache sb-cache --repo psf/requests -o b.jsonl
     """
@@ -464,7 +466,8 @@ def predict(
     if retriever is RetrieverKind.AGENT and base_url is None:
         raise _fail("-r agent needs --base-url (and --model) of a served model")
     chosen = _load_chosen(instances, repo, exclude_repo, limit, need_some=False)
-    if retriever in (RetrieverKind.LEXICAL, RetrieverKind.AGENT):
+    agents = (RetrieverKind.LEXICAL, RetrieverKind.LEXICAL_HEURISTIC, RetrieverKind.AGENT)
+    if retriever in agents:
         if not chosen:
             # an empty --repo list would mean "every repository" to the batch runner
             _say(f"0 to do: --exclude-repo or --limit leave no instance of {instances}")
@@ -485,6 +488,7 @@ def predict(
             model=model,
             api_key=os.environ.get("OPENAI_API_KEY"),
             timeout=timeout,
+            heuristic=retriever is RetrieverKind.LEXICAL_HEURISTIC,
             dry_run=dry_run,
         )
         return

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# The held-out table of the built-in localizer (see "Held-out protocol" in the README):
+# LexicalPolicy with its learned ranker (`lexical`), without it (`lexical-heuristic`, the policy
+# of 0.1) and BM25 top-1, on
+#   - the Verified dev slice, fetchable repositories: HELD OUT (never tuned on, never trained on);
+#   - SWE-bench Lite, fetchable repositories: IN-SAMPLE (the heuristic's weights were tuned on
+#     it and the ranker was trained on it).
+# by repository and overall, with bootstrap intervals and a paired bootstrap of each system
+# minus the first (`lexical-heuristic`).
+#
+# Usage: heldout.sh OUT_DIR
+# Env: MIRRORS: a folder with a local clone per repository (OWNER+NAME/repo or OWNER+NAME);
+#        default: clone from GitHub into CACHE.
+#      CODEGREP_SHARED_DATA: the shared data folder (default ../shared/data).
+#      CACHE: the clone cache (default OUT_DIR/cache). JOBS: rollouts at a time (default 2).
+set -euo pipefail
+out="${1:?OUT_DIR}"
+cd "$(dirname "$0")/../../.."
+data="${CODEGREP_SHARED_DATA:-../shared/data}"
+cache="${CACHE:-$out/cache}"
+jobs="${JOBS:-2}"
+mkdir -p "$out"
+if [[ -n "${MIRRORS:-}" ]]; then
+  source_template="$MIRRORS/{owner}+{name}/repo"
+  [[ -d "$MIRRORS/psf+requests/repo" ]] || source_template="$MIRRORS/{owner}+{name}"
+else
+  source_template="https://github.com/{repo}.git"
+fi
+# too large to fetch here; the same three are left out of every row and both splits
+skip=(--exclude-repo django/django --exclude-repo matplotlib/matplotlib
+      --exclude-repo scikit-learn/scikit-learn)
+se=(uv run --all-packages swe-eval)
+
+for split in verified_dev lite; do
+  instances="$data/swebench/$split.jsonl"
+  for r in lexical-heuristic lexical bm25; do
+    echo "== $split: $r" >&2
+    "${se[@]}" predict -r "$r" -i "$instances" --cache "$cache" --source "$source_template" \
+      "${skip[@]}" -j "$jobs" -o "$out/$split.$r.jsonl"
+  done
+  "${se[@]}" cut -i "$instances" -p "$out/$split.bm25.jsonl" --top-k 1 --name bm25@1 \
+    -o "$out/$split.bm25@1.jsonl"
+done
+
+"${se[@]}" retrieval -i "$data/swebench/verified_dev.jsonl" "${skip[@]}" \
+  -p "$out/verified_dev.lexical-heuristic.jsonl" -p "$out/verified_dev.lexical.jsonl" \
+  -p "$out/verified_dev.bm25@1.jsonl" --paired --by-repo -f markdown \
+  --title "Verified dev slice, fetchable repositories (HELD OUT)" -o "$out/verified_dev.md"
+"${se[@]}" retrieval -i "$data/swebench/lite.jsonl" "${skip[@]}" \
+  -p "$out/lite.lexical-heuristic.jsonl" -p "$out/lite.lexical.jsonl" \
+  -p "$out/lite.bm25@1.jsonl" --paired --by-repo -f markdown \
+  --title "SWE-bench Lite, fetchable repositories (IN-SAMPLE)" -o "$out/lite.md"
+cat "$out/verified_dev.md" "$out/lite.md"
