@@ -107,9 +107,14 @@ def main() -> int:
 
     def line(label: str, m: dict[str, object]) -> str:
         lo, hi = m["precision_injected_interval"]  # type: ignore[misc]
+        precision = (
+            f"{m['precision_injected']:.3f} [{lo:.3f}, {hi:.3f}]"
+            if m["injected_instances"]
+            else "– (nothing injected)"
+        )
         return (
             f"| {label} | {m['injected_instances']}/{m['instances']} "
-            f"({m['injected_share']:.0%}) | {m['precision_injected']:.3f} [{lo:.3f}, {hi:.3f}] "
+            f"({m['injected_share']:.0%}) | {precision} "
             f"| {m['recall']:.3f} | {m['files_per_injected']:.2f} |"
         )
 
