@@ -46,6 +46,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "catm": ("plot",),
     "swe-eval": ("plot",),
     "codegrep": ("serve",),
+    "worktree-sandbox": ("symbols",),
 }
 
 PATCH = "diff --git a/{f} b/{f}\n--- a/{f}\n+++ b/{f}\n@@ -1 +1 @@\n-x = 1\n+x = 2\n"
@@ -106,10 +107,17 @@ NUMPY_BACKEND = (
     "out = group_advantages([1.0, 0.0, 0.5, 0.5], group_size=2, backend='numpy'); "
     "assert [round(a, 3) for a in out] == [0.707, -0.707, 0.0, 0.0], out; print(out)"
 )
+PARSE_JAVA = (
+    "from worktree_sandbox import parse_definitions; "
+    "defs = parse_definitions(b'public final class A { int f(int x) { return x; } }', 'java'); "
+    "names = [(d.qualname, d.kind) for d in defs]; "
+    "assert names == [('A', 'class'), ('A.f', 'method')], names; print(names)"
+)
 # (what, argv): "{py}" is the venv's python; a script name runs the venv's script.
 USES: dict[str, list[tuple[str, list[str]]]] = {
     "codegrep-records": [("parquet", ["{py}", "-c", READ_PARQUET])],
     "grpo-rewards": [("numpy", ["{py}", "-c", NUMPY_BACKEND])],
+    "worktree-sandbox": [("symbols", ["{py}", "-c", PARSE_JAVA])],
     "catm": [("plot", ["catm", "stats", "labels.jsonl", "--png", "weights.png"])],
     "swe-eval": [
         ("parquet", ["{py}", "-c", TO_PARQUET]),
