@@ -20,12 +20,7 @@ data="${CODEGREP_SHARED_DATA:-../shared/data}"
 cache="${CACHE:-$out/cache}"
 jobs="${JOBS:-2}"
 mkdir -p "$out"
-if [[ -n "${MIRRORS:-}" ]]; then
-  source_template="$MIRRORS/{owner}+{name}/repo"
-  [[ -d "$MIRRORS/psf+requests/repo" ]] || source_template="$MIRRORS/{owner}+{name}"
-else
-  source_template="https://github.com/{repo}.git"
-fi
+source packages/codegrep-model/benchmarks/_clone_source.sh
 # too large to fetch here; the same three are left out of every row and both splits
 skip=(--exclude-repo django/django --exclude-repo matplotlib/matplotlib
       --exclude-repo scikit-learn/scikit-learn)

@@ -16,12 +16,7 @@ out="${1:?OUT_DIR}"
 cd "$(dirname "$0")/../../.."
 data="${CODEGREP_SHARED_DATA:-../shared/data}"
 mkdir -p "$out"
-if [[ -n "${MIRRORS:-}" ]]; then
-  source_template="$MIRRORS/{owner}+{name}/repo"
-  [[ -d "$MIRRORS/psf+requests/repo" ]] || source_template="$MIRRORS/{owner}+{name}"
-else
-  source_template="https://github.com/{repo}.git"
-fi
+source packages/codegrep-model/benchmarks/_clone_source.sh
 uv run --all-packages codegrep-model train-ranker \
   -i "$data/swebench/lite.jsonl" \
   -i "$data/codescout_train/swe_gym_validation.parquet" \

@@ -14,10 +14,14 @@ import asyncio
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from codegrep_records import why_unwritable
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.progress import Progress
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -94,6 +98,19 @@ def _timeout(timeout: float | None, old_spelling: float | None) -> float:
     if not value > 0:  # also NaN
         raise _fail(f"--timeout must be a positive number of seconds, got {value:g}")
     return value
+
+
+def _progress(console: Console) -> Progress:
+    """The progress bar of a run over instances: what, a bar, done of total, time so far."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+    return Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+    )
 
 
 def _endpoint_problem(base_url: str, api_key: str | None, timeout: float) -> str | None:
@@ -191,7 +208,6 @@ def batch(
     import codegrep_records as records
     from rich.console import Console
     from rich.markup import escape
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
     from rich.text import Text
     from worktree_sandbox import BareRepoCache, SandboxError, TreePool
 
@@ -277,13 +293,7 @@ def batch(
                 async with pool.open(inst.repo, inst.base_commit, folders=False) as tree:
                     yield tree
 
-            with Progress(
-                "[progress.description]{task.description}",
-                BarColumn(),
-                MofNCompleteColumn(),
-                TimeElapsedColumn(),
-                console=console,
-            ) as progress:
+            with _progress(console) as progress:
                 task = progress.add_task(escape(policy.name), total=len(todo))
 
                 def tick(_: RolloutRecord) -> None:
@@ -377,7 +387,6 @@ def train_ranker(
 
     import codegrep_records as records
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
     from worktree_sandbox import BareRepoCache, SandboxError, TreePool
 
     from codegrep_model.engine import ToolTree
@@ -461,13 +470,7 @@ def train_ranker(
                 def open_tree(inst: Instance) -> AbstractAsyncContextManager[ToolTree]:
                     return pool.open(inst.repo, inst.base_commit, folders=False)
 
-                with Progress(
-                    "[progress.description]{task.description}",
-                    BarColumn(),
-                    MofNCompleteColumn(),
-                    TimeElapsedColumn(),
-                    console=console,
-                ) as progress:
+                with _progress(console) as progress:
                     task = progress.add_task("rollouts", total=len(todo))
                     return await collect(
                         todo,
