@@ -679,28 +679,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     preds: dict[str, Path] = {}
     timings: dict[str, float] = {}
     failed: list[str] = []
+
+    def predict(name: str, output: Path, *more: str) -> list[str]:
+        """`swe-eval predict -r NAME` on the kept instances, with its pass-through options."""
+        argv = [*se, "predict", "-r", name, "-i", str(instances), "--cache", str(cache)]
+        argv += ["--source", source, *more, "-o", str(output)]
+        return [*argv, *extra.get("*", []), *extra.get(name, [])]
+
     # 3. predict, one retriever at a time (each resumes from its own file)
     if not args.score_only and not args.dry_run:
         # a retriever name this swe-eval does not know fails here, before hours of the others
         for name in args.retriever:
             probe = subprocess.run(
-                [
-                    *se,
-                    "predict",
-                    "-r",
-                    name,
-                    "-i",
-                    str(instances),
-                    "--cache",
-                    str(cache),
-                    "--source",
-                    source,
-                    "-o",
-                    str(out / f".probe-{name}.jsonl"),
-                    "--dry-run",
-                    *extra.get("*", []),
-                    *extra.get(name, []),
-                ],
+                predict(name, out / f".probe-{name}.jsonl", "--dry-run"),
                 capture_output=True,
                 text=True,
                 check=False,
@@ -710,24 +701,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 raise BenchError(f"swe-eval predict -r {name} refuses its options (see above)")
     for name in args.retriever:
         raw = pred_dir / f"{name}.jsonl"
-        cmd = [
-            *se,
-            "predict",
-            "-r",
-            name,
-            "-i",
-            str(instances),
-            "--cache",
-            str(cache),
-            "--source",
-            source,
-            "-j",
-            str(args.jobs),
-            "-o",
-            str(raw),
-            *extra.get("*", []),
-            *extra.get(name, []),
-        ]
+        cmd = predict(name, raw, "-j", str(args.jobs))
         if args.dry_run:
             say("would run: " + shlex.join(cmd))
             continue
