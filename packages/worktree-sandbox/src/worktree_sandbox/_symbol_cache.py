@@ -23,10 +23,10 @@ import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from worktree_sandbox._definition import Definition
 from worktree_sandbox._liveness import owner_tag
 from worktree_sandbox._owned import MARKER, make_owned_dir, owned_tag, remove_owned
 from worktree_sandbox.errors import SymbolCacheError
-from worktree_sandbox.symbols import Definition
 
 __all__ = ["DefinitionStore", "StoreError"]
 

@@ -19,7 +19,7 @@ from importlib import metadata
 from tree_sitter import Node, Parser
 from tree_sitter_language_pack import get_language
 
-from worktree_sandbox.symbols import Definition
+from worktree_sandbox._definition import Definition
 
 __all__ = ["GRAMMAR_VERSION", "LANGUAGES", "ParseTimeout", "extract_definitions"]
 

@@ -26,6 +26,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Self
 
+from worktree_sandbox._definition import DEFINITION_KINDS, Definition
 from worktree_sandbox._paths import PathRefused, normalize_tool_path
 from worktree_sandbox.errors import SandboxError, SymbolsUnavailable
 from worktree_sandbox.models import ReadResult
@@ -48,19 +49,6 @@ __all__ = [
     "symbols_available",
 ]
 
-DEFINITION_KINDS = (
-    "class",
-    "function",
-    "method",
-    "struct",
-    "interface",
-    "enum",
-    "trait",
-    "type",
-    "module",
-    "macro",
-    "constant",
-)
 LANGUAGES = ("python", "javascript", "typescript", "tsx", "go", "rust", "java", "c", "cpp")
 # Parsing holds the interpreter's lock (py-tree-sitter does not release it) at ~3-10 MB/s, so the
 # cap bounds how long one file can stall a process; it matches the tools' `max_file_bytes`.
@@ -99,24 +87,6 @@ _EXTENSIONS = {
     ".hxx": "cpp",
     ".h++": "cpp",
 }
-
-
-@dataclass(frozen=True, slots=True)
-class Definition:
-    """One definition of a file."""
-
-    name: str  # the bare name: "parse"
-    qualname: (
-        str  # enclosing classes, impls, namespaces and functions joined by ".": "Parser.parse"
-    )
-    kind: str  # one of DEFINITION_KINDS
-    line: int  # 1-based first line, decorators, annotations and `template <...>` included
-    end_line: int  # 1-based last line
-    name_line: int = 0  # 1-based line of the name itself (`def parse` after decorators); 0: line
-
-    def __post_init__(self) -> None:
-        if self.name_line == 0:
-            object.__setattr__(self, "name_line", self.line)
 
 
 def language_of(path: str) -> str | None:
