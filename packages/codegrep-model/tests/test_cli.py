@@ -73,3 +73,56 @@ def test_batch_cli_says_what_is_wrong_with_its_files(tmp_path: Path) -> None:
     res = runner.invoke(app, [*gz, "--dry-run"])
     assert res.exit_code == 2
     assert "batch appends to it; name a .jsonl file" in " ".join(res.output.split())
+
+
+def test_train_ranker_cli_runs_rollouts_keeps_examples_and_fits(
+    tmp_path: Path, small_repo: Path
+) -> None:
+    sha = subprocess.run(
+        ["git", "-C", str(small_repo), "rev-parse", "HEAD"], capture_output=True, text=True
+    ).stdout.strip()
+    patch = "diff --git a/{f} b/{f}\n--- a/{f}\n+++ b/{f}\n@@ -1 +1 @@\n-x\n+y\n"
+    rows = [
+        {
+            "instance_id": f"shop-{i}",
+            "repo": "acme/shop",
+            "base_commit": sha,
+            "problem_statement": "`Cart.total_price` ignores discounts",
+            "patch": patch.format(f="shop/cart.py"),
+        }
+        for i in range(3)
+    ]
+    instances = tmp_path / "instances.jsonl"
+    instances.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    examples, out = tmp_path / "ex.jsonl", tmp_path / "ranker.json"
+    base = [
+        "train-ranker", "-i", str(instances), "--examples", str(examples), "-o", str(out),
+        "--cache", str(tmp_path / "cache"), "--source", str(small_repo.parent / "{name}"),
+    ]  # fmt: skip
+    runner = CliRunner()
+    res = runner.invoke(app, base)
+    assert res.exit_code == 0, res.output
+    assert "3 to run" in res.output
+    assert "fitting on 3 instances" in res.output
+    kept = [json.loads(x) for x in examples.read_text().splitlines()]
+    assert [k["gold"] for k in kept] == [["shop/cart.py"]] * 3
+    assert all(any(c["path"] == "shop/cart.py" for c in k["candidates"]) for k in kept)
+    from codegrep_model.ranker import Ranker
+
+    ranker = Ranker.load(out)
+    assert ranker.meta["trained_on"][0]["instances"] == 3
+    # again: nothing to run, the same examples, the same fit
+    res = runner.invoke(app, base)
+    assert res.exit_code == 0, res.output
+    assert "3 already in" in res.output
+    assert "0 to run" in res.output
+    assert Ranker.load(out).digest == ranker.digest
+    # bad input is exit 2 with one line
+    same = [*base[:-6], "-o", str(examples)]
+    res = runner.invoke(app, [*same, "--cache", str(tmp_path / "cache")])
+    assert res.exit_code == 2
+    assert "same file" in res.output
+    examples.write_text("{not json\n")
+    res = runner.invoke(app, base)
+    assert res.exit_code == 2
+    assert "ex.jsonl:1: not an examples row" in res.output

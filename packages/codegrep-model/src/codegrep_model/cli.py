@@ -394,7 +394,7 @@ def train_ranker(
     from codegrep_model.ranker_train import collect, examples_of, read_examples
     from codegrep_model.records import Instance
 
-    console = Console(stderr=True)
+    console = Console(stderr=True, soft_wrap=True)  # paths stay whole, to copy
     for flag, out in (("-o", output), ("--examples", examples)):
         problem = why_unwritable(out)
         if problem is not None:
@@ -500,6 +500,12 @@ def train_ranker(
         wanted = {r.instance_id for r in rows}
         if wanted:
             table = [t for t in table if t.instance_id in wanted]
+        console.print(
+            f"fitting on {len(table)} instances: one fit per fold by repository ({folds} at "
+            "most), the cut, then the final fit (a minute or two for a few hundred instances)",
+            markup=False,
+            highlight=False,
+        )
         ranker, report = fit(
             examples_of(table),
             l2=l2,
