@@ -14,7 +14,7 @@ cycled, optionally each at its own base commit (`--base-commits`).
 
     uv run --all-packages --extra serve python apps/injector/benchmarks/serve_latency.py
     uv run --all-packages --extra serve python apps/injector/benchmarks/serve_latency.py \\
-        --repo /work/.mirror/psf+requests/repo \\
+        --repo MIRRORS/psf+requests/repo \\
         --issues ../shared/data/swebench/lite.jsonl --issue-repo psf/requests
 """
 
