@@ -3,16 +3,21 @@
 It reads the issue the way a careful developer skims it (paths, traceback frames, dotted module
 names, identifiers in code, error messages), greps for where those names are defined and where the
 messages are raised, ranks the candidate files, greps each top candidate for the issue's
-identifiers and reads the best ones to confirm, then answers with the few files whose evidence is
-close to the best. It is the built-in default of `codegrep localize` and the baseline any trained
-policy must beat.
+identifiers and reads the best ones to confirm, then answers with the files its ranking puts
+first. It is the built-in default of `codegrep localize` and the baseline any trained policy
+must beat.
 
 Turn plan (3 exploration turns available; it uses 2 and answers on the third):
-1. definitions of the issue's identifiers, error-message literals (grep, up to 8 calls);
+1. definitions of the issue's identifiers (a Python/Go/Rust-shaped regular expression),
+   error-message literals; by default also two usage greps (the strongest names as plain words)
+   and one grep for definition-shaped lines of any language, whose files are parsed through
+   `PolicyRequest.definitions` when the engine offers the tree's definition index (up to 8 calls);
 2. coverage of the issue's identifiers in each top candidate (grep with `path`), reads of the top 2;
-3. answer, with a score per file: `s / (s + score_half)` of the file's ranking score `s`, so in
-   [0, 1] and monotone in the ranking. It is not a calibrated probability (calibration is a later
-   step, on top of these scores); it only orders answers by how much evidence they rest on.
+3. answer. By default the learned ranker (`codegrep_model.ranker`) orders the candidates, cuts
+   the answer and gives each file its probability as its score. With `heuristic=True` (the
+   policy of 0.1, `lexical-heuristic`): the best file and those within `keep_ratio` of its
+   heuristic score, each scored `s / (s + score_half)` of that score `s`, in [0, 1] and monotone
+   in the ranking but not a probability.
 
 It keeps no per-rollout state: every reply is recomputed from the issue and the observations so
 far, so one instance serves any number of concurrent rollouts. Only the parse of the issue is
@@ -76,7 +81,8 @@ def _escape(text: str) -> str:
 
 @dataclass(frozen=True)
 class LexicalConfig:
-    """Weights of the ranking; tuned on SWE-bench Lite (see the package README)."""
+    """Weights of the heuristic ranking (tuned on SWE-bench Lite, see the package README), the
+    extra greps and parsing of the ranked policy, and how many candidates the ranker scores."""
 
     max_identifiers: int = 24
     per_def_call: int = 8
