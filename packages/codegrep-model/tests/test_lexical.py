@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import math
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
@@ -19,10 +21,12 @@ from codegrep_model import (
     run_rollout,
 )
 from codegrep_model._issue import IssueClues
+from codegrep_model.policy import PolicyReply, PolicyRequest
 from codegrep_model.ranker import Ranker
 from hypothesis import given
 from hypothesis import strategies as st
 from worktree_sandbox import DirectoryTree, TreePool
+from worktree_sandbox.history import HistoryLog
 
 LIB = {
     "README.md": "# geo\nA geometry library.\n",
@@ -403,3 +407,85 @@ def test_the_syntax_tree_finds_definitions_the_regular_expression_misses(
 )
 def test_test_files_of_many_languages_are_recognized(path: str, test: bool) -> None:
     assert bool(codegrep_model.lexical._TEST.search(path)) is test
+
+
+def test_the_history_brings_files_whose_commit_messages_match_the_issue(
+    tmp_path: Path,
+    repo_factory: Callable[[Path, dict[str, str]], tuple[Path, str]],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """No identifier of the issue names `shop/rebates.py`; the commits that changed it say
+    "rebate ... rounding": the ranked policy's candidates include it, with history features
+    relative to the other candidates; the heuristic policy never asks for the history."""
+    seen: list[list[codegrep_model.lexical.Candidate]] = []
+    real = LexicalPolicy._choose_ranked
+
+    def choose(cands: list[codegrep_model.lexical.Candidate], ranker: Ranker) -> object:
+        seen.append(cands)
+        return real(cands, ranker)
+
+    monkeypatch.setattr(LexicalPolicy, "_choose_ranked", staticmethod(choose))
+    files = {
+        "shop/cart.py": "class Cart:\n    def total(self):\n        return sum(self.prices)\n",
+        "shop/rebates.py": "def apply(x):\n    return x\n",
+        "shop/tax.py": "def vat(x):\n    return x * 1.2\n",
+    }
+    repo = repo_factory(tmp_path / "shop", files)[0]
+    ident = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    for path, text, message in (
+        ("shop/rebates.py", "def apply(x):\n    return round(x, 2)\n", "Round the rebate"),
+        ("shop/tax.py", "def vat(x):\n    return x * 1.19\n", "VAT is 19 percent now"),
+        ("shop/rebates.py", "def apply(x):\n    return round(x, 3)\n", "Rebate rounding: 3"),
+    ):
+        (repo / path).write_text(text)
+        subprocess.run([*ident, "commit", "-q", "-am", message], check=True, capture_output=True)
+    issue = "The rebate is rounded wrongly when the `Cart` total is computed"
+    policy = LexicalPolicy()
+    assert policy.uses_history
+    assert not LexicalPolicy(heuristic=True).uses_history
+    rec = localize(repo, issue, policy)
+    assert rec.answer is not None
+    cands = {c.path: c.features for c in seen[-1]}
+    rebates = cands["shop/rebates.py"]
+    assert rebates["hist_rank_inv"] == 1.0
+    assert rebates["hist_bm25"] > 0
+    assert rebates["hist_bm25_best"] == 1.0
+    assert rebates["hist_bm25_gap"] == 0.0
+    assert rebates["churn"] == pytest.approx(math.log1p(3))  # init and two rebate commits
+    assert cands["shop/cart.py"]["hist_bm25_gap"] < 0
+    # the heuristic's answer is the same whether or not its candidates carry history features
+    plain = localize(repo, issue, LexicalPolicy(heuristic=True))
+    recorded = localize(repo, issue, LexicalPolicy(heuristic=True, history=True))
+    assert plain.answer == recorded.answer
+
+
+def test_the_engine_hands_the_history_only_to_policies_that_use_it(
+    geo: Path,
+) -> None:
+    class Probe:
+        name = "probe"
+
+        def __init__(self, uses: bool) -> None:
+            self.uses_history = uses
+            self.logs: list[object] = []
+
+        async def reply(self, request: PolicyRequest) -> PolicyReply:
+            if request.commit_log is not None:
+                self.logs.append(await request.commit_log())
+            else:
+                self.logs.append(None)
+            return PolicyReply(content='{"files": []}')
+
+    inst = Instance(instance_id="t", repo="acme/geo", base_commit="HEAD", problem_statement="x")
+
+    async def go(policy: Probe) -> None:
+        async with DirectoryTree(geo) as tree:
+            await run_rollout(policy, tree, inst)
+
+    yes, no = Probe(True), Probe(False)
+    asyncio.run(go(yes))
+    asyncio.run(go(no))
+    assert no.logs == [None]
+    (log,) = yes.logs
+    assert isinstance(log, HistoryLog)
+    assert [c.message for c in log.commits] == ["init"]

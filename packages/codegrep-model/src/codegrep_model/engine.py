@@ -28,6 +28,7 @@ from typing import Any, Protocol
 
 from worktree_sandbox import GlobResult, GrepResult, ReadResult, SymbolIndex, Tree
 from worktree_sandbox import symbols_available as _symbols_available
+from worktree_sandbox.history import HistoryLog, commit_log
 
 from codegrep_model.episode import (
     DEFAULT_MAX_ISSUE_BYTES,
@@ -39,7 +40,13 @@ from codegrep_model.episode import (
     rollout_stats,
 )
 from codegrep_model.errors import PolicyError
-from codegrep_model.policy import DefinitionLookup, Policy, PolicyReply, PolicyRequest
+from codegrep_model.policy import (
+    CommitLogLookup,
+    DefinitionLookup,
+    Policy,
+    PolicyReply,
+    PolicyRequest,
+)
 from codegrep_model.prompts import PromptSet
 from codegrep_model.records import Instance, RolloutRecord
 
@@ -72,6 +79,21 @@ def definition_lookup(tree: object) -> DefinitionLookup | None:
     return functools.partial(index.definitions, tree)
 
 
+def _start_history(policy: Policy, tree: object) -> asyncio.Task[HistoryLog] | None:
+    """Start reading the tree's history when the policy uses it (`uses_history`), so that git
+    log runs while the first tool calls do."""
+    if not getattr(policy, "uses_history", False) or not isinstance(tree, Tree):
+        return None
+    return asyncio.ensure_future(commit_log(tree))
+
+
+def _history_lookup(task: asyncio.Task[HistoryLog]) -> CommitLogLookup:
+    async def lookup() -> HistoryLog:
+        return await asyncio.shield(task)
+
+    return lookup
+
+
 async def _ask(policy: Policy, request: PolicyRequest, timeout_s: float | None) -> PolicyReply:
     if timeout_s is None:
         return await policy.reply(request)
@@ -95,6 +117,24 @@ async def run_rollout(
     files = await tree.files()
     episode = Episode.start(instance, files, policy=policy.name, config=cfg, prompts=prompts)
     lookup = definition_lookup(tree)
+    history = _start_history(policy, tree)
+    try:
+        return await _drive(episode, policy, tree, cfg, lookup, history, started)
+    finally:
+        if history is not None and not history.done():
+            history.cancel()
+
+
+async def _drive(
+    episode: Episode,
+    policy: Policy,
+    tree: ToolTree,
+    cfg: RolloutConfig,
+    lookup: DefinitionLookup | None,
+    history: asyncio.Task[HistoryLog] | None,
+    started: float,
+) -> RolloutRecord:
+    log = _history_lookup(history) if history is not None else None
     while True:
         match episode.next_action():
             case Done():
@@ -104,8 +144,8 @@ async def run_rollout(
                 results = await asyncio.gather(*(tree.call(c.name, c.arguments) for c in calls))
                 episode.on_results(results, tools_s=time.perf_counter() - t0)
             case AskPolicy(request=request):
-                if lookup is not None:
-                    request = dataclasses.replace(request, definitions=lookup)
+                if lookup is not None or log is not None:
+                    request = dataclasses.replace(request, definitions=lookup, commit_log=log)
                 t0 = time.perf_counter()
                 try:
                     reply = await _ask(policy, request, cfg.reply_timeout_s)

@@ -36,9 +36,10 @@ from dataclasses import dataclass, field
 
 from worktree_sandbox import GrepResult, ReadResult, language_of
 
+from codegrep_model._history import history_index
 from codegrep_model._issue import IssueClues, extract_clues
 from codegrep_model.policy import PolicyReply, PolicyRequest
-from codegrep_model.ranker import Ranker
+from codegrep_model.ranker import RELATIVE, Ranker
 from codegrep_model.records import ToolCall
 
 __all__ = ["Candidate", "LexicalConfig", "LexicalPolicy"]
@@ -119,6 +120,9 @@ class LexicalConfig:
     usage_candidates: int = 10
     # Files of the usage greps parsed for definitions (tree-sitter, when installed), best first.
     parse_files: int = 24
+    # Files whose commit messages match the issue best (BM25, `codegrep_model._history`) join
+    # the ranker's candidates, at most this many, when the tree has a history.
+    history_candidates: int = 5
 
     def __post_init__(self) -> None:
         if not self.score_half > 0:
@@ -146,6 +150,16 @@ class _Evidence:
     def_lines: dict[str, int] = field(default_factory=dict)
     reads: set[str] = field(default_factory=set)
     usage_only: list[str] = field(default_factory=list)
+    history_only: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class _History:
+    """The history's evidence for one issue: BM25 of each file's commit messages, and how many
+    commits touched each file."""
+
+    scores: dict[str, float]
+    churn: dict[str, int]
 
 
 class LexicalPolicy:
@@ -160,15 +174,18 @@ class LexicalPolicy:
         ranker: Ranker | None = None,
         heuristic: bool = False,
         usage_greps: bool | None = None,
+        history: bool | None = None,
     ) -> None:
         """`ranker`: the learned ranking of the answer (default: the shipped one);
         `heuristic=True`: no ranker, the hand-weighted order and cut of version 0.1 (and its
-        calls: no usage greps, unless `usage_greps=True`, which training data needs)."""
+        calls: no usage greps and no history, unless `usage_greps=True` / `history=True`,
+        which training data needs; neither changes the heuristic's answer)."""
         if heuristic and ranker is not None:
             raise ValueError("heuristic=True means no ranker; do not pass one")
         self.config = config or LexicalConfig()
         self.ranker: Ranker | None = None if heuristic else (ranker or Ranker.shipped())
         self.usage_greps = (self.ranker is not None) if usage_greps is None else usage_greps
+        self.uses_history = (self.ranker is not None) if history is None else history
         # issue text -> its clues, least recently used first; the clues are only read
         self._parsed: OrderedDict[str, IssueClues] = OrderedDict()
 
@@ -185,7 +202,8 @@ class LexicalPolicy:
             if calls:
                 return PolicyReply(content=None, tool_calls=calls)
         parsed = await self._parsed_definitions(request, idents)
-        ev = self._evidence(request, clues, idents, parsed)
+        hist = await self._history(request) if self.ranker is not None else None
+        ev = self._evidence(request, clues, idents, parsed, hist)
         if not request.answer_turn and tool_turns == 1 and ev.score:
             calls = self._confirm_calls(ev.score, ev.def_lines, idents, request.max_calls)
             if calls:
@@ -206,7 +224,22 @@ class LexicalPolicy:
         clues = self._clues(request.instance.problem_statement)
         idents = self._identifiers(clues)
         parsed = await self._parsed_definitions(request, idents)
-        return self._candidates(self._evidence(request, clues, idents, parsed))
+        hist = await self._history(request)
+        return self._candidates(self._evidence(request, clues, idents, parsed, hist))
+
+    async def _history(self, request: PolicyRequest) -> _History | None:
+        """The history's evidence, once the tool turns are over (the answer is all it serves);
+        None without a history or before the answer."""
+        if not self.uses_history or request.commit_log is None:
+            return None
+        if not request.answer_turn and len(request.history) < 2:
+            return None
+        log = await request.commit_log()
+        if not log.commits:
+            return None
+        index = history_index(log)
+        issue = request.instance.problem_statement
+        return _History(scores=index.scores(issue), churn=dict(index.churn))
 
     async def _parsed_definitions(
         self, request: PolicyRequest, idents: dict[str, float]
@@ -254,9 +287,16 @@ class LexicalPolicy:
             feats = {k: float(v) for k, v in ev.features[f].items()}
             feats.update(log_score=math.log1p(s), score_ratio=s / best, rank_inv=1.0 / (i + 1))
             out.append(Candidate(path=f, score=s, features=feats))
-        for f in ev.usage_only:
+        for f in ev.usage_only + ev.history_only:
             feats = {k: float(v) for k, v in ev.features[f].items()}
             out.append(Candidate(path=f, score=0.0, features=feats))
+        # each signal relative to the best candidate's: the ranker compares files of one issue
+        best_of = {k: max((c.features.get(k, 0.0) for c in out), default=0.0) for k in RELATIVE}
+        for cand in out:
+            for k, top in best_of.items():
+                v = cand.features.get(k, 0.0)
+                cand.features[f"{k}_gap"] = v - top
+                cand.features[f"{k}_best"] = 1.0 if top > 0 and v >= top else 0.0
         return out
 
     @staticmethod
@@ -346,6 +386,7 @@ class LexicalPolicy:
         clues: IssueClues,
         idents: dict[str, float],
         parsed: dict[str, dict[str, int]] | None = None,
+        hist: _History | None = None,
     ) -> _Evidence:
         """The heuristic ranking score of every file with evidence, and the evidence itself as
         named features (what the learned ranker reads; see `codegrep_model.ranker`)."""
@@ -486,7 +527,9 @@ class LexicalPolicy:
             key=lambda f: (-feat[f]["use_cov"], -use_lines[f], f),
         )
         ev.usage_only = extra[: c.usage_candidates]
-        for f in list(score) + ev.usage_only:
+        if hist is not None:
+            self._history_features(ev, hist, files)
+        for f in list(score) + ev.usage_only + ev.history_only:
             x = feat[f]
             factor = 1.0
             if _TEST.search(f):
@@ -519,6 +562,25 @@ class LexicalPolicy:
             stem = f.rsplit("/", 1)[-1].split(".", 1)[0].lower()
             x["stem_in_issue"] = 1.0 if len(stem) > 3 and stem in clues.word_set else 0.0
         return ev
+
+    def _history_features(self, ev: _Evidence, hist: _History, files: tuple[str, ...]) -> None:
+        """History features of every candidate; the best files by history that no other signal
+        found join the candidates (files of this tree only: history names deleted ones too)."""
+        present = set(files)
+        ranked = sorted(
+            (f for f in hist.scores if f in present), key=lambda f: (-hist.scores[f], f)
+        )
+        rank = {f: i for i, f in enumerate(ranked)}
+        known = set(ev.score) | set(ev.usage_only)
+        ev.history_only = [f for f in ranked if f not in known][: self.config.history_candidates]
+        for f in list(known) + ev.history_only:
+            x = ev.features[f]
+            if f in rank:
+                x["hist_bm25"] = hist.scores[f]
+                x["hist_rank_inv"] = 1.0 / (1 + rank[f])
+                if rank[f] < 10:
+                    ev.why[f].append("its commits' messages match the issue")
+            x["churn"] = math.log1p(hist.churn.get(f, 0))
 
     def _path_prior(
         self, score: dict[str, float], files: tuple[str, ...], clues: IssueClues

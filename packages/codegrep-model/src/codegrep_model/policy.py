@@ -12,14 +12,25 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from worktree_sandbox import Definition, GlobResult, GrepResult, ReadResult
+from worktree_sandbox.history import HistoryLog
 
 from codegrep_model.records import ChatMessage, Instance, ToolCall, Usage
 
-__all__ = ["DefinitionLookup", "Observation", "Policy", "PolicyReply", "PolicyRequest"]
+__all__ = [
+    "CommitLogLookup",
+    "DefinitionLookup",
+    "Observation",
+    "Policy",
+    "PolicyReply",
+    "PolicyRequest",
+]
 
 # The definitions of one file of the rollout's tree (worktree_sandbox's tree-sitter index);
 # () for a file with no grammar or that cannot be read.
 DefinitionLookup = Callable[[str], Awaitable[tuple[Definition, ...]]]
+# The commits before the rollout's tree (worktree_sandbox.history), read once per rollout; an
+# empty log (with its reason) when the tree has no readable history.
+CommitLogLookup = Callable[[], Awaitable[HistoryLog]]
 
 
 @dataclass(frozen=True)
@@ -54,6 +65,15 @@ class PolicyRequest:
             "`symbols` extra); a program policy may use it, a model never sees it."
         },
     )
+    commit_log: CommitLogLookup | None = field(
+        default=None,
+        compare=False,
+        repr=False,
+        metadata={
+            "doc": "The tree's git history, for a policy whose `uses_history` is true (the "
+            "engine starts reading it when the rollout starts); a model never sees it."
+        },
+    )
 
     @property
     def answer_turn(self) -> bool:
@@ -69,7 +89,10 @@ class PolicyReply:
 
 @runtime_checkable
 class Policy(Protocol):
-    """Anything that turns a conversation into the next assistant message."""
+    """Anything that turns a conversation into the next assistant message.
+
+    Optional: a true `uses_history` attribute asks the engine to read the tree's git history
+    when the rollout starts and to hand it over as `PolicyRequest.commit_log`."""
 
     @property
     def name(self) -> str: ...

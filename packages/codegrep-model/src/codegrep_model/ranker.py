@@ -30,6 +30,7 @@ from codegrep_model.errors import CodegrepModelError
 
 __all__ = [
     "FEATURES",
+    "RELATIVE",
     "AnswerCut",
     "Example",
     "FitReport",
@@ -73,7 +74,31 @@ FEATURES: tuple[str, ...] = (
     "use_lines",  # log(1 + lines the usage greps matched in it)
     "use_title",  # uses an identifier of the issue's title
     "ts_defs",  # issue identifiers its syntax tree defines (tree-sitter; 0 without the extra)
+    "hist_bm25",  # BM25 of the issue against the messages of the commits that touched it
+    "hist_rank_inv",  # 1 / (1 + its rank by hist_bm25 among the tree's files); 0: no match
+    "churn",  # log(1 + commits that touched it, of the last 5000)
 )
+# Signals also given relative to the best candidate of the same issue: `<name>_gap` (its value
+# minus the best's, <= 0) and `<name>_best` (1 when it has the best, non-zero, value). A linear
+# model of absolute values cannot say "the most of any candidate"; these let it.
+RELATIVE: tuple[str, ...] = (
+    "def_strength",
+    "def_names",
+    "def_top",
+    "coverage",
+    "mentions",
+    "path_prior",
+    "path_named",
+    "message",
+    "use_cov",
+    "use_lines",
+    "ts_defs",
+    "log_score",
+    "hist_bm25",
+    "hist_rank_inv",
+    "churn",
+)
+FEATURES += tuple(f"{k}_{s}" for k in RELATIVE for s in ("gap", "best"))
 
 
 class RankerError(CodegrepModelError):

@@ -60,10 +60,13 @@ def _rounded(features: dict[str, float]) -> dict[str, float]:
 
 
 class _Recorder:
-    """The heuristic LexicalPolicy, keeping the candidates of its answer."""
+    """The heuristic LexicalPolicy, keeping the candidates of its answer (with the usage greps
+    and the history that the ranked policy's features need)."""
+
+    uses_history = True
 
     def __init__(self) -> None:
-        self.inner = LexicalPolicy(heuristic=True, usage_greps=True)
+        self.inner = LexicalPolicy(heuristic=True, usage_greps=True, history=True)
         self.seen: dict[str, tuple[Candidate, ...]] = {}
 
     @property
