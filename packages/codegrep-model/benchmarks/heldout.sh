@@ -4,7 +4,9 @@
 # of 0.1) and BM25 top-1, on
 #   - the Verified dev slice, fetchable repositories: HELD OUT (never tuned on, never trained on);
 #   - SWE-bench Lite, fetchable repositories: IN-SAMPLE (the heuristic's weights were tuned on
-#     it and the ranker was trained on it).
+#     it and the ranker was trained on it);
+#   - LocBench, the instances whose repository and base commit are in MIRRORS (only when MIRRORS
+#     is set: its 165 repositories are not cloned from GitHub here): HELD OUT, as Verified dev.
 # by repository and overall, with bootstrap intervals and a paired bootstrap of each system
 # minus the first (`lexical-heuristic`).
 #
@@ -26,8 +28,19 @@ skip=(--exclude-repo django/django --exclude-repo matplotlib/matplotlib
       --exclude-repo scikit-learn/scikit-learn)
 se=(uv run --all-packages swe-eval)
 
-for split in verified_dev lite; do
-  instances="$data/swebench/$split.jsonl"
+splits=(verified_dev lite)
+if [[ -n "${MIRRORS:-}" ]]; then
+  uv run python packages/codegrep-model/benchmarks/locbench_at_hand.py "$MIRRORS" \
+    "$out/locbench.instances.jsonl" --locbench "$data/locbench/locbench_gt.jsonl"
+  splits+=(locbench)
+fi
+instances_of() {
+  if [[ "$1" == locbench ]]; then echo "$out/locbench.instances.jsonl"
+  else echo "$data/swebench/$1.jsonl"; fi
+}
+
+for split in "${splits[@]}"; do
+  instances="$(instances_of "$split")"
   for r in lexical-heuristic lexical bm25; do
     echo "== $split: $r" >&2
     "${se[@]}" predict -r "$r" -i "$instances" --cache "$cache" --source "$source_template" \
@@ -45,4 +58,12 @@ done
   -p "$out/lite.lexical-heuristic.jsonl" -p "$out/lite.lexical.jsonl" \
   -p "$out/lite.bm25@1.jsonl" --paired --by-repo -f markdown \
   --title "SWE-bench Lite, fetchable repositories (IN-SAMPLE)" -o "$out/lite.md"
-cat "$out/verified_dev.md" "$out/lite.md"
+tables=("$out/verified_dev.md" "$out/lite.md")
+if [[ -n "${MIRRORS:-}" ]]; then
+  "${se[@]}" retrieval -i "$out/locbench.instances.jsonl" \
+    -p "$out/locbench.lexical-heuristic.jsonl" -p "$out/locbench.lexical.jsonl" \
+    -p "$out/locbench.bm25@1.jsonl" --paired --by-repo -f markdown \
+    --title "LocBench, repositories at hand (HELD OUT)" -o "$out/locbench.md"
+  tables+=("$out/locbench.md")
+fi
+cat "${tables[@]}"
