@@ -180,19 +180,25 @@ def test_scores_follow_the_ranking(
     assert 0 < one.answer.scores[0] < 1
 
 
-def test_ranked_answers_score_each_file_by_the_rankers_probability(
-    tmp_path: Path,
-    repo_factory: Callable[[Path, dict[str, str]], tuple[Path, str]],
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    seen: list[list[codegrep_model.lexical.Candidate]] = []
+@pytest.fixture
+def seen(monkeypatch: pytest.MonkeyPatch) -> list[list[codegrep_model.lexical.Candidate]]:
+    """The candidates the ranked policy's answers were chosen from, one list per answer."""
+    out: list[list[codegrep_model.lexical.Candidate]] = []
     real = LexicalPolicy._choose_ranked
 
     def choose(cands: list[codegrep_model.lexical.Candidate], ranker: Ranker) -> object:
-        seen.append(cands)
+        out.append(cands)
         return real(cands, ranker)
 
     monkeypatch.setattr(LexicalPolicy, "_choose_ranked", staticmethod(choose))
+    return out
+
+
+def test_ranked_answers_score_each_file_by_the_rankers_probability(
+    tmp_path: Path,
+    repo_factory: Callable[[Path, dict[str, str]], tuple[Path, str]],
+    seen: list[list[codegrep_model.lexical.Candidate]],
+) -> None:
     cart = "class Cart:\n    def total(self):\n        return sum(self.prices)\n"
     files = {"shop/cart.py": cart, "shop/legacy/basket.py": cart, "shop/tax.py": "def vat(x): ..."}
     repo = repo_factory(tmp_path / "shop", files)[0]
@@ -412,19 +418,11 @@ def test_test_files_of_many_languages_are_recognized(path: str, test: bool) -> N
 def test_the_history_brings_files_whose_commit_messages_match_the_issue(
     tmp_path: Path,
     repo_factory: Callable[[Path, dict[str, str]], tuple[Path, str]],
-    monkeypatch: pytest.MonkeyPatch,
+    seen: list[list[codegrep_model.lexical.Candidate]],
 ) -> None:
     """No identifier of the issue names `shop/rebates.py`; the commits that changed it say
     "rebate ... rounding": the ranked policy's candidates include it, with history features
     relative to the other candidates; the heuristic policy never asks for the history."""
-    seen: list[list[codegrep_model.lexical.Candidate]] = []
-    real = LexicalPolicy._choose_ranked
-
-    def choose(cands: list[codegrep_model.lexical.Candidate], ranker: Ranker) -> object:
-        seen.append(cands)
-        return real(cands, ranker)
-
-    monkeypatch.setattr(LexicalPolicy, "_choose_ranked", staticmethod(choose))
     files = {
         "shop/cart.py": "class Cart:\n    def total(self):\n        return sum(self.prices)\n",
         "shop/rebates.py": "def apply(x):\n    return x\n",
