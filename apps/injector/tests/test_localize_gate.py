@@ -4,6 +4,7 @@ stand alone."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -20,6 +21,7 @@ from codegrep_gate import (
     shipped_calibration,
     write_calibration,
 )
+from codegrep_model.ranker import AnswerCut, Ranker
 from codegrep_records import Prediction
 from typer.testing import CliRunner
 
@@ -41,9 +43,20 @@ FILES = {
     ),
     "billing/tax.py": "def vat_rate(country):\n    return {'de': 0.19}.get(country, 0.0)\n",
 }
-# LexicalPolicy answers with both classes' files, scored alike.
+# LexicalPolicy's two best files: both classes' (the cut below keeps two).
 ISSUE = "`CreditNote.total` rounds but `Invoice.total` does not"
 ANSWER = {"billing/credit.py", "billing/invoice.py"}
+
+
+@pytest.fixture(autouse=True)
+def two_file_answers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The shipped ranker's learned cut answers this small repository with one file; gating is
+    about what happens to each of several files, so here the cut keeps the best two (the
+    ranking and the scores are the shipped ranker's)."""
+    wide = dataclasses.replace(
+        Ranker.shipped(), cut=AnswerCut(min_prob=0.0, ratio=0.0, max_files=2)
+    )
+    monkeypatch.setattr(Ranker, "shipped", classmethod(lambda cls: wide))
 
 
 @pytest.fixture
