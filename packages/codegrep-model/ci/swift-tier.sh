@@ -11,7 +11,14 @@
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../../.." && pwd)"
-venv="${1:-$(mktemp -d)/swift-venv}"
+# a venv made here (no VENV_DIR given) is this script's own: removed when it exits
+if [[ -n "${1:-}" ]]; then
+  venv="$1"
+else
+  scratch="$(mktemp -d)"
+  trap 'rm -rf "$scratch"' EXIT
+  venv="$scratch/swift-venv"
+fi
 start=$(date +%s)
 
 bash "$root/.ci/cpu-torch-venv.sh" "$venv"
@@ -28,6 +35,7 @@ installed=$(date +%s)
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 export CUDA_VISIBLE_DEVICES=""
 summary="$(mktemp)"
+trap 'rm -rf "${scratch:-}" "$summary"' EXIT
 export CODEGREP_SWIFT_TIER_SUMMARY="$summary"
 cd "$root"
 "$venv/bin/python" -m pytest -q -p no:cacheprovider -o addopts="" --import-mode=importlib \

@@ -8,7 +8,14 @@
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../../.." && pwd)"
-venv="${1:-$(mktemp -d)/train-venv}"
+# a venv made here (no VENV_DIR given) is this script's own: removed when it exits
+if [[ -n "${1:-}" ]]; then
+  venv="$1"
+else
+  scratch="$(mktemp -d)"
+  trap 'rm -rf "$scratch"' EXIT
+  venv="$scratch/train-venv"
+fi
 start=$(date +%s)
 
 bash "$root/.ci/cpu-torch-venv.sh" "$venv"
