@@ -8,7 +8,9 @@ rows come from `codegrep-model batch` LexicalPolicy rollouts (psf/requests and p
 made here when missing. Prints the figures and writes them, and the rows, under -o.
 
     uv run --all-packages python packages/codegrep-model/benchmarks/datasets_lite.py \\
-        --cache /tmp/benchwork/cache --source "/work/.mirror/{owner}+{name}/repo" -o /tmp/ds/bench
+        --cache bench-out/cache --source "MIRRORS/{owner}+{name}/repo" -o bench-out/datasets-lite
+
+(MIRRORS: a folder with a local clone per repository; or --source "https://github.com/{repo}.git").
 """
 
 from __future__ import annotations
