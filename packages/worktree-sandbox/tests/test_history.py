@@ -4,9 +4,7 @@ nothing."""
 from __future__ import annotations
 
 import asyncio
-import os
 import stat
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +19,7 @@ from worktree_sandbox.history import (
 )
 
 
-def _log(tree: CommitTree | DirectoryTree | object, **kw: int) -> HistoryLog:
+def _log(tree: object, **kw: int) -> HistoryLog:
     async def go() -> HistoryLog:
         try:
             return await commit_log(tree, **kw)
@@ -30,13 +28,6 @@ def _log(tree: CommitTree | DirectoryTree | object, **kw: int) -> HistoryLog:
                 await tree.close()
 
     return asyncio.run(go())
-
-
-def run_git(cwd: Path, *args: str) -> None:
-    env = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
-    env.update(GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@example.com")
-    env.update(GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@example.com")
-    subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True)
 
 
 @pytest.fixture
@@ -53,8 +44,9 @@ def hist_repo(repo: Any) -> Any:
     return repo
 
 
-def test_commit_tree_log_is_its_ancestors_newest_first(hist_repo: Any) -> None:
+def test_commit_tree_log_is_its_ancestors_newest_first(hist_repo: Any, git_kit: Any) -> None:
     repo = hist_repo
+    run_git = git_kit.run_git
     run_git(repo.path, "checkout", "-q", "-b", "side", repo.commits[1])
     run_git(repo.path, "commit", "-q", "--allow-empty", "-m", "not an ancestor")
     log = _log(CommitTree(repo.path / ".git", repo.commits[-1]))
@@ -97,7 +89,9 @@ def test_a_broken_history_is_no_evidence_not_an_error(hist_repo: Any) -> None:
     assert log.error.startswith("git log failed")
 
 
-def test_the_repositorys_config_runs_no_program(hist_repo: Any, tmp_path: Path) -> None:
+def test_the_repositorys_config_runs_no_program(
+    hist_repo: Any, git_kit: Any, tmp_path: Path
+) -> None:
     """log.showSignature with a gpg.program, an external diff and a pager in the repository's
     own config: none of them runs."""
     repo = hist_repo
@@ -112,7 +106,7 @@ def test_the_repositorys_config_runs_no_program(hist_repo: Any, tmp_path: Path) 
         ("core.pager", str(script)),
         ("pager.log", str(script)),
     ):
-        run_git(repo.path, "config", key, value)
+        git_kit.run_git(repo.path, "config", key, value)
     log = _log(CommitTree(repo.path / ".git", repo.commits[-1]))
     assert log.commits
     assert not marker.exists()
