@@ -107,6 +107,8 @@ def test_train_ranker_cli_runs_rollouts_keeps_examples_and_fits(
     kept = [json.loads(x) for x in examples.read_text().splitlines()]
     assert [k["gold"] for k in kept] == [["shop/cart.py"]] * 3
     assert all(any(c["path"] == "shop/cart.py" for c in k["candidates"]) for k in kept)
+    # the rollouts read the tree's history: the features the shipped ranker was trained with
+    assert all("churn" in c["features"] for k in kept for c in k["candidates"])
     from codegrep_model.ranker import Ranker
 
     ranker = Ranker.load(out)

@@ -14,10 +14,13 @@ Turn plan (3 exploration turns available; it uses 2 and answers on the third):
    `PolicyRequest.definitions` when the engine offers the tree's definition index (up to 8 calls);
 2. coverage of the issue's identifiers in each top candidate (grep with `path`), reads of the top 2;
 3. answer. By default the learned ranker (`codegrep_model.ranker`) orders the candidates, cuts
-   the answer and gives each file its probability as its score. With `heuristic=True` (the
-   policy of 0.1, `lexical-heuristic`): the best file and those within `keep_ratio` of its
-   heuristic score, each scored `s / (s + score_half)` of that score `s`, in [0, 1] and monotone
-   in the ranking but not a probability.
+   the answer and gives each file its probability as its score; its features include the
+   tree's git history (`PolicyRequest.commit_log`: how well the messages of the commits that
+   touched a file match the issue, `codegrep_model._history`), which the engine reads while the
+   first two turns run, and each signal relative to the best candidate's. With
+   `heuristic=True` (the policy of 0.1, `lexical-heuristic`): the best file and those within
+   `keep_ratio` of its heuristic score, each scored `s / (s + score_half)` of that score `s`, in
+   [0, 1] and monotone in the ranking but not a probability.
 
 It keeps no per-rollout state: every reply is recomputed from the issue and the observations so
 far, so one instance serves any number of concurrent rollouts. Only the parse of the issue is
@@ -32,6 +35,7 @@ import json
 import math
 import re
 from collections import OrderedDict, defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from worktree_sandbox import GrepResult, ReadResult, language_of
@@ -159,7 +163,7 @@ class _History:
     commits touched each file."""
 
     scores: dict[str, float]
-    churn: dict[str, int]
+    churn: Mapping[str, int]
 
 
 class LexicalPolicy:
@@ -239,7 +243,7 @@ class LexicalPolicy:
             return None
         index = history_index(log)
         issue = request.instance.problem_statement
-        return _History(scores=index.scores(issue), churn=dict(index.churn))
+        return _History(scores=index.scores(issue), churn=index.churn)
 
     async def _parsed_definitions(
         self, request: PolicyRequest, idents: dict[str, float]

@@ -63,11 +63,13 @@ class _Recorder:
     """The heuristic LexicalPolicy, keeping the candidates of its answer (with the usage greps
     and the history that the ranked policy's features need)."""
 
-    uses_history = True
-
     def __init__(self) -> None:
         self.inner = LexicalPolicy(heuristic=True, usage_greps=True, history=True)
         self.seen: dict[str, tuple[Candidate, ...]] = {}
+
+    @property
+    def uses_history(self) -> bool:
+        return self.inner.uses_history
 
     @property
     def name(self) -> str:
