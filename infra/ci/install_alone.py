@@ -6,7 +6,9 @@ Every wheel of the workspace is built once into WORK/dist. Then, for each packag
 a fresh venv gets that one package from those wheels (`--find-links`: its siblings exist only
 there; everything else comes from the package index):
 
-- latest: what `pip install NAME` gives today (newest dependencies);
+- latest: what `pip install NAME` gives (newest dependencies) as of the index cutoff in
+  .ci/index-cutoff, so the verdict is the same on any day; `--today` drops the cutoff (the
+  drift check of a release);
 - lowest: the package's own requirements at their floors (`--resolution lowest-direct`, with
   the wheel's Requires-Dist given as direct requirements, or uv would keep them transitive and
   take the newest), so a floor that does not work fails here.
@@ -36,6 +38,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
+INDEX_CUTOFF = ROOT / ".ci" / "index-cutoff"
 sys.path.insert(0, str(HERE.parent))
 import release  # noqa: E402  (infra/release.py: workspace discovery and requirement parsing)
 
@@ -287,6 +290,11 @@ def table(results: list[Result]) -> str:
     return "\n".join(lines)
 
 
+def index_env(today: bool) -> str | None:
+    """UV_EXCLUDE_NEWER for every uv call: the committed cutoff, or None for today's index."""
+    return None if today else INDEX_CUTOFF.read_text(encoding="utf-8").strip()
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     ap.add_argument("--mode", choices=("latest", "lowest", "both"), default="both")
@@ -297,6 +305,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--python", default=sys.executable, help="interpreter for the venvs")
     ap.add_argument(
         "-v", "--verbose", action="store_true", help="print every log, not only failures"
+    )
+    ap.add_argument(
+        "--today",
+        action="store_true",
+        help="resolve against today's index, not the cutoff in .ci/index-cutoff (a drift check)",
     )
     args = ap.parse_args(argv)
 
@@ -311,6 +324,14 @@ def main(argv: list[str] | None = None) -> int:
     work.mkdir(parents=True, exist_ok=True)
     dist = work / "dist"
     os.environ["UV_COMPILE_BYTECODE"] = "0"  # compile only what the checks import
+    # "latest" is the newest as of the committed cutoff, so CI gives the same verdict on any day;
+    # --today is the drift check a release runs (infra/README.md).
+    cutoff = index_env(today=args.today)
+    if cutoff is None:
+        os.environ.pop("UV_EXCLUDE_NEWER", None)
+    else:
+        os.environ["UV_EXCLUDE_NEWER"] = cutoff
+    print(f"== index: {os.environ.get('UV_EXCLUDE_NEWER') or 'today'}", flush=True)
     os.environ.pop("VIRTUAL_ENV", None)
     started = time.perf_counter()
     try:
