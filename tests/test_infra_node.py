@@ -119,6 +119,22 @@ def workspace_projects() -> dict[str, dict]:
     return out
 
 
+def node_env() -> dict[str, str]:
+    return {
+        "python_version": header_value("python-version"),
+        "python_full_version": header_value("python-version") + ".0",
+        "sys_platform": "linux",
+        "platform_system": "Linux",
+        "platform_machine": "x86_64",
+        "os_name": "posix",
+        "implementation_name": "cpython",
+        "platform_python_implementation": "CPython",
+        "platform_release": "",
+        "platform_version": "",
+        "implementation_version": header_value("python-version") + ".0",
+    }
+
+
 # --- the constraints -----------------------------------------------------------------------------
 
 
@@ -281,16 +297,7 @@ def test_the_image_installs_the_stack_and_our_packages_with_the_constraints():
 
 def test_our_packages_third_party_requirements_are_pinned_inside_their_ranges():
     projects = workspace_projects()
-    env = {
-        "python_version": header_value("python-version"),
-        "python_full_version": header_value("python-version") + ".0",
-        "sys_platform": "linux",
-        "platform_system": "Linux",
-        "platform_machine": "x86_64",
-        "os_name": "posix",
-        "implementation_name": "cpython",
-        "platform_python_implementation": "CPython",
-    }
+    env = node_env()
     pinned = pins()
     todo = [
         (
@@ -485,22 +492,6 @@ def test_launch_node_refuses_what_cannot_work(fake_cluster, args, env, message):
 METADATA = NODE / "constraints-gpu.metadata.json"
 # Pins the index has only as sdists: no wheel METADATA to read (infra/node/README.md lists them).
 SDIST_ONLY = {"crcmod", "deepspeed", "oss2", "transformers-stream-generator"}
-
-
-def node_env() -> dict[str, str]:
-    return {
-        "python_version": header_value("python-version"),
-        "python_full_version": header_value("python-version") + ".0",
-        "sys_platform": "linux",
-        "platform_system": "Linux",
-        "platform_machine": "x86_64",
-        "os_name": "posix",
-        "implementation_name": "cpython",
-        "platform_python_implementation": "CPython",
-        "platform_release": "",
-        "platform_version": "",
-        "implementation_version": header_value("python-version") + ".0",
-    }
 
 
 def pin_metadata() -> dict[str, dict]:
