@@ -12,7 +12,6 @@ from typing import Any
 
 import grpo_rewards as rewards
 import pytest
-from grpo_rewards.trl_reward import TRLReward
 from codegrep_model import (
     ChatMessage,
     Episode,
@@ -36,6 +35,7 @@ from codegrep_model.datasets import (
     split_by_repo,
 )
 from codegrep_records import GoldLabel, RowProblem
+from grpo_rewards.trl_reward import TRLReward
 from typer.testing import CliRunner
 from worktree_sandbox import BareRepoCache, DirectoryTree
 

@@ -56,9 +56,7 @@ REWARD_SPECS: Mapping[str, RewardSpec] = MappingProxyType(
     {
         s.name: s
         for s in (
-            RewardSpec(
-                "codegrep_v1", "reward", False, True, "½(Fβ_file + Fβ_lr) · 1/max(1, c̄/4)"
-            ),
+            RewardSpec("codegrep_v1", "reward", False, True, "½(Fβ_file + Fβ_lr) · 1/max(1, c̄/4)"),
             RewardSpec(
                 "codegrep_v2",
                 "advantage",

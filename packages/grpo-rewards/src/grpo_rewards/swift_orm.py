@@ -43,13 +43,13 @@ from grpo_rewards._missing_counts import (
 )
 from grpo_rewards._rewards import score_parsed
 from grpo_rewards._rollout import RolloutStats, rollout_stats_from_messages
-from grpo_rewards._spec import RewardSpec, reward_spec
 from grpo_rewards._rollout_infos import (
     INFO_NUM_TOOL_CALLS,
     INFO_NUM_TURNS,
     INFO_TOOL_CALLS_PER_TURN,
     answer_from_infos,
 )
+from grpo_rewards._spec import RewardSpec, reward_spec
 from grpo_rewards._trainer_rows import (
     DEFAULT_FILES_COLUMN,
     DEFAULT_LINE_RANGES_COLUMN,

@@ -6,7 +6,8 @@
   user turn ms-swift's encoder accepts, in the tokens the model's chat template makes of it
   (defined in `codegrep_model.datasets`, whose SFT rows are written with it too);
 - `advantage_scale`: CodeGrep's advantage-layer discount sqrt(min(c̄/4, 1)) for a reward that
-  declares it (v2, v3; 1.0 for v1), `efficiency_reward` (which reward decides it), and `RolloutLogEntry`, the per-rollout log line the trainer writes.
+  declares it (v2, v3; 1.0 for v1), `efficiency_reward` (which reward decides it), and
+  `RolloutLogEntry`, the per-rollout log line the trainer writes.
 
 The rows come from `codegrep_model.datasets` (`grpo_rows`: the prompts exactly as the episode
 renders them, which the scheduler checks, and the sandbox columns it needs).

@@ -15,13 +15,15 @@ Importing it registers, in ms-swift 4.6's registries:
   tool results and the episode's next user prompt;
 - `TrainerFactory.TRAINER_MAPPING['grpo']` -> `CodegrepGRPOTrainer`, whose `_compute_advantages`
   multiplies each group-normalized advantage by sqrt(min(c̄/4, 1)) when the reward's spec
-  declares that advantage-layer term (v2, v3; v1 is left unscaled) and writes one JSON line per rollout (`RolloutLogEntry`) to
-  `$CODEGREP_ROLLOUT_LOG`, else `<output_dir>/codegrep_rollouts.jsonl`.
+  declares that advantage-layer term (v2, v3; v1 is left unscaled) and writes one JSON line per
+  rollout (`RolloutLogEntry`) to `$CODEGREP_ROLLOUT_LOG`, else
+  `<output_dir>/codegrep_rollouts.jsonl`.
 
 Environment: `CODEGREP_ZERO_UNANSWERED=1` zeroes the advantage of rollouts that called tools and
-never answered (default: kept, the paper's A_i · s(c̄), negative below the group mean). `CODEGREP_TEST_POLICY=lexical` is TEST ONLY: the scheduler replaces every
-model reply with `LexicalPolicy`'s, so that a random tiny model on a CPU still makes real tool
-calls; it is logged loudly and recorded in every rollout's `rollout_infos` and log line.
+never answered (default: kept, the paper's A_i · s(c̄), negative below the group mean).
+`CODEGREP_TEST_POLICY=lexical` is TEST ONLY: the scheduler replaces every model reply with
+`LexicalPolicy`'s, so that a random tiny model on a CPU still makes real tool calls; it is
+logged loudly and recorded in every rollout's `rollout_infos` and log line.
 
 This is the only file of codegrep-model that imports ms-swift (and, through it, torch); it sits
 in a folder that is not a Python package, so `import codegrep_model` never reaches it.
