@@ -35,6 +35,7 @@ from codegrep_model.datasets import (
     split_by_repo,
 )
 from codegrep_records import GoldLabel, RowProblem
+from grpo_rewards.trl_reward import TRLReward
 from typer.testing import CliRunner
 from worktree_sandbox import BareRepoCache, DirectoryTree
 
@@ -212,6 +213,43 @@ def test_split_by_repo_takes_whole_repositories_near_the_fraction() -> None:
     assert split_by_repo({"a": 90, "b": 80}, val_fraction=0.01) == frozenset({"b"})
     with pytest.raises(ValueError, match="val_fraction"):
         split_by_repo(counts, val_fraction=1.0)
+
+
+def test_grpo_rows_carry_the_gold_files_hunks_as_line_ranges(world: World) -> None:
+    patch = (
+        "diff --git a/shop/cart.py b/shop/cart.py\n--- a/shop/cart.py\n+++ b/shop/cart.py\n"
+        "@@ -4,3 +4,3 @@ class Cart:\n     def add_item(self, sku, qty):\n"
+        "-        self.items.append(sku)\n+        self.items += [sku] * qty\n \n"
+        "@@ -9,0 +10,2 @@\n+\n+    def clear(self):\n"
+        + diff("tests/test_cart.py")  # not gold under the rule: its hunk is not either
+        + added("shop/new.py")
+    )
+    labelled = world.inst("shop-9", "shop", diff("shop/pricing.py"))
+    ds = build(
+        world,
+        [world.inst("shop-8", "shop", patch), labelled],
+        val_fraction=0.0,
+        labels=[GoldLabel(instance_id="shop-9", files=frozenset({"x.py"}), source="l.jsonl")],
+    )
+    by_id = {r.instance_id: r for r in ds.train}
+    # -4,3: lines 4..6; -9,0 inserts after line 9: the line it follows, [9, 9]
+    assert [r.model_dump() for r in by_id["shop-8"].gold_line_ranges] == [
+        {"path": "shop/cart.py", "start": 4, "end": 6},
+        {"path": "shop/cart.py", "start": 9, "end": 9},
+    ]
+    assert by_id["shop-9"].gold_line_ranges == ()  # a label names files, not lines
+    # the column the rewards read: a perfect answer now scores 1.0 under v1 (c̄ = 1), not 0.5
+    row = json.loads(by_id["shop-8"].model_dump_json())
+    answer = '{"files": ["shop/cart.py"], "line_ranges": {"shop/cart.py": [[4, 6], [9, 9]]}}'
+    got = TRLReward("codegrep_v1")(
+        prompts=["issue"],
+        completions=[answer],
+        gold_files=[row["gold_files"]],
+        gold_line_ranges=[row["gold_line_ranges"]],
+        num_turns=[2],
+        num_tool_calls=[2],
+    )
+    assert got == [1.0]
 
 
 def test_labels_replace_the_patch_gold(world: World) -> None:

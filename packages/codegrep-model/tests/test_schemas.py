@@ -145,11 +145,11 @@ def test_prompts_render_budget_and_plurals(tmp_path: Path) -> None:
 def test_top_levels_listing() -> None:
     paths = ["setup.py", "src/app/__init__.py", "src/app/core.py", "src/cli.py", "docs/a.md"]
     text = render_top_levels(paths)
-    assert text.splitlines()[0] == "docs/  (1 files)"
+    assert text.splitlines()[0] == "setup.py"  # root files first
+    assert text.splitlines()[1] == "docs/  (1 files)"
     assert "src/  (3 files)" in text
     assert "  app/" in text
     assert "  cli.py" in text
-    assert text.splitlines()[-1] == "setup.py"
 
 
 def test_an_episode_never_holds_the_gold_answer() -> None:

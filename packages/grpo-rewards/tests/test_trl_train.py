@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from grpo_rewards import MissingRolloutStatsWarning, efficiency_scale
+from grpo_rewards import MissingRolloutStatsWarning, scale_advantages_for
 from grpo_rewards.trl_reward import TRLReward
 
 NEEDED = ("trl", "torch", "transformers", "tokenizers", "datasets")
@@ -91,7 +91,8 @@ def test_grpo_trainer_runs_with_codegrep_reward(tmp_path: Path) -> None:
         def _generate_and_score_completions(self, inputs: Any) -> Any:
             out = super()._generate_and_score_completions(inputs)
             # no tools in this run: every rollout has c̄ = 0, so the scale is 0 everywhere
-            factors = [efficiency_scale(0.0) for _ in range(out["advantages"].shape[0])]
+            n = out["advantages"].shape[0]
+            factors = scale_advantages_for("codegrep_v3", [1.0] * n, [0.0] * n)
             scales.extend(factors)
             out["advantages"] = out["advantages"] * torch.tensor(
                 factors, dtype=out["advantages"].dtype, device=out["advantages"].device

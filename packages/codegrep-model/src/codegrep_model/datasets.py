@@ -45,6 +45,7 @@ __all__ = [
     "GOLD_FROM_LABEL",
     "TRAINING_CONFIG",
     "Dropped",
+    "GoldLineRange",
     "GrpoDataset",
     "GrpoReport",
     "GrpoRow",
@@ -94,6 +95,18 @@ class PromptMessage(_Row):
     content: str
 
 
+class GoldLineRange(_Row):
+    """One gold line range, `[start, end]` inclusive and 1-based, in the file before the patch.
+
+    Records rather than a `{path: ranges}` mapping, so that the column is one Arrow type for
+    every row (a mapping's keys would become struct fields that differ from row to row).
+    """
+
+    path: str
+    start: int
+    end: int
+
+
 class GrpoRow(_Row):
     """One ms-swift GRPO row. Extra columns reach the rewards (as keyword arguments) and the
     multi-turn scheduler (`infer_request.data_dict`)."""
@@ -105,6 +118,12 @@ class GrpoRow(_Row):
         description="The same files: the column `grpo_rewards`' adapters read by default."
     )
     gold_source: str
+    gold_line_ranges: tuple[GoldLineRange, ...] = Field(
+        default=(),
+        description="The gold files' line ranges from the patch's hunks (old-file start and "
+        "length; a pure insertion is the line it follows): the column v1/v2's line-range term "
+        "reads. Empty when the gold is a label: a label names files, not lines.",
+    )
     instance_id: str
     repo: str
     base_commit: str
@@ -249,6 +268,26 @@ def _gold(
     if inst is None:
         return (), "none"
     return inst.gold_files_for(rule), "patch" if inst.patch else "gold_files"
+
+
+def _gold_line_ranges(
+    inst: Instance | None, gold: tuple[str, ...], source: str
+) -> tuple[GoldLineRange, ...]:
+    """The hunks of the gold files in the instance's patch, when the patch is the gold."""
+    if inst is None or source != "patch" or not inst.patch:
+        return ()
+    keep = set(gold)
+    ranges = rewards.gold_line_ranges_from_patch(inst.patch)
+    return tuple(
+        GoldLineRange(path=path, start=r.start, end=r.end)
+        for path in sorted(ranges)
+        if path in keep
+        for r in ranges[path]
+    )
+
+
+def _line_range_records(ranges: tuple[GoldLineRange, ...]) -> list[dict[str, object]]:
+    return [r.model_dump() for r in ranges]
 
 
 _NO_GOLD = {
@@ -460,6 +499,7 @@ async def grpo_rows(
                 solution=gold,
                 gold_files=gold,
                 gold_source=source,
+                gold_line_ranges=_gold_line_ranges(inst, gold, source),
                 instance_id=inst.instance_id,
                 repo=inst.repo,
                 base_commit=commit,
@@ -713,10 +753,12 @@ def sft_rows(
         if r.status != "answered":
             drop(r.status, r.error or "")
             continue
-        gold, source = _gold(r.instance_id, by_id.get(r.instance_id), label_map, rule)
+        inst = by_id.get(r.instance_id)
+        gold, source = _gold(r.instance_id, inst, label_map, rule)
         if not gold:
             drop("no_gold", _NO_GOLD[source])
             continue
+        gold_ranges = _line_range_records(_gold_line_ranges(inst, gold, source))
         problem = _bad_calls(r)
         if problem is not None:
             drop("bad_calls", problem)
@@ -728,7 +770,7 @@ def sft_rows(
             drop("bad_calls", str(exc))
             continue
         result = rewards.score_parsed(
-            name, rewards.parse_answer(final), rewards.Gold.of(gold), stats
+            name, rewards.parse_answer(final), rewards.Gold.of(gold, gold_ranges), stats
         )
         if not result.reward >= threshold:
             why = f"reward {result.reward:.4f}" + (f" ({result.reason})" if result.reason else "")

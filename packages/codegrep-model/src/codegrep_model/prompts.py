@@ -26,7 +26,12 @@ def render_top_levels(paths: tuple[str, ...] | list[str], *, max_entries: int = 
     """The repository's first two levels as an indented listing, for the user turn.
 
     Two levels say where the package lives (`src/flask/`, `sympy/core/`) without spending the
-    context on every file; directories show how many files they hold.
+    context on every file; directories show how many files they hold. Root files (`setup.py`,
+    `pyproject.toml`, `manage.py`) come first and are always listed in full: they name the
+    project and its layout, and there are few of them. `max_entries` bounds the lines spent on
+    directories (a directory and its shown children); the directories that do not fit are
+    counted, never listed, in a last line `... (N more entries)`, N ≥ 1 being the number of
+    top-level directories left out.
     """
     top: dict[str, set[str]] = {}
     counts: dict[str, int] = {}
@@ -37,17 +42,21 @@ def render_top_levels(paths: tuple[str, ...] | list[str], *, max_entries: int = 
         counts[head] = counts.get(head, 0) + 1
         if len(parts) > 1:
             top[head].add(parts[1] + ("/" if len(parts) > 2 else ""))
-    lines: list[str] = []
-    for head in sorted(top, key=lambda h: (not h.endswith("/"), h)):
-        if len(lines) >= max_entries:
-            lines.append(f"... ({len(top) - len(lines)} more entries)")
+    lines = sorted(h for h in top if not h.endswith("/"))
+    directories = sorted(h for h in top if h.endswith("/"))
+    used = 0
+    for n, head in enumerate(directories):
+        if used >= max_entries:
+            lines.append(f"... ({len(directories) - n} more entries)")
             break
-        lines.append(head + (f"  ({counts[head]} files)" if head.endswith("/") else ""))
+        block = [f"{head}  ({counts[head]} files)"]
         children = sorted(top[head], key=lambda c: (not c.endswith("/"), c))
         shown = children[:12]
-        lines.extend(f"  {c}" for c in shown)
+        block.extend(f"  {c}" for c in shown)
         if len(children) > len(shown):
-            lines.append(f"  ... ({len(children) - len(shown)} more)")
+            block.append(f"  ... ({len(children) - len(shown)} more)")
+        lines.extend(block)
+        used += len(block)
     return "\n".join(lines)
 
 

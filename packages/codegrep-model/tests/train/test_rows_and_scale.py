@@ -10,6 +10,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import codegrep_model.datasets as datasets
+import grpo_rewards
 import pytest
 from codegrep_model import (
     Episode,
@@ -28,6 +29,7 @@ from codegrep_model.train import (
     RolloutLogEntry,
     TrainingSetupError,
     advantage_scale,
+    efficiency_reward,
     fold_follow_up,
     hermes_text,
     override_policy_from_env,
@@ -175,7 +177,7 @@ def test_the_scale_is_sqrt_of_cbar_over_4_capped_at_1(per_turn: list[int], facto
     assert scale.degenerate is None
 
 
-def test_degenerate_rollouts_get_no_advantage() -> None:
+def test_no_call_gets_no_advantage_and_no_answer_keeps_the_formula_s() -> None:
     no_calls = advantage_scale({"num_turns": 4, "tool_calls_per_turn": [0, 0, 0, 0]})
     assert (no_calls.factor, no_calls.degenerate) == (0.0, "no tool call ran")
     unanswered = {
@@ -184,12 +186,29 @@ def test_degenerate_rollouts_get_no_advantage() -> None:
         "answer_files": None,
         "answer_error": "no JSON object in the answer",
     }
+    # c̄ = 9/4: s = sqrt(9/16) = 0.75, so reward 0 below the group mean trains as -|A| · 0.75
     scale = advantage_scale(unanswered)
-    assert scale.factor == 0.0
+    assert scale.factor == pytest.approx(0.75)
     assert scale.degenerate == "no answer: no JSON object in the answer"
-    kept = advantage_scale(unanswered, zero_unanswered=False)
-    assert kept.factor == pytest.approx(math.sqrt(9 / 16))
-    assert kept.degenerate is None
+    assert advantage_scale(unanswered, zero_unanswered=True).factor == 0.0
+
+
+def test_only_rewards_that_declare_the_advantage_layer_are_scaled() -> None:
+    info = {"num_turns": 4, "tool_calls_per_turn": [1, 1, 0, 0], "answer_files": ["a"]}
+    # c̄ = 2/4 = 0.5: s = sqrt(0.5/4) = sqrt(1/8)
+    for reward in ("codegrep_v2", "codegrep_v3"):
+        assert advantage_scale(info, reward=reward).factor == pytest.approx(math.sqrt(1 / 8))
+    for reward in ("codegrep_v1", "fbeta_file", "colgrep_file_f1"):
+        assert advantage_scale(info, reward=reward).factor == 1.0
+
+
+def test_the_trainer_reward_comes_from_the_reward_functions_spec() -> None:
+    v1 = SimpleNamespace(spec=grpo_rewards.reward_spec("codegrep_v1"))
+    assert efficiency_reward([v1, object()], ["my_v1", "format"]) == "codegrep_v1"
+    assert efficiency_reward([object()], ["codegrep_v2"]) == "codegrep_v2"
+    assert efficiency_reward([object()], ["format"]) is None
+    with pytest.raises(TrainingSetupError, match="disagree"):
+        efficiency_reward([v1, object()], ["my_v1", "codegrep_v3"])
 
 
 def test_a_rollout_without_counts_is_a_setup_error() -> None:

@@ -202,7 +202,8 @@ def test_the_trainer_scales_group_advantages(
     trainer.accelerator = SimpleNamespace(is_main_process=True)
     trainer.model = SimpleNamespace(training=True)
     trainer._metrics = {"train": defaultdict(list)}
-    trainer.codegrep_zero_unanswered = True
+    trainer.codegrep_zero_unanswered = False
+    trainer.codegrep_reward = "codegrep_v3"
     trainer.codegrep_rollout_log = tmp_path / "rollouts.jsonl"
     trainer.reward_weights = torch.tensor([1.0])
     trainer.reward_func_names = ["codegrep_v3"]
@@ -218,12 +219,17 @@ def test_the_trainer_scales_group_advantages(
 
     scaled = trainer._compute_advantages(samples, rewards, [])
 
-    factors = [math.sqrt(12 / 16), math.sqrt(2 / 16), 0.0, 0.0]
+    # the unanswered rollout with 6 calls in 4 turns keeps -0.5 · sqrt(6/16): the paper's penalty
+    factors = [math.sqrt(12 / 16), math.sqrt(2 / 16), 0.0, math.sqrt(6 / 16)]
     expected = [a * f for a, f in zip(group.tolist(), factors, strict=True)]
     assert scaled.tolist() == pytest.approx(expected)
+    assert scaled.tolist()[3] < 0
     log = read_rollout_log(trainer.codegrep_rollout_log)
     assert [e.factor for e in log] == pytest.approx(factors)
     assert [e.degenerate for e in log][2:] == ["no tool call ran", "no answer"]
     assert {e.step for e in log} == {8}  # global_step 7: these rollouts train step 8
     metric = trainer._metrics["train"]["codegrep/advantage_scale"]
     assert metric == [pytest.approx(sum(factors) / 4)]
+    # v1 carries its efficiency term in the reward: its advantages are not scaled
+    trainer.codegrep_reward = "codegrep_v1"
+    assert trainer._compute_advantages(samples, rewards, []).tolist() == group.tolist()

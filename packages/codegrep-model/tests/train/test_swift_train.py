@@ -206,7 +206,8 @@ async def test_sft_then_grpo_through_the_real_entry_points(sandbox: Any, tmp_pat
         assert all(0 <= c <= 8 for c in e.tool_calls_per_turn)
         cbar = sum(e.tool_calls_per_turn) / e.num_turns
         assert e.cbar == pytest.approx(cbar)
-        expected = 0.0 if e.degenerate else math.sqrt(min(cbar / 4, 1.0))
+        # v3 scales every rollout by s(c̄), an unanswered one included; s(0) = 0
+        expected = math.sqrt(min(cbar / 4, 1.0))
         assert e.factor == pytest.approx(expected)
         assert e.advantage == pytest.approx(e.advantage_group * e.factor)
     for e in lexical:

@@ -39,6 +39,7 @@ from grpo_rewards._metrics import (
     targets_from_file_changes,
 )
 from grpo_rewards._missing_counts import OnMissingCounts
+from grpo_rewards._patch_ranges import gold_line_ranges_from_patch
 from grpo_rewards._paths import DEFAULT_MOUNT_PREFIXES, normalize_path, normalize_paths
 from grpo_rewards._rewards import (
     REWARDS,
@@ -68,6 +69,15 @@ from grpo_rewards._rollout_infos import (
     answer_from_infos,
     answer_infos,
 )
+from grpo_rewards._spec import (
+    REWARD_SPECS,
+    EfficiencyLayer,
+    RewardSpec,
+    advantage_factor,
+    advantage_factors,
+    reward_spec,
+    scale_advantages_for,
+)
 from grpo_rewards._trainer_rows import ADAPTER_REWARDS
 from grpo_rewards.errors import (
     BatchShapeError,
@@ -96,9 +106,11 @@ __all__ = [
     "INFO_TOOL_CALLS_PER_TURN",
     "MAX_CALLS_PER_TURN",
     "REWARDS",
+    "REWARD_SPECS",
     "Answer",
     "BatchShapeError",
     "CodeLocation",
+    "EfficiencyLayer",
     "Gold",
     "GrpoRewardsError",
     "InvalidRolloutError",
@@ -111,11 +123,14 @@ __all__ = [
     "OnMissingCounts",
     "ParsedAnswer",
     "RewardResult",
+    "RewardSpec",
     "RolloutStats",
     "Scale",
     "SetScores",
     "UnknownRewardError",
     "__version__",
+    "advantage_factor",
+    "advantage_factors",
     "answer_from_infos",
     "answer_infos",
     "codegrep_v1",
@@ -134,6 +149,7 @@ __all__ = [
     "fbeta_from_counts",
     "fbeta_line_ranges",
     "filter_informative_groups",
+    "gold_line_ranges_from_patch",
     "group_advantages",
     "grpo_advantages",
     "informative_groups",
@@ -144,7 +160,9 @@ __all__ = [
     "parse_answer",
     "precision",
     "recall",
+    "reward_spec",
     "rollout_stats_from_messages",
+    "scale_advantages_for",
     "scale_by_efficiency",
     "score_batch",
     "score_completion",

@@ -22,6 +22,9 @@ completion text) and its gold from the `file_changes` column.
 
 The advantage-layer efficiency scale needs torch, so it belongs in a GRPOTrainer subclass; the
 ms-swift plugin of codegrep-model (`codegrep_model.train`) has one, and registers these ORMs.
+Each ORM carries its reward's `spec` (`grpo_rewards.RewardSpec`): the subclass scales advantages
+only for a reward whose `spec.efficiency_layer` is "advantage" (v2, v3), never for v1, whose
+efficiency term is already in the reward.
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ from grpo_rewards._rollout_infos import (
     INFO_TOOL_CALLS_PER_TURN,
     answer_from_infos,
 )
+from grpo_rewards._spec import RewardSpec, reward_spec
 from grpo_rewards._trainer_rows import (
     DEFAULT_FILES_COLUMN,
     DEFAULT_LINE_RANGES_COLUMN,
@@ -117,6 +121,9 @@ class CodeGrepORM:
     def __init__(self, args: object = None, **kwargs: object) -> None:
         self.args = args
         check_reward_name(self.reward_name)
+        #: What the reward declares (which layer carries its efficiency term): trainer hooks
+        #: read it to decide whether to scale the advantage.
+        self.spec: RewardSpec = reward_spec(self.reward_name)
         check_on_missing_counts(self.on_missing_counts)
         self._missing = MissingCountsGuard(type(self).__name__)
 

@@ -13,8 +13,10 @@ needs them (CodeGrep v1/v2/v3, colgrep) would see c̄ = 0 everywhere, so `TRLRew
 statistics. `codescout_multilevel` reads the `localization_finish` call from the completion and
 its gold from the `file_changes` column.
 
-The advantage-layer efficiency scale belongs in a trainer subclass that calls
-`grpo_rewards.scale_by_efficiency`; no such subclass is in this repository yet (it is planned).
+The advantage-layer efficiency scale belongs in a trainer subclass; `TRLReward.spec` says
+whether the reward declares it (`spec.efficiency_layer == "advantage"`: v2, v3), and
+`grpo_rewards.scale_advantages_for(reward, advantages, stats)` applies it only then (v1 and the
+others are returned unchanged). No such subclass ships here; the README shows one.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from grpo_rewards._missing_counts import (
     needs_counts,
 )
 from grpo_rewards._rollout import RolloutStats
+from grpo_rewards._spec import RewardSpec, reward_spec
 from grpo_rewards._trainer_rows import (
     DEFAULT_FILES_COLUMN,
     DEFAULT_LINE_RANGES_COLUMN,
@@ -74,6 +77,8 @@ class TRLReward:
         **params: object,
     ) -> None:
         self.reward = check_reward_name(reward)
+        #: Which layer carries the reward's efficiency term (see `grpo_rewards.RewardSpec`).
+        self.spec: RewardSpec = reward_spec(self.reward)
         self.files_column = files_column
         self.line_ranges_column = line_ranges_column
         self.file_changes_column = file_changes_column

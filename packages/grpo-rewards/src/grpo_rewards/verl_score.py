@@ -15,7 +15,10 @@ chosen by `extra_info["reward"]` or the `reward=` keyword (default `codegrep_v3`
 here: verl has no other source for the counts, so a missing count is a configuration error) raises
 `MissingRolloutStatsError`, and "warn" warns once per reward and scores with c̄ = 0. Keywords
 can be set from verl's config, `custom_reward_function.reward_kwargs`.
-The result is a dict with `score` and the reward's parts, the same keys for every call.
+The result is a dict with `score` and the reward's parts, the same keys for every call, and
+`advantage_factor`: s(c̄) for a reward that declares the advantage-layer efficiency term (v2, v3),
+1.0 for every other (v1's is inside its score). verl's stock advantage estimators do not read it;
+a custom estimator multiplies each response's advantage by it.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from grpo_rewards._missing_counts import (
     needs_counts,
 )
 from grpo_rewards._rollout import RolloutStats
+from grpo_rewards._spec import advantage_factor
 from grpo_rewards._trainer_rows import (
     CODESCOUT,
     Label,
@@ -85,8 +89,11 @@ def compute_score(
         )
         stats = RolloutStats(turns=1, tool_calls=0)
     result = score_label(name, solution_str, label, stats, params)
+    # no statistics only for rewards without an advantage-layer term, whose factor is 1.0
+    factor = advantage_factor(name, stats if stats is not None else 0.0)
     return {
         "score": result.reward,
         **result.parts,
         "zeroed_by_rule": float(result.reason is not None),
+        "advantage_factor": factor,
     }

@@ -1,11 +1,14 @@
 """CodeGrep's advantage-layer efficiency scale per rollout, and the per-rollout training log.
 
 After GRPO's group normalization each rollout's advantage is multiplied by
-s(c̄) = sqrt(min(c̄ / 4, 1)), c̄ = C_total / T (the calls that ran over the assistant turns): the
-discount shrinks a rollout's step without flipping its sign or re-ranking its group, which is
-why the paper moved efficiency out of the reward (v2, v3). Degenerate rollouts get 0: one that
-never answered, and one in which no call ran (no call, or only malformed or refused ones; there
-c̄ = 0 and s is 0 anyway).
+s(c̄) = sqrt(min(c̄ / 4, 1)), c̄ = C_total / T (the calls that ran over the assistant turns), for
+a reward whose `grpo_rewards.RewardSpec` declares the advantage-layer efficiency term (v2, v3):
+the discount shrinks a rollout's step without flipping its sign or re-ranking its group, which
+is why the paper moved efficiency out of the reward. Any other reward (v1, whose σ(c̄) is in the
+reward already) trains with factor 1. A rollout in which no call ran has c̄ = 0 and so factor 0
+under v2/v3. A rollout that called tools and gave no answer keeps A_i · s(c̄): its reward 0 sits
+below a group that did better, so the formula gives it a negative advantage, and that is the
+penalty for not answering (`zero_unanswered=True` zeroes it instead: not the paper's rule).
 
 The counts are read from the rollout's `rollout_infos` under `grpo_rewards`' keys, as the
 reward reads them (`grpo_rewards.swift_orm.swift_rollout_stats`). A rollout without them is a
@@ -17,7 +20,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +30,8 @@ from grpo_rewards import (
     INFO_NUM_TOOL_CALLS,
     INFO_NUM_TURNS,
     INFO_TOOL_CALLS_PER_TURN,
+    REWARD_SPECS,
+    advantage_factor,
     answer_from_infos,
     efficiency_scale,
 )
@@ -39,7 +44,13 @@ from codegrep_model.train._scheduler_core import (
     TrainingSetupError,
 )
 
-__all__ = ["AdvantageScale", "RolloutLogEntry", "advantage_scale", "read_rollout_log"]
+__all__ = [
+    "AdvantageScale",
+    "RolloutLogEntry",
+    "advantage_scale",
+    "efficiency_reward",
+    "read_rollout_log",
+]
 
 
 class AdvantageScale(BaseModel):
@@ -51,19 +62,50 @@ class AdvantageScale(BaseModel):
     tool_calls: int = Field(description="C_total: the calls that ran.")
     cbar: float = Field(description="c̄ = C_total / T.")
     efficiency: float = Field(description="s(c̄) = sqrt(min(c̄ / saturation, 1)).")
-    factor: float = Field(description="efficiency, or 0.0 for a degenerate rollout.")
+    factor: float = Field(
+        description="What the advantage is multiplied by: efficiency for a reward that declares "
+        "the advantage-layer term (v2, v3), 1.0 for any other (v1)."
+    )
     degenerate: str | None = Field(
-        default=None, description="Why the rollout is degenerate (its factor is 0); None if not."
+        default=None, description="Why the rollout is degenerate (no call ran, or no answer)."
     )
 
 
-def advantage_scale(
-    info: Mapping[str, Any] | None, *, saturation: float = 4.0, zero_unanswered: bool = True
-) -> AdvantageScale:
-    """The scale of one rollout from its `rollout_infos`.
+def efficiency_reward(funcs: Sequence[object], names: Sequence[str]) -> str | None:
+    """The reward whose spec decides the advantage scale of a trainer with these reward functions.
 
-    >>> advantage_scale({"num_turns": 4, "tool_calls_per_turn": [2, 2, 0, 0]}).factor
-    0.5
+    A function's `spec` (grpo-rewards' ORMs carry one) is read first, else its name is looked up
+    in `grpo_rewards.REWARD_SPECS`; functions known to neither (a format reward) do not vote.
+    None when no function is known; `TrainingSetupError` when the known ones disagree on the
+    efficiency layer (one would be discounted twice, or the other not at all).
+    """
+    specs = []
+    for func, name in zip(funcs, names, strict=True):
+        spec = getattr(func, "spec", None) or REWARD_SPECS.get(name)
+        if spec is not None:
+            specs.append(spec)
+    layers = {s.efficiency_layer == "advantage" for s in specs}
+    if len(layers) > 1:
+        listed = ", ".join(f"{s.name}: {s.efficiency_layer}" for s in specs)
+        raise TrainingSetupError(
+            f"the reward functions disagree on where the efficiency term lives ({listed}); "
+            "train v2/v3 apart from v1"
+        )
+    return specs[0].name if specs else None
+
+
+def advantage_scale(
+    info: Mapping[str, Any] | None,
+    *,
+    reward: str = "codegrep_v3",
+    saturation: float = 4.0,
+    zero_unanswered: bool = False,
+) -> AdvantageScale:
+    """The scale of one rollout trained with `reward`, from its `rollout_infos`.
+
+    >>> info = {"num_turns": 4, "tool_calls_per_turn": [2, 2, 0, 0]}
+    >>> advantage_scale(info).factor, advantage_scale(info, reward="codegrep_v1").factor
+    (0.5, 1.0)
     >>> advantage_scale({"num_turns": 2, "tool_calls_per_turn": [0, 0]}).degenerate
     'no tool call ran'
     """
@@ -80,15 +122,18 @@ def advantage_scale(
     parsed = answer_from_infos(info)
     if stats.tool_calls == 0:
         degenerate = "no tool call ran"
-    elif zero_unanswered and parsed is not None and parsed.answer is None:
+    elif parsed is not None and parsed.answer is None:
         why = parsed.error if parsed.error and parsed.error != "no answer" else None
         degenerate = f"no answer: {why}" if why else "no answer"
+    factor = advantage_factor(reward, stats, saturation=saturation)
+    if zero_unanswered and degenerate is not None and degenerate.startswith("no answer"):
+        factor = 0.0
     return AdvantageScale(
         turns=stats.turns,
         tool_calls=stats.tool_calls,
         cbar=stats.cbar,
         efficiency=efficiency,
-        factor=0.0 if degenerate else efficiency,
+        factor=factor,
         degenerate=degenerate,
     )
 

@@ -14,14 +14,16 @@ Importing it registers, in ms-swift 4.6's registries:
   `on_turn_end` runs the turn's calls concurrently on the rollout's tree, its `step` appends the
   tool results and the episode's next user prompt;
 - `TrainerFactory.TRAINER_MAPPING['grpo']` -> `CodegrepGRPOTrainer`, whose `_compute_advantages`
-  multiplies each group-normalized advantage by sqrt(min(c̄/4, 1)) (0 for degenerate rollouts:
-  no answer, or no call that ran) and writes one JSON line per rollout (`RolloutLogEntry`) to
-  `$CODEGREP_ROLLOUT_LOG`, else `<output_dir>/codegrep_rollouts.jsonl`.
+  multiplies each group-normalized advantage by sqrt(min(c̄/4, 1)) when the reward's spec
+  declares that advantage-layer term (v2, v3; v1 is left unscaled) and writes one JSON line per
+  rollout (`RolloutLogEntry`) to `$CODEGREP_ROLLOUT_LOG`, else
+  `<output_dir>/codegrep_rollouts.jsonl`.
 
-Environment: `CODEGREP_ZERO_UNANSWERED=0` keeps the advantage of rollouts that never answered
-(default: zeroed). `CODEGREP_TEST_POLICY=lexical` is TEST ONLY: the scheduler replaces every
-model reply with `LexicalPolicy`'s, so that a random tiny model on a CPU still makes real tool
-calls; it is logged loudly and recorded in every rollout's `rollout_infos` and log line.
+Environment: `CODEGREP_ZERO_UNANSWERED=1` zeroes the advantage of rollouts that called tools and
+never answered (default: kept, the paper's A_i · s(c̄), negative below the group mean).
+`CODEGREP_TEST_POLICY=lexical` is TEST ONLY: the scheduler replaces every model reply with
+`LexicalPolicy`'s, so that a random tiny model on a CPU still makes real tool calls; it is
+logged loudly and recorded in every rollout's `rollout_infos` and log line.
 
 This is the only file of codegrep-model that imports ms-swift (and, through it, torch); it sits
 in a folder that is not a Python package, so `import codegrep_model` never reaches it.
@@ -48,6 +50,7 @@ from codegrep_model.train import (
     RolloutLogEntry,
     TrainingSetupError,
     advantage_scale,
+    efficiency_reward,
     fold_follow_up,
     override_policy_from_env,
 )
@@ -158,7 +161,11 @@ class CodegrepGRPOTrainer(GRPOTrainer):  # type: ignore[misc]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.codegrep_zero_unanswered = os.environ.get(ZERO_UNANSWERED_ENV, "1") != "0"
+        self.codegrep_zero_unanswered = os.environ.get(ZERO_UNANSWERED_ENV, "0") == "1"
+        # the reward's spec decides whether advantages are scaled (v2/v3) or not (v1)
+        self.codegrep_reward = efficiency_reward(
+            list(self.reward_funcs), list(self.reward_func_names)
+        )
         path = os.environ.get(ROLLOUT_LOG_ENV) or str(
             Path(self.args.output_dir) / "codegrep_rollouts.jsonl"
         )
@@ -175,7 +182,9 @@ class CodegrepGRPOTrainer(GRPOTrainer):  # type: ignore[misc]
         ids = gather_object([s.extra.get("instance_id") for s in samples])
         if len(infos) != advantages.shape[0]:
             raise RuntimeError(f"{len(infos)} rollouts for {advantages.shape[0]} advantages")
-        scales = [advantage_scale(i, zero_unanswered=self.codegrep_zero_unanswered) for i in infos]
+        reward = self.codegrep_reward or "fbeta_file"  # no known reward: factor 1.0
+        zero = self.codegrep_zero_unanswered
+        scales = [advantage_scale(i, reward=reward, zero_unanswered=zero) for i in infos]
         factors = torch.tensor(
             [s.factor for s in scales], dtype=advantages.dtype, device=advantages.device
         )
