@@ -300,3 +300,24 @@ def test_a_bare_gate_is_the_default_threshold(repo: Path) -> None:
     code, stdout, stderr = _localize(repo, "--json", "--gate")
     assert code == 0, stderr
     assert json.loads(stdout)["gate"]["config"]["threshold"] == 0.45
+
+
+@pytest.mark.parametrize("claim", [7.5, -2])
+def test_a_calibration_claiming_a_precision_outside_0_1_gates_nothing(
+    repo: Path, tmp_path: Path, claim: float
+) -> None:
+    """The shipped calibration with every precision claimed to be 7.5 (or -2): at 7.5 every
+    file would clear any threshold. The file is refused before any file is gated."""
+    data = json.loads(shipped_calibration("lexical").model_dump_json())
+    lie = {"point": claim, "low": claim, "high": claim, "level": 0.95}
+    data["precision"] = data["precision_answered"] = lie
+    for curve in (data["by_rank"], data["by_score"]):
+        for b in curve["bins"]:
+            b["precision"] = lie
+    path = tmp_path / "lying.json"
+    path.write_text(json.dumps(data))
+    code, stdout, stderr = _localize(repo, "--json", "--gate", "0.45", "--calibration", str(path))
+    assert code == 2
+    assert stdout == ""
+    assert stderr.startswith(f"error: --calibration {path}: {path}: invalid calibration: ")
+    assert "precision.point: Input should be" in stderr

@@ -199,3 +199,53 @@ def test_yaml_the_config_dumps_reads_back(cpu_config: Callable[..., Path]) -> No
     c = load_config(cpu_config())
     assert c.cluster.device == "cpu"
     assert yaml.safe_load(cpu_config().read_text())["rollout"] == {"engine": "none"}
+
+
+INF, NAN = float("inf"), float("nan")
+
+
+@pytest.mark.parametrize(
+    ("sections", "field"),
+    [
+        ({"train": {"temperature": INF}}, "train.temperature"),
+        ({"train": {"temperature": NAN}}, "train.temperature"),
+        ({"train": {"learning_rate": INF}}, "train.learning_rate"),
+        ({"train": {"beta": INF}}, "train.beta"),
+        ({"evaluation": {"timeout": INF}}, "evaluation.timeout"),
+        ({"evaluation": {"ready_timeout": INF}}, "evaluation.ready_timeout"),
+        ({"rollout": {"server": {"timeout": INF}}}, "rollout.server.timeout"),
+        ({"mining": {"timeout": NAN}}, "mining.timeout"),
+        ({"sft": {"teacher_timeout": INF}}, "sft.teacher_timeout"),
+        ({"sft": {"threshold": -INF}}, "sft.threshold"),
+        ({"cluster": {"gpu_memory_gib": INF}}, "cluster.gpu_memory_gib"),
+        ({"model": {"params_b": INF}}, "model.params_b"),
+        ({"rollout": {"max_model_len": INF}}, "rollout.max_model_len"),
+        ({"train": {"max_length": NAN}}, "train.max_length"),
+        ({"seed": -1}, "seed"),
+        ({"seed": 2**32}, "seed"),
+    ],
+    ids=lambda v: v if isinstance(v, str) else None,
+)
+def test_a_number_that_is_not_one_exits_2_naming_the_field(
+    cpu_config: Callable[..., Path], sections: dict[str, object], field: str
+) -> None:
+    """`.inf` passed `gt=0`, so an infinite temperature, timeout or memory size reached the
+    tools; NaN and negative seeds too. `plan` refuses each, naming the field."""
+    path = cpu_config(**sections)
+    result = CliRunner().invoke(app, ["plan", "--config", str(path)])
+    assert result.exit_code == 2, result.output
+    (line,) = result.stderr.splitlines()
+    assert line.startswith(f"error: {path}:")
+    assert f": {field}: " in line, line
+    # the same through --set
+    good = cpu_config()
+    key, value = field, yaml.safe_dump(_leaf(sections)).strip().removesuffix("\n...")
+    result = CliRunner().invoke(app, ["plan", "--config", str(good), "--set", f"{key}={value}"])
+    assert result.exit_code == 2, result.output
+    assert f"error: {good}: {field}: " in result.stderr
+
+
+def _leaf(sections: object) -> object:
+    while isinstance(sections, dict):
+        (sections,) = sections.values()
+    return sections

@@ -385,3 +385,47 @@ def test_stopping_a_server_takes_down_children_its_launcher_leaves(tmp_path: Pat
     assert not _group_alive(proc.pid)
     assert not service.alive()
     assert not Path(f"/proc/{child_pid}").exists()
+
+
+def test_links_planted_in_the_output_folder_are_not_written_through(
+    cpu_config: Callable[..., Path], fake_runner: Any, no_gpu: NodeInfo, tmp_path: Path
+) -> None:
+    """The state file, the plan, a stage's stamp and the lock were written with a plain open: a
+    link at one of their names made the launch overwrite (or create) the file it points to."""
+    path = cpu_config()
+    out = load_config(path).output_dir
+    victims = tmp_path / "outside"
+    victims.mkdir()
+    planted = ["launch-state.json", "plan.json", ".launch.lock", "stamps/grpo.json"]
+    for name in planted:
+        victim = victims / name.replace("/", "-")
+        victim.write_text("keep me\n")
+        (out / name).parent.mkdir(parents=True, exist_ok=True)
+        (out / name).symlink_to(victim)
+    with pytest.raises(PlanError, match=r"cannot open the launch lock .*: it is a link"):
+        _launch(path, fake_runner, no_gpu)
+    (out / ".launch.lock").unlink()
+    result, _ = _launch(path, fake_runner, no_gpu)
+    assert "grpo" in result.ran
+    assert all(v.read_text() == "keep me\n" for v in victims.iterdir())
+    for name in ("launch-state.json", "plan.json", "stamps/grpo.json"):
+        assert not (out / name).is_symlink()
+        assert (out / name).read_text() != "keep me\n"
+
+
+def test_the_subprocess_runner_refuses_a_log_that_is_a_link_or_a_folder_out(
+    tmp_path: Path,
+) -> None:
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me\n")
+    root = tmp_path / "run"
+    (root / "logs").mkdir(parents=True)
+    (root / "logs" / "x.log").symlink_to(victim)
+    runner = SubprocessRunner(within=root)
+    command = Command(argv=(sys.executable, "-c", "print('hello')"))
+    with pytest.raises(OSError, match="link"):
+        runner.run(command, root / "logs" / "x.log")
+    (root / "elsewhere").symlink_to(tmp_path, target_is_directory=True)
+    with pytest.raises(OSError, match="outside"):
+        runner.run(command, root / "elsewhere" / "victim.txt")
+    assert victim.read_text() == "keep me\n"

@@ -496,3 +496,62 @@ def test_the_cli_writes_the_png(tmp_path: Path) -> None:
     assert res.exit_code == 1, res.output
     assert (tmp_path / "monitor.png").stat().st_size > 10_000
     assert f"wrote {tmp_path / 'monitor.png'}" in res.stdout
+
+
+# ---------------------------------------------------------------- links planted in the run folder
+
+
+def _outside(tmp_path: Path) -> dict[str, Path]:
+    folder = tmp_path / "outside"
+    folder.mkdir()
+    files = {name: folder / f"precious-{name}" for name in ("report.json", "verdict.txt")}
+    for path in files.values():
+        path.write_text("keep me\n")
+    return files
+
+
+def test_a_link_planted_at_the_report_is_replaced_and_its_target_untouched(
+    tmp_path: Path,
+) -> None:
+    """The run folder is written by the trainer and what it runs: a link there at
+    monitor/report.json used to make the monitor overwrite the file it points to."""
+    run_dir = _copy(SWIFT_CPU, tmp_path / "run")
+    outside = _outside(tmp_path)
+    (run_dir / "monitor").mkdir()
+    for name, target in outside.items():
+        (run_dir / "monitor" / name).symlink_to(target)
+    res = runner.invoke(_app(), ["monitor", str(run_dir), "--no-plot"])
+    assert res.exit_code == 0, res.output
+    for name, target in outside.items():
+        assert target.read_text() == "keep me\n"
+        written = run_dir / "monitor" / name
+        assert not written.is_symlink()
+        assert written.read_text() != "keep me\n"
+    assert json.loads((run_dir / "monitor" / "report.json").read_text())["run_dir"] == str(run_dir)
+
+
+def test_a_link_planted_in_place_of_the_output_folder_is_refused(tmp_path: Path) -> None:
+    run_dir = _copy(SWIFT_CPU, tmp_path / "run")
+    outside = _outside(tmp_path)
+    folder = next(iter(outside.values())).parent
+    (run_dir / "monitor").symlink_to(folder, target_is_directory=True)
+    res = runner.invoke(_app(), ["monitor", str(run_dir), "--no-plot"])
+    assert res.exit_code == 2, res.output
+    assert res.stderr.startswith(f"error: cannot write to {run_dir / 'monitor'}: ")
+    assert "outside" in res.stderr
+    assert sorted(p.name for p in folder.iterdir()) == sorted(t.name for t in outside.values())
+    assert all(t.read_text() == "keep me\n" for t in outside.values())
+
+
+@needs_matplotlib
+def test_a_link_planted_at_the_png_is_replaced_and_its_target_untouched(tmp_path: Path) -> None:
+    outside = tmp_path / "precious.png"
+    outside.write_bytes(b"keep me")
+    out = tmp_path / "run" / "monitor"
+    out.mkdir(parents=True)
+    (out / "monitor.png").symlink_to(outside)
+    run = read_run(HEALTHY)
+    path = monitor.plot(run, check(run), out, within=tmp_path / "run")
+    assert outside.read_bytes() == b"keep me"
+    assert not path.is_symlink()
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

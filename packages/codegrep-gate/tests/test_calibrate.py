@@ -335,3 +335,18 @@ def test_data_ref_in_memory_and_missing_files(tmp_path: Path) -> None:
     assert ref.gold_rule["renames"] == "old"
     with pytest.raises(GateError, match="cannot read"):
         data_ref("gone", tmp_path / "nope.jsonl", tmp_path / "nope2.jsonl")
+
+
+def test_a_file_named_twice_is_one_file_at_its_first_rank() -> None:
+    """Counted twice, recall came out 2.0 (and the calibration could not hold it)."""
+    gold = {"i0": frozenset({"a.py"}), "i1": frozenset({"b.py"})}
+    preds = [
+        pred("i0", "a.py", "a.py", "x.py", scores=(0.9, 0.8, 0.1)),
+        pred("i1", "b.py", scores=(0.7,)),
+    ]
+    cal = calibrate(preds, gold, retriever=Retriever(name="toy"), data=data_ref("t"), resamples=0)
+    assert cal.recall.point == 1.0
+    assert cal.precision.point == pytest.approx((1 / 2 + 1) / 2)
+    assert cal.files_per_answer == 1.5
+    rank_2 = cal.by_rank.lookup(2)
+    assert (rank_2.lo, rank_2.files, rank_2.hits) == (2.0, 1, 0)  # x.py, not the repeat

@@ -3,8 +3,10 @@ calibrations shipped in the package."""
 
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from codegrep_gate import (
@@ -20,6 +22,7 @@ from codegrep_gate import (
     write_calibration,
 )
 from codegrep_records import Prediction
+from pydantic import ValidationError
 
 
 def _calibration() -> Calibration:
@@ -114,3 +117,84 @@ def test_an_absent_shipped_calibration_names_the_shipped_ones() -> None:
         shipped_calibration("no-such")
     with pytest.raises(GateError, match="no shipped calibration"):
         shipped_calibration("../calibrations/README")
+
+
+def _claiming(good: dict[str, Any], claim: object) -> dict[str, Any]:
+    """`good` with every precision (overall and per bin) claimed to be `claim`."""
+    bad = copy.deepcopy(good)
+    lie = {"point": claim, "low": claim, "high": claim, "level": 0.95}
+    bad["precision"] = bad["precision_answered"] = lie
+    for curve in (bad["by_rank"], bad["by_score"]):
+        for b in curve["bins"]:
+            b["precision"] = lie
+    return bad
+
+
+@pytest.mark.parametrize("claim", [7.5, -2])
+def test_a_precision_outside_0_1_is_refused_naming_the_field(tmp_path: Path, claim: float) -> None:
+    """A precision of 7.5 (or -2) would clear any threshold (or none): refused, so no gate is
+    ever built on it."""
+    good = json.loads(_calibration().model_dump_json())
+    message = _error(_write(tmp_path, _claiming(good, claim)))
+    assert "invalid calibration: precision.point: Input should be" in message
+    # each place a precision sits is held to [0, 1] on its own
+    bin_only = copy.deepcopy(good)
+    bin_only["by_rank"]["bins"][0]["precision"]["high"] = claim
+    assert "by_rank.bins.0.precision.high: Input should be" in _error(_write(tmp_path, bin_only))
+    with pytest.raises(ValidationError):
+        Calibration.model_validate(_claiming(good, claim))
+
+
+@pytest.mark.parametrize(
+    ("where", "value", "expected"),
+    [
+        (("precision", "low"), float("nan"), "precision.low: Input should be a finite number"),
+        (("recall", "high"), 1.5, "recall.high: Input should be less than or equal to 1"),
+        (("fbeta", "level"), 1.0, "fbeta.level: Input should be less than 1"),
+        (("data", "scored"), -1, "data.scored: Input should be greater than or equal to 0"),
+        (("data", "instances"), 2.5, "data.instances: Input should be a valid integer"),
+        (("data", "missing"), "3", "data.missing: Input should be a valid integer"),
+        (("data", "no_gold"), True, "data.no_gold: Input should be a valid integer"),
+        (("by_rank", "bins", 0, "files"), 1.0, "by_rank.bins.0.files: Input should be a valid"),
+        (("bootstrap", "level"), 7.5, "bootstrap: bootstrap level must be a number in (0, 1)"),
+        (("bootstrap", "resamples"), -5, "bootstrap: bootstrap resamples must be an integer"),
+    ],
+)
+def test_every_number_is_held_to_what_it_can_be(
+    tmp_path: Path, where: tuple[str | int, ...], value: object, expected: str
+) -> None:
+    good = json.loads(_calibration().model_dump_json())
+    bad = copy.deepcopy(good)
+    node: Any = bad
+    for key in where[:-1]:
+        node = node[key]
+    node[where[-1]] = value
+    text = json.dumps(bad)  # NaN written as json.dumps (and some other writers) write it
+    assert f"invalid calibration: {expected}" in _error(_write(tmp_path, text))
+
+
+def test_bins_must_be_ordered_and_agree_with_their_counts(tmp_path: Path) -> None:
+    good = json.loads(_calibration().model_dump_json())
+    rank_bins = good["by_rank"]["bins"]
+    assert len(rank_bins) >= 2
+    swapped = copy.deepcopy(good)
+    swapped["by_rank"]["bins"] = rank_bins[::-1]
+    assert "by_rank.bins: bins must be sorted by lo" in _error(_write(tmp_path, swapped))
+    open_early = copy.deepcopy(good)
+    open_early["by_rank"]["bins"][0]["hi"] = None
+    assert "only the last bin may be open-ended" in _error(_write(tmp_path, open_early))
+    overlap = copy.deepcopy(good)
+    score_bins = overlap["by_score"]["bins"]
+    assert len(score_bins) >= 2
+    score_bins[0]["hi"] = score_bins[1]["lo"] + 0.01
+    assert "by_score.bins: bins overlap: one ends at" in _error(_write(tmp_path, overlap))
+    fractional = copy.deepcopy(good)
+    fractional["by_rank"]["bins"][0]["lo"] = fractional["by_rank"]["bins"][0]["hi"] = 0.5
+    assert "a rank bin covers one rank of 1 or more" in _error(_write(tmp_path, fractional))
+    # a point the bin's counts do not give: 1 of 4 files gold, claimed 0.9
+    inflated = copy.deepcopy(good)
+    b = inflated["by_rank"]["bins"][0]
+    b["files"], b["hits"], b["instances"] = 4, 1, 4
+    b["precision"] = {"point": 0.9, "low": 0.8, "high": 1.0, "level": 0.95}
+    message = _error(_write(tmp_path, inflated))
+    assert "by_rank.bins.0: bin precision 0.9 is not its 1 hits among 4 files" in message

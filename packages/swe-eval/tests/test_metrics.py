@@ -116,3 +116,14 @@ def test_scores_are_bounded_and_consistent(gold: set[str], pred: list[str]) -> N
         assert 0.0 <= v <= 1.0
     assert min(s.precision, s.recall) - 1e-12 <= s.fbeta <= max(s.precision, s.recall) + 1e-12
     assert (s.fbeta == 1.0) == (set(pred) == gold)
+
+
+def test_a_file_named_twice_counts_once() -> None:
+    """Counted twice, ("a.py", "a.py") against {"a.py"} scored recall 2.0 and F0.5 1.11."""
+    s = score_instance(
+        frozenset({"a.py", "b.py"}), Prediction(instance_id="x", files=("a.py", "a.py", "c.py"))
+    )
+    assert (s.n_pred, s.hits) == (2, 1)
+    assert (s.precision, s.recall) == (0.5, 0.5)
+    one = score_instance(frozenset({"a.py"}), Prediction(instance_id="y", files=("a.py", "a.py")))
+    assert (one.precision, one.recall, one.fbeta) == (1.0, 1.0, 1.0)

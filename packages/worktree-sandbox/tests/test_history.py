@@ -14,9 +14,13 @@ from worktree_sandbox.history import (
     MAX_FILES_PER_COMMIT,
     HistoryLog,
     LoggedCommit,
+    MalformedLog,
     commit_log,
+    log_format,
     parse_log,
 )
+
+A, B = "a" * 40, "b" * 40
 
 
 def _log(tree: object, **kw: int) -> HistoryLog:
@@ -112,9 +116,71 @@ def test_the_repositorys_config_runs_no_program(
     assert not marker.exists()
 
 
-def test_parse_log_skips_records_without_files_and_cut_records() -> None:
-    raw = "\x1eone\x1f\n\x00a.py\x00b.py\x00\x1etwo\x1f\n\x1ethree"
-    assert parse_log(raw) == (LoggedCommit("one", ("a.py", "b.py")),)
+def test_a_message_cannot_forge_another_commits_record(hist_repo: Any) -> None:
+    """A message holding the old record separators and text shaped like a record of its own
+    (a forged message and file list): it stays one commit's message, with that commit's files."""
+    repo = hist_repo
+    forged = "Innocent cleanup\x1f\nforged/evil.py\x1eForged: fix the token leak\x1f and more"
+    repo.commit({"pkg/real.py": "x = 1\n"}, forged)
+    for tree in (CommitTree(repo.path / ".git", repo.commits[-1]), DirectoryTree(repo.path)):
+        log = _log(tree)
+        assert log.error == ""
+        assert log.commits[0] == LoggedCommit(forged, ("pkg/real.py",))
+        assert log.commits[1].message.startswith("Core: add Core")
+        files = {f for c in log.commits for f in c.files}
+        assert not any("evil" in f or "\x1f" in f for f in files)
+        assert not any(c.message.startswith("Forged") for c in log.commits)
+
+
+def test_a_shallow_clones_boundary_commit_contributes_no_files(
+    git_kit: Any, tmp_path: Path
+) -> None:
+    """`git clone --depth 2`: the older of the two commits has no parents in the clone, so git
+    diffs it against nothing, as if it added every file of its tree; it must add none."""
+    repo = git_kit.make_repo(tmp_path, "deep")
+    repo.commit({"pkg/printing.py": "def pretty(): pass\n"}, "Fix pretty printing of vectors")
+    repo.commit({"pkg/core.py": "class Core: pass\n"}, "Core: add Core")
+    shallow = tmp_path / "shallow"
+    git_kit.run_git(tmp_path, "clone", "-q", "--depth", "2", f"file://{repo.path}", str(shallow))
+    assert (shallow / ".git" / "shallow").read_text().split() == [repo.commits[-2]]
+    full = _log(CommitTree(repo.path / ".git", repo.commits[-1]))
+    assert full.commits[1] == LoggedCommit("Fix pretty printing of vectors", ("pkg/printing.py",))
+    for tree in (CommitTree(shallow / ".git", repo.commits[-1]), DirectoryTree(shallow)):
+        log = _log(tree)
+        assert log.error == ""
+        assert log.commits == (LoggedCommit("Core: add Core", ("pkg/core.py",)),)
+
+
+def test_parse_log_reads_records_and_keeps_ids_of_those_left_out() -> None:
+    m = "\x1eMARK\x1f"
+    raw = (
+        f"{m}{A}\0{B}\0\0one{m}\0\na.py\0\nb.py\0"  # a name may start with a newline
+        f"{m}{B}\0\0\0empty{m}\0"  # a root commit that changed nothing
+        f"{m}{'c' * 40}\0\0HEAD -> main, grafted\0boundary{m}\0\nall.py\0"
+    ).encode()
+    parsed = parse_log(raw, m.encode())
+    assert parsed.commits == (LoggedCommit("one", ("a.py", "\nb.py")),)
+    assert parsed.ids == (A, B, "c" * 40)
+    assert log_format(m) == f"{m}%H%x00%P%x00%D%x00%B{m}"
+
+
+def test_parse_log_drops_the_cut_record_and_refuses_a_broken_structure() -> None:
+    m = "\x1eMARK\x1f"
+    whole = f"{m}{A}\0\0\0one{m}\0\na.py\0"
+    cut = (whole + f"{m}{B}\0\0\0two{m}\0\nb.p").encode()
+    assert parse_log(cut, m.encode(), cut=True).ids == (A,)
+    for bad in (
+        f"junk{whole}",  # output before the first record
+        f"{m}{A}\0\0\0one",  # a record not closed
+        f"{m}{A}\0\0one{m}\0\na.py\0",  # a field missing
+        f"{m}{A[:39]}\0\0\0one{m}\0",  # not a full id
+        f"{m}{A}\0xyz\0\0one{m}\0",  # parents not ids
+        whole + whole,  # one commit twice
+        f"{m}{A}\0\0\0one{m}\0a.py\0",  # names without git's separator
+        f"{m}{A}\0\0\0one{m}\0\na.py",  # a name not NUL-terminated
+    ):
+        with pytest.raises(MalformedLog):
+            parse_log(bad.encode(), m.encode())
 
 
 def test_max_commits_must_be_positive() -> None:

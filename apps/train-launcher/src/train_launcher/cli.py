@@ -376,6 +376,10 @@ def launch_command(
     except StageFailed as exc:
         _err(str(exc))
         raise typer.Exit(1) from None
+    except OSError as exc:  # an output that cannot be written (or is refused: see launch.py)
+        where = f"{exc.filename}: " if exc.filename else ""
+        _err(f"cannot write {where}{exc.strerror or exc}")
+        raise typer.Exit(1) from None
     except KeyboardInterrupt:
         _err("interrupted: launch the same command again to continue")
         raise typer.Exit(130) from None

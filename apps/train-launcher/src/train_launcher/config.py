@@ -19,7 +19,6 @@ This module is not for building commands (`plan`) or probing the node (`node`).
 from __future__ import annotations
 
 import difflib
-import math
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -105,8 +104,13 @@ def _known_rewards() -> tuple[str, ...]:
 
 
 class _Section(BaseModel):
-    # validate_default: a default path (data.cache) is resolved like a written one
-    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
+    # validate_default: a default path (data.cache) is resolved like a written one.
+    # allow_inf_nan=False: YAML reads `.inf` and `.nan` as floats, and a bound such as `gt=0`
+    # lets `.inf` through; no number of a run (a temperature, a timeout, a size, a share) is
+    # meaningful infinite or NaN, and the tools it reaches would hang, overflow or misbehave.
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, validate_default=True, allow_inf_nan=False
+    )
 
 
 class ModelSection(_Section):
@@ -336,7 +340,9 @@ class RunConfig(_Section):
         "(default: the file's folder). Loaded configs hold it resolved.",
     )
     output_dir: ConfigPath = Field(description="Everything the run writes goes here.")
-    seed: int = 42
+    seed: int = Field(
+        42, ge=0, le=2**32 - 1, description="Every tool's seed (numpy takes 0 to 2**32 - 1)."
+    )
     env: dict[str, str] = Field(default_factory=dict, description="Environment for every command.")
     model: ModelSection = ModelSection()
     lora: LoraSection = LoraSection()
@@ -443,8 +449,6 @@ def _cross_checks(config: RunConfig) -> list[ConfigProblem]:
         bad("train.max_completion_length", f"above train.max_length ({t.max_length})")
     if r.engine == "vllm" and r.max_model_len < t.max_completion_length:
         bad("rollout.max_model_len", "below train.max_completion_length")
-    if not math.isfinite(config.sft.threshold):
-        bad("sft.threshold", "must be a finite number")
     if config.sft.enabled and config.lora.tuner != "lora":
         bad("sft.enabled", "the SFT warm start hands GRPO a LoRA adapter: needs `lora.tuner: lora`")
     return out

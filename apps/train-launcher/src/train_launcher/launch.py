@@ -38,6 +38,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Literal, Protocol
 
+from codegrep_records import open_appending, write_atomically
+
 from train_launcher.config import RunConfig
 from train_launcher.errors import PlanError, StageFailed
 from train_launcher.node import NodeInfo
@@ -186,7 +188,13 @@ class _Process:
 
 
 class SubprocessRunner:
-    """Runs commands as processes of their own group (so a stop reaches every child)."""
+    """Runs commands as processes of their own group (so a stop reaches every child).
+
+    Logs are appended to, never through a link planted at their name; with `within` (the
+    run's output folder), a log folder that resolves outside it is refused."""
+
+    def __init__(self, within: Path | None = None) -> None:
+        self.within = within
 
     def _popen(self, command: Command, fh: IO[str]) -> subprocess.Popen[bytes]:
         _header(fh, command)
@@ -201,7 +209,7 @@ class SubprocessRunner:
 
     def run(self, command: Command, log: Path) -> int:
         log.parent.mkdir(parents=True, exist_ok=True)
-        with log.open("a", encoding="utf-8") as fh:
+        with open_appending(log, within=self.within) as fh:
             try:
                 proc = self._popen(command, fh)
             except OSError as exc:
@@ -215,7 +223,7 @@ class SubprocessRunner:
 
     def start(self, command: Command, log: Path) -> Service:
         log.parent.mkdir(parents=True, exist_ok=True)
-        fh = log.open("a", encoding="utf-8")
+        fh = open_appending(log, within=self.within)
         try:
             proc = self._popen(command, fh)
         except OSError:
@@ -228,11 +236,15 @@ class SubprocessRunner:
 
 
 @contextlib.contextmanager
-def _lock(path: Path) -> Iterator[None]:
+def _lock(path: Path, within: Path | None = None) -> Iterator[None]:
     import fcntl
 
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a") as fh:
+    try:
+        opened = open_appending(path, within=within)
+    except OSError as exc:
+        raise PlanError(f"cannot open the launch lock {path}: {exc.strerror or exc}") from None
+    with opened as fh:
         try:
             fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
@@ -269,9 +281,11 @@ class _State:
     def record(self, stage: str, **fields: object) -> None:
         self.data["stages"].setdefault(stage, {}).update(fields)
         self.layout.root.mkdir(parents=True, exist_ok=True)
-        tmp = self.layout.state.with_name(self.layout.state.name + ".tmp")
-        tmp.write_text(json.dumps(self.data, indent=2, default=str) + "\n", encoding="utf-8")
-        os.replace(tmp, self.layout.state)
+        write_atomically(
+            self.layout.state,
+            json.dumps(self.data, indent=2, default=str) + "\n",
+            within=self.layout.root,
+        )
 
 
 def _stamp_path(layout: Layout, stage: Stage) -> Path:
@@ -336,7 +350,7 @@ def _run_stage(
                 try:
                     _wait_ready(services[-1], command, sleep=sleep, clock=clock)
                 except RuntimeError as exc:
-                    with log.open("a", encoding="utf-8") as fh:
+                    with open_appending(log, within=layout.root) as fh:
                         fh.write(f"launcher: {exc}\n")
                     raise StageFailed(stage.name, 1, log) from exc
                 continue
@@ -397,12 +411,14 @@ def launch(
         )
     result = LaunchResult(plan=plan)
     total = len(chosen)
-    runner = runner or SubprocessRunner()
+    runner = runner or SubprocessRunner(within=layout.root)
     with contextlib.ExitStack() as stack:
         if not dry_run:
-            stack.enter_context(_lock(layout.lock))
             layout.root.mkdir(parents=True, exist_ok=True)
-            layout.plan_file.write_text(plan.model_dump_json(indent=2) + "\n", encoding="utf-8")
+            stack.enter_context(_lock(layout.lock, layout.root))
+            write_atomically(
+                layout.plan_file, plan.model_dump_json(indent=2) + "\n", within=layout.root
+            )
         state = None if dry_run else _State(layout)
         for index, name in enumerate(chosen, start=1):
             plan = build_plan(config, config_file, node=node, node_rank=node_rank)
@@ -523,7 +539,8 @@ def _one_stage(
     state.record(stage.name, status="done", finished=_now(), seconds=round(seconds, 1))
     stamp = _stamp_path(layout, stage)
     stamp.parent.mkdir(parents=True, exist_ok=True)
-    stamp.write_text(
+    write_atomically(
+        stamp,
         json.dumps(
             {
                 "fingerprint": _fingerprint(stage),
@@ -533,7 +550,7 @@ def _one_stage(
             indent=2,
         )
         + "\n",
-        encoding="utf-8",
+        within=layout.root,
     )
     on_event(Event("done", stage.name, index, total, after.reason, seconds))
     result.ran.append(stage.name)

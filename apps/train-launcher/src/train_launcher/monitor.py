@@ -1317,16 +1317,25 @@ def _title(run: RunData, report: MonitorReport) -> str:
     return "\n".join(lines)
 
 
-def plot(run: RunData, report: MonitorReport, out_dir: str | Path) -> Path:
+def plot(
+    run: RunData, report: MonitorReport, out_dir: str | Path, *, within: str | Path | None = None
+) -> Path:
     """Draw the run's panels (KL, reward mean ± std, completion length, clipped share, calls per
     turn, parse failures) with the thresholds as dashed lines and the alarm steps marked, into
-    `out_dir/monitor.png` (1400 x 1200 pixels); returns its path. Needs the `plot` extra."""
+    `out_dir/monitor.png` (1400 x 1200 pixels); returns its path. Needs the `plot` extra.
+
+    The file is replaced in one step and never written through a link planted at its name
+    (`codegrep_records.write_atomically`; `within`: the folder must resolve inside it)."""
+    import io
+
+    from codegrep_records import write_atomically
+
     fig = _figure(run, report)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    path = out / PLOT_FILE
-    fig.savefig(path, dpi=100)
-    return path
+    png = io.BytesIO()
+    fig.savefig(png, dpi=100, format="png")
+    return write_atomically(out / PLOT_FILE, png.getvalue(), within=within)
 
 
 def _figure(run: RunData, report: MonitorReport) -> Any:

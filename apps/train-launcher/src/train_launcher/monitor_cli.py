@@ -137,7 +137,9 @@ def monitor(
     if not run.metric_files:
         raise _fail(f"no {METRICS_FILE} in {run_dir} or its v*-* subfolders")
 
-    written = _write(out_dir, run, report, want_plot)
+    # the default folder sits in the run folder, which the trainer and what it runs also
+    # write: a link planted there in place of it is refused; -o is the user's own choice
+    written = _write(out_dir, run, report, want_plot, within=run_dir if output is None else None)
     _print_report(out, report, written)
     raise typer.Exit(report.exit_code)
 
@@ -211,16 +213,23 @@ def _follow(
     return run, report
 
 
-def _write(out_dir: Path, run: RunData, report: MonitorReport, want_plot: bool) -> list[Path]:
+def _write(
+    out_dir: Path, run: RunData, report: MonitorReport, want_plot: bool, *, within: Path | None
+) -> list[Path]:
+    """Each output replaced in one step, never through a link planted at its name."""
+    from codegrep_records import write_atomically
+
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
-        (out_dir / REPORT_FILE).write_text(
-            json.dumps(report.model_dump(mode="json"), indent=2) + "\n", encoding="utf-8"
+        write_atomically(
+            out_dir / REPORT_FILE,
+            json.dumps(report.model_dump(mode="json"), indent=2) + "\n",
+            within=within,
         )
-        (out_dir / VERDICT_FILE).write_text(report.verdict + "\n", encoding="utf-8")
+        write_atomically(out_dir / VERDICT_FILE, report.verdict + "\n", within=within)
         written = [out_dir / VERDICT_FILE, out_dir / REPORT_FILE]
         if want_plot:
-            written.insert(0, plot(run, report, out_dir))
+            written.insert(0, plot(run, report, out_dir, within=within))
     except OSError as exc:
         raise _fail(f"cannot write to {out_dir}: {exc.strerror or exc}") from exc
     return written

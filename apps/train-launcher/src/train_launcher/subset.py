@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -33,7 +32,7 @@ def _ids(rows: Path) -> set[str]:
 
 def write_subset(rows: Path, instances: Path, output: Path) -> int:
     """Write the instances named in `rows` to `output`; how many were written."""
-    from codegrep_records import RowProblem, read_rows
+    from codegrep_records import RowProblem, read_rows, write_atomically
 
     wanted = _ids(rows)
     kept = []
@@ -43,9 +42,7 @@ def write_subset(rows: Path, instances: Path, output: Path) -> int:
         if row.get("instance_id") in wanted:
             kept.append(json.dumps(row, ensure_ascii=False))
     output.parent.mkdir(parents=True, exist_ok=True)
-    tmp = output.with_name(output.name + ".tmp")
-    tmp.write_text("".join(line + "\n" for line in kept), encoding="utf-8")
-    os.replace(tmp, output)
+    write_atomically(output, "".join(line + "\n" for line in kept))
     return len(kept)
 
 

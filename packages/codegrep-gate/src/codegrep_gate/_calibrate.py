@@ -108,7 +108,12 @@ def _evaluate(predictions: Iterable[Prediction], gold: GoldSets) -> _Evaluated:
             status: Literal["missing", "empty"] = "missing" if found is None else "empty"
             scored.append(_Scored(iid, status, 0.0, 0.0, 0.0, ()))
             continue
-        files = found.files
+        # a file named twice is one file (its first rank and score): counted twice it would
+        # give a recall, and an F-beta, above 1 (swe-eval's rule too)
+        first: dict[str, int] = {}
+        for j, name in enumerate(found.files):
+            first.setdefault(name, j)
+        files = tuple(first)
         flags = [f in truth for f in files]
         hits = sum(flags)
         scores = found.scores
@@ -120,8 +125,8 @@ def _evaluate(predictions: Iterable[Prediction], gold: GoldSets) -> _Evaluated:
                 hits / len(truth),
                 fbeta_from_counts(hits, len(files), len(truth), 0.5),
                 tuple(
-                    (j + 1, None if scores is None else scores[j], flags[j])
-                    for j in range(len(files))
+                    (k + 1, None if scores is None else scores[first[f]], flags[k])
+                    for k, f in enumerate(files)
                 ),
             )
         )

@@ -12,9 +12,11 @@ The math lives in `codegrep_gate._calibrate`; reading and writing files in
 
 from __future__ import annotations
 
+import math
 import re
 from bisect import bisect_right
-from typing import Any, ClassVar, Literal
+from itertools import pairwise
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -37,13 +39,22 @@ class _Model(BaseModel):
     model_config = ConfigDict(frozen=True, extra="ignore")
 
 
-class Interval(_Model):
-    """A point estimate and its bootstrap interval at `level` (low <= point <= high)."""
+# A calibration is read by a gate that injects on what it says: a precision of 7.5 or -2, a count
+# of 2.5 or "3", or bins out of order would parse as numbers and be believed. Every number is
+# held to what it can be: rates finite in [0, 1], counts non-negative integers (JSON integers,
+# not floats, strings or booleans).
+Rate = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
+Count = Annotated[int, Field(ge=0, strict=True)]
 
-    point: float = Field(allow_inf_nan=False)
-    low: float = Field(allow_inf_nan=False)
-    high: float = Field(allow_inf_nan=False)
-    level: float = Field(default=0.95, gt=0, lt=1)
+
+class Interval(_Model):
+    """A rate (precision, recall, F-beta: finite, in [0, 1]) and its bootstrap interval at
+    `level` (low <= point <= high)."""
+
+    point: Rate
+    low: Rate
+    high: Rate
+    level: float = Field(default=0.95, gt=0, lt=1, allow_inf_nan=False)
 
     @model_validator(mode="after")
     def _ordered(self) -> Interval:
@@ -73,9 +84,9 @@ class Bin(_Model):
 
     lo: float = Field(allow_inf_nan=False)
     hi: float | None = Field(allow_inf_nan=False)
-    files: int = Field(ge=0)
-    hits: int = Field(ge=0)
-    instances: int = Field(ge=0, description="Instances with at least one file in this bin.")
+    files: Count
+    hits: Count
+    instances: Count = Field(description="Instances with at least one file in this bin.")
     precision: Interval
     note: str = Field(default="", description="Why the interval is wider than usual, if it is.")
 
@@ -85,6 +96,15 @@ class Bin(_Model):
             raise ValueError(f"bin has hi {self.hi} below lo {self.lo}")
         if self.hits > self.files:
             raise ValueError(f"bin has {self.hits} hits among {self.files} files")
+        if self.instances > self.files:
+            raise ValueError(f"bin has {self.instances} instances among {self.files} files")
+        # the point is the share of the bin's files that are gold; any other value is a claim
+        # the counts do not support
+        if self.files and abs(self.precision.point - self.hits / self.files) > 1e-9:
+            raise ValueError(
+                f"bin precision {self.precision.point} is not its {self.hits} hits among "
+                f"{self.files} files"
+            )
         return self
 
     def describe(self, basis: Basis) -> str:
@@ -111,7 +131,23 @@ class Curve(_Model):
         los = [b.lo for b in bins]
         if los != sorted(los) or len(set(los)) != len(los):
             raise ValueError("bins must be sorted by lo, without repeats")
+        for b, after in pairwise(bins):
+            if b.hi is None:
+                raise ValueError("only the last bin may be open-ended (hi null)")
+            if b.hi > after.lo:
+                raise ValueError(f"bins overlap: one ends at {b.hi}, the next starts at {after.lo}")
         return bins
+
+    @model_validator(mode="after")
+    def _ranks(self) -> Curve:
+        if self.basis == "rank":
+            for b in self.bins:
+                if b.lo < 1 or b.lo != int(b.lo) or (b.hi is not None and b.hi != b.lo):
+                    raise ValueError(
+                        f"a rank bin covers one rank of 1 or more (lo == hi), or rank lo and "
+                        f"beyond (hi null); got lo {b.lo}, hi {b.hi}"
+                    )
+        return self
 
     def lookup(self, x: float) -> Bin:
         """The bin `x` (a rank or a score) falls in.
@@ -191,16 +227,16 @@ class DataRef(_Model):
     instances_sha256: str = ""
     predictions_sha256: str = ""
     labels_sha256: str | None = None
-    instances: int = Field(default=0, ge=0)
-    scored: int = Field(default=0, ge=0)
-    missing: int = Field(default=0, ge=0)
-    empty: int = Field(default=0, ge=0)
-    no_gold: int = Field(default=0, ge=0)
-    unknown: int = Field(default=0, ge=0)
-    skipped_rows: int = Field(
-        default=0, ge=0, description="Rows the readers could not use (bad or duplicate rows)."
+    instances: Count = 0
+    scored: Count = 0
+    missing: Count = 0
+    empty: Count = 0
+    no_gold: Count = 0
+    unknown: Count = 0
+    skipped_rows: Count = Field(
+        default=0, description="Rows the readers could not use (bad or duplicate rows)."
     )
-    repos: dict[str, int] = Field(default_factory=dict, description="Instances per repository.")
+    repos: dict[str, Count] = Field(default_factory=dict, description="Instances per repository.")
     selection: str = Field(
         default="",
         description="Which instances of the file were used, when not all (e.g. 'without "
@@ -266,6 +302,22 @@ class Calibration(_Model):
                 f"calibration schema_version {value} is newer than this codegrep-gate knows "
                 f"({cls.SCHEMA_VERSION}); upgrade codegrep-gate to read it"
             )
+        return value
+
+    @field_validator("bootstrap")
+    @classmethod
+    def _bootstrap_numbers(cls, value: dict[str, Any]) -> dict[str, Any]:
+        # `check` measures again with these: a level or a count of resamples that is not one
+        # would fail there, or give intervals of another confidence than the file says
+        level = value.get("level")
+        if level is not None and not (
+            type(level) in (int, float) and math.isfinite(level) and 0 < level < 1
+        ):
+            raise ValueError(f"bootstrap level must be a number in (0, 1), not {level!r}")
+        for key in ("resamples", "seed"):
+            count = value.get(key)
+            if count is not None and not (type(count) is int and count >= 0):
+                raise ValueError(f"bootstrap {key} must be an integer >= 0, not {count!r}")
         return value
 
     @field_validator("by_rank")

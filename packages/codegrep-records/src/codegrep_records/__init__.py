@@ -18,7 +18,7 @@ from codegrep_records._gold import (
     is_test_path,
     parse_patch,
 )
-from codegrep_records._output import why_unwritable
+from codegrep_records._output import open_appending, why_unwritable, write_atomically
 from codegrep_records._paths import MOUNT_PREFIXES, normalize_path, normalize_paths
 from codegrep_records._readers import (
     Loaded,
@@ -77,8 +77,10 @@ __all__ = [
     "load_records",
     "normalize_path",
     "normalize_paths",
+    "open_appending",
     "parse_patch",
     "read_rows",
     "why_unwritable",
+    "write_atomically",
     "write_records",
 ]

@@ -86,7 +86,8 @@ def score_instance(
     if not gold:
         raise ValueError("an empty gold set cannot be scored")
     iid = instance_id or (prediction.instance_id if prediction else "")
-    files = prediction.files if prediction else ()
+    # a file named twice is one file: counted twice, recall and F-beta could pass 1
+    files = tuple(dict.fromkeys(prediction.files)) if prediction else ()
     turns = prediction.turns if prediction else None
     if not files:
         status = ScoreStatus.MISSING if prediction is None else ScoreStatus.EMPTY

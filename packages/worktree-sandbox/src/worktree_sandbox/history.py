@@ -9,19 +9,27 @@ other trees have none and get `()`.
 
 The repository is untrusted: git runs with every program-running key of its config pinned (see
 `git_env`), with signatures, external diff and textconv off, in its own process group under a
-time and output cap. A history that cannot be read (not a repository, a shallow or broken one, a
-timeout) is no evidence, never an error: the log is `()` and the reason is in `HistoryLog.error`.
-Not for: blame or diffs; only messages and file names are read.
+time and output cap. Its messages and file names are untrusted too: git's output is cut into
+records on a random marker drawn for each call, which no message or name written before the call
+can hold, each record must have exactly the expected fields and a commit id, and the ids must be
+the ones `git rev-list` lists for the same walk; anything else is no log at all. A history that
+cannot be read (not a repository, a broken one, a timeout, output that does not parse) is no
+evidence, never an error: the log is `()` and the reason is in `HistoryLog.error`. Shallow
+history is no evidence either: a shallow clone's boundary commits (git reports them as grafted,
+with no parents) would otherwise count as adding every file of the tree, so they contribute
+nothing. Not for: blame or diffs; only messages and file names are read.
 """
 
 from __future__ import annotations
 
 import asyncio
+import re
+import secrets
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 
-from worktree_sandbox._git import ChildTimeout, run_capped
+from worktree_sandbox._git import CappedOutput, ChildTimeout, run_capped
 from worktree_sandbox.commit_tree import CommitTree
 from worktree_sandbox.directory_tree import DirectoryTree
 
@@ -34,7 +42,15 @@ MAX_FILES_PER_COMMIT = 100
 MAX_MESSAGE_CHARS = 2000
 _TIMEOUT_S = 30.0
 _MAX_OUTPUT = 64 << 20
-_RECORD, _UNIT = "\x1e", "\x1f"
+# One record: the marker, then the commit id, its parents as the walk sees them (a shallow
+# boundary has none) and its decorations ("grafted" marks a boundary), NUL-separated (none of
+# them can hold a NUL), then the message; the marker again, then git's own "\0" and the
+# NUL-terminated names.
+_OID = re.compile(rb"[0-9a-f]{40}|[0-9a-f]{64}")
+
+
+class MalformedLog(ValueError):
+    """git's output does not have the structure the format asks for."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +72,15 @@ class HistoryLog:
     error: str = ""
 
 
+@dataclass(frozen=True, slots=True)
+class ParsedLog:
+    """`parse_log`'s answer: the id of every record read (kept or not), newest first, and the
+    commits kept."""
+
+    ids: tuple[str, ...]
+    commits: tuple[LoggedCommit, ...]
+
+
 def _source(tree: object) -> tuple[Path, str] | None:
     if isinstance(tree, CommitTree):
         return tree.git_dir, tree.commit
@@ -67,52 +92,119 @@ def _source(tree: object) -> tuple[Path, str] | None:
     return None
 
 
-def parse_log(raw: str) -> tuple[LoggedCommit, ...]:
-    """Parse `git log -z --name-only --format=%x1e%B%x1f` output."""
+def log_format(marker: str) -> str:
+    """The `--format` whose records `parse_log` reads."""
+    return f"{marker}%H%x00%P%x00%D%x00%B{marker}"
+
+
+def _names(tail: bytes) -> tuple[str, ...]:
+    # `-z --name-only`: "\0" ends the formatted part; then "\n" and NUL-terminated names, or
+    # nothing for a commit that changed no file.
+    if tail in (b"", b"\0"):
+        return ()
+    if not tail.startswith(b"\0\n") or not tail.endswith(b"\0"):
+        raise MalformedLog("a file list is not NUL-terminated names")
+    return tuple(n.decode("utf-8", errors="replace") for n in tail[2:-1].split(b"\0"))
+
+
+def parse_log(raw: bytes, marker: bytes, *, cut: bool = False) -> ParsedLog:
+    """Parse `git log -z --name-only --format=<log_format(marker)>` output.
+
+    `cut`: the output stopped at the size cap, so its last record may be partial and is dropped.
+    Raises `MalformedLog` when a record lacks a field or has one too many, or its commit id is
+    not a full hex id seen once. Boundary commits of a shallow history keep no files; commits
+    with no files or over `MAX_FILES_PER_COMMIT` are left out of `commits` (not of `ids`)."""
+    pieces = raw.split(marker)
+    if pieces[0]:
+        raise MalformedLog("output before the first record")
+    pieces = pieces[1:]
+    if cut:
+        pieces = pieces[: (len(pieces) - 1) // 2 * 2]
+    elif len(pieces) % 2:
+        raise MalformedLog("a record is not closed")
+    ids: list[str] = []
+    seen: set[bytes] = set()
     out: list[LoggedCommit] = []
-    for record in raw.split(_RECORD)[1:]:
-        message, sep, names = record.partition(_UNIT)
-        if not sep:
-            continue
-        files = tuple(n for n in (x.strip("\n") for x in names.split("\0")) if n)
+    for at in range(0, len(pieces), 2):
+        head = pieces[at].split(b"\0", 3)
+        if len(head) != 4:
+            raise MalformedLog("a record lacks a field")
+        oid, parents, decorations, message = head
+        if not _OID.fullmatch(oid) or oid in seen:
+            raise MalformedLog("a record's commit id is not a full hex id seen once")
+        if parents and not all(_OID.fullmatch(p) for p in parents.split(b" ")):
+            raise MalformedLog("a record's parents are not hex ids")
+        seen.add(oid)
+        ids.append(oid.decode())
+        files = _names(pieces[at + 1])
+        if not parents and b"grafted" in decorations.split(b", "):
+            files = ()  # a shallow boundary: git diffs it against nothing
         if not files or len(files) > MAX_FILES_PER_COMMIT:
             continue
-        out.append(LoggedCommit(message=message.strip()[:MAX_MESSAGE_CHARS], files=files))
-    return tuple(out)
+        text = message.decode("utf-8", errors="replace").strip()[:MAX_MESSAGE_CHARS]
+        out.append(LoggedCommit(message=text, files=files))
+    return ParsedLog(ids=tuple(ids), commits=tuple(out))
+
+
+def _failed(what: str, done: CappedOutput) -> str | None:
+    if done.returncode == 0 or done.overflowed:
+        return None
+    msg = done.stderr.decode(errors="replace").strip().splitlines()
+    return f"git {what} failed: {msg[-1] if msg else done.returncode}"
 
 
 async def _read(git_dir: Path, rev: str, max_commits: int) -> HistoryLog:
-    argv = [
+    marker = f"\x1e{secrets.token_hex(16)}\x1f"
+    walk = ["--no-merges", f"--max-count={max_commits}"]
+    log_argv = [
         "git",
         f"--git-dir={git_dir}",
         "log",
-        "--no-merges",
+        *walk,
         "--no-show-signature",
         "--no-ext-diff",
         "--no-textconv",
         "--no-renames",
+        "--encoding=UTF-8",
         "-z",
         "--name-only",
-        f"--max-count={max_commits}",
-        f"--format={_RECORD}%B{_UNIT}",
+        f"--format={log_format(marker)}",
         rev,
         "--",
     ]
-    try:
-        done = await run_capped(
-            argv, cwd=None, timeout=_TIMEOUT_S, max_stdout=_MAX_OUTPUT, git_dir=git_dir
+    ids_argv = ["git", f"--git-dir={git_dir}", "rev-list", *walk, rev, "--"]
+    jobs = [
+        asyncio.ensure_future(
+            run_capped(argv, cwd=None, timeout=_TIMEOUT_S, max_stdout=_MAX_OUTPUT, git_dir=git_dir)
         )
-    except ChildTimeout:
-        return HistoryLog(error=f"git log took over {_TIMEOUT_S:.0f} s")
-    except OSError as exc:
+        for argv in (log_argv, ids_argv)
+    ]
+    try:
+        done, listed = await asyncio.gather(*jobs)
+    except (ChildTimeout, OSError) as exc:
+        for job in jobs:  # the other child is killed with its process group
+            job.cancel()
+        await asyncio.gather(*jobs, return_exceptions=True)
+        if isinstance(exc, ChildTimeout):
+            return HistoryLog(error=f"git log took over {_TIMEOUT_S:.0f} s")
         return HistoryLog(error=f"git could not run: {exc}")
-    if done.returncode != 0 and not done.overflowed:
-        msg = done.stderr.decode(errors="replace").strip().splitlines()
-        return HistoryLog(error=f"git log failed: {msg[-1] if msg else done.returncode}")
-    raw = done.stdout.decode("utf-8", errors="replace")
-    if done.overflowed:  # the cut record may be partial: drop it
-        raw = raw[: raw.rfind(_RECORD)]
-    return HistoryLog(commits=await asyncio.to_thread(parse_log, raw))
+    why = _failed("log", done) or _failed("rev-list", listed)
+    if why:
+        return HistoryLog(error=why)
+    try:
+        parsed = await asyncio.to_thread(
+            parse_log, done.stdout, marker.encode(), cut=done.overflowed
+        )
+    except MalformedLog as exc:
+        return HistoryLog(error=f"git log output did not parse: {exc}")
+    walked = listed.stdout.decode("ascii", errors="replace").split()
+    if (
+        listed.overflowed
+        or list(parsed.ids) != walked[: len(parsed.ids)]
+        or (not done.overflowed and len(parsed.ids) != len(walked))
+    ):
+        return HistoryLog(error="git log's commits are not the ones git rev-list walks")
+    return HistoryLog(commits=parsed.commits)
 
 
 _MEMO: OrderedDict[tuple[str, str], asyncio.Future[HistoryLog]] = OrderedDict()
