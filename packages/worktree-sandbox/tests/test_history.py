@@ -4,7 +4,9 @@ nothing."""
 from __future__ import annotations
 
 import asyncio
+import os
 import stat
+import time
 from pathlib import Path
 from typing import Any
 
@@ -114,6 +116,33 @@ def test_the_repositorys_config_runs_no_program(
     log = _log(CommitTree(repo.path / ".git", repo.commits[-1]))
     assert log.commits
     assert not marker.exists()
+
+
+def test_an_order_file_that_is_a_fifo_does_not_stall_the_log(
+    hist_repo: Any, git_kit: Any, tmp_path: Path
+) -> None:
+    """diff.orderFile is read by every diff git makes; a FIFO there would hang `git log
+    --name-only` until the timeout. The pinned config points it at an empty file."""
+    fifo = tmp_path / "order"
+    os.mkfifo(fifo)
+    git_kit.run_git(hist_repo.path, "config", "diff.orderFile", str(fifo))
+    started = time.monotonic()
+    log = _log(CommitTree(hist_repo.path / ".git", hist_repo.commits[-1]))
+    assert log.error == ""
+    assert log.commits
+    assert time.monotonic() - started < 20  # the log's own timeout is 30 s
+
+
+def test_replace_refs_cannot_swap_a_commits_files(hist_repo: Any, git_kit: Any) -> None:
+    """`git replace` makes a commit id stand for other objects; the log reads the real ones."""
+    repo = hist_repo
+    before = _log(CommitTree(repo.path / ".git", repo.commits[-1]))
+    assert before.commits[0].files == ("pkg/core.py", "pkg/printing.py")
+    # the tip's parent (the feature's base) replaced by the first commit of all
+    git_kit.run_git(repo.path, "replace", repo.commits[-2], repo.commits[0])
+    after = _log(CommitTree(repo.path / ".git", repo.commits[-1]))
+    assert after.error == ""
+    assert after.commits == before.commits
 
 
 def test_a_message_cannot_forge_another_commits_record(hist_repo: Any) -> None:

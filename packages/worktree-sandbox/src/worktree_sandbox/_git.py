@@ -54,6 +54,8 @@ _PINNED: tuple[tuple[str, str], ...] = (
     ("sequence.editor", "false"),
     ("core.alternateRefsCommand", ""),
     ("diff.external", ""),
+    # a file git reads for every diff (`log --name-only` included): a FIFO there stalls git
+    ("diff.orderFile", os.devnull),
     ("credential.helper", ""),
     ("gpg.program", "false"),
     ("gpg.ssh.program", "false"),
@@ -136,6 +138,8 @@ def git_env(git_dir: Path | None = None) -> dict[str, str]:
         GIT_CONFIG_NOSYSTEM="1",
         GIT_CONFIG_GLOBAL=os.devnull,
         GIT_LITERAL_PATHSPECS="1",
+        # refs/replace/* would let a repository answer a commit's id with other objects
+        GIT_NO_REPLACE_OBJECTS="1",
         LC_ALL="C",
     )
     env.update(_pins_env(_PINNED))
