@@ -77,6 +77,13 @@ def test_a_deep_document_names_the_limit_and_a_shallow_one_reads(tmp_path: Path)
     assert parse_json(json.dumps({"s": DEEP})) == {"s": DEEP}
 
 
+def test_allow_nan_admits_what_python_writes_and_nothing_more() -> None:
+    value = parse_json('[NaN, Infinity, -Infinity, 1.5]', allow_nan=True)
+    assert value[0] != value[0] and value[1:] == [float("inf"), float("-inf"), 1.5]
+    with pytest.raises(ValueError, match="number out of range"):
+        parse_json("[1e999]", allow_nan=True)
+
+
 def test_invalid_utf8_names_the_byte_and_offset(tmp_path: Path) -> None:
     p = tmp_path / "meta.json"
     p.write_bytes(b'{"a": "\xff"}')

@@ -88,12 +88,17 @@ def _parse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a number JSON allows")
 
 
-def parse_json(text: str, *, max_depth: int = MAX_JSON_DEPTH) -> Any:
+_CONSTANTS = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+
+
+def parse_json(text: str, *, max_depth: int = MAX_JSON_DEPTH, allow_nan: bool = False) -> Any:
     """`json.loads` for hostile text: every way it can fail is a `ValueError` with one line.
 
     Refused: nesting deeper than `max_depth` (checked before decoding), `NaN` / `Infinity`, a
     number that overflows to infinity (`1e999`) or is longer than `MAX_NUMBER_CHARS`, and
-    anything that is not JSON. The message is the reason alone (`Expecting value (line 1,
+    anything that is not JSON. `allow_nan` admits the `NaN` / `Infinity` / `-Infinity` that
+    Python's own `json.dumps` writes (a training log's NaN loss is data); `1e999` stays refused,
+    nothing writes it. The message is the reason alone (`Expecting value (line 1,
     column 1)`, `nested too deeply to read ...`); callers put "not JSON: " and the file in
     front.
     """
@@ -104,7 +109,7 @@ def parse_json(text: str, *, max_depth: int = MAX_JSON_DEPTH) -> Any:
             text,
             parse_int=_parse_int,
             parse_float=_parse_float,
-            parse_constant=_parse_constant,
+            parse_constant=_CONSTANTS.__getitem__ if allow_nan else _parse_constant,
         )
     except json.JSONDecodeError as exc:
         raise ValueError(f"{exc.msg} (line {exc.lineno}, column {exc.colno})") from None
