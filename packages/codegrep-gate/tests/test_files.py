@@ -114,3 +114,14 @@ def test_an_absent_shipped_calibration_names_the_shipped_ones() -> None:
         shipped_calibration("no-such")
     with pytest.raises(GateError, match="no shipped calibration"):
         shipped_calibration("../calibrations/README")
+
+
+def test_hostile_numbers_and_nesting_are_refused_before_validation(tmp_path: Path) -> None:
+    good = _calibration().model_dump_json()
+    huge = good.replace('"schema_version":1', '"schema_version":1' + "0" * 5000, 1)
+    assert huge != good
+    assert "not JSON: number too long" in _error(_write(tmp_path, huge))
+    assert "not JSON: number out of range: 1e999" in _error(
+        _write(tmp_path, good[:-1] + ', "extra": 1e999}')
+    )
+    assert "not JSON: nested too deeply" in _error(_write(tmp_path, "[" * 100_000))
