@@ -302,3 +302,13 @@ def test_a_truncated_gzip_stage_output_is_a_one_line_reason(tmp_path: Path) -> N
     validity = check_eval(preds, scores)
     assert not validity.ok
     assert validity.reason.startswith(f"{scores}: truncated gzip")
+
+
+def test_a_node_rank_isdigit_accepts_but_int_refuses_is_ignored(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from train_launcher.cli import _default_rank
+
+    monkeypatch.setenv("NODE_RANK", "\u00b2")
+    monkeypatch.setenv("SLURM_NODEID", "1")
+    assert _default_rank() == 1
