@@ -291,3 +291,29 @@ def test_the_written_file_loads_and_names_codegrep_models_version(tmp_path: Path
     )
     assert code == 0, stderr
     assert again.read_text() == out.read_text()
+
+
+_DEEP = "[" * 100_000 + "]" * 100_000
+
+
+@pytest.mark.parametrize(
+    ("meta", "reason"),
+    [
+        (_DEEP.encode(), "nested too deeply"),
+        (b'{"config": {"temperature": 1e999}}', "number out of range"),
+        (b'{"config": {"seed": 1' + b"0" * 5000 + b"}}", "number too long"),
+        (b'[{"config": {}}]', "expected a JSON object, found a list"),
+        (b'{"config": "\xff"}', "not UTF-8"),
+    ],
+)
+def test_a_hostile_meta_file_exits_2_naming_it(tmp_path: Path, meta: bytes, reason: str) -> None:
+    instances, predictions = _files(tmp_path)
+    path = predictions.with_name(predictions.name + ".meta.json")
+    path.write_bytes(meta)
+    out = tmp_path / "cal.json"
+    code, _, stderr = _calibrate("-i", str(instances), "-p", str(predictions), "-o", str(out))
+    assert code == 2
+    (line,) = stderr.splitlines()
+    assert str(path) in line
+    assert reason in line
+    assert not out.exists()

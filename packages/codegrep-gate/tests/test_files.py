@@ -198,3 +198,14 @@ def test_bins_must_be_ordered_and_agree_with_their_counts(tmp_path: Path) -> Non
     b["precision"] = {"point": 0.9, "low": 0.8, "high": 1.0, "level": 0.95}
     message = _error(_write(tmp_path, inflated))
     assert "by_rank.bins.0: bin precision 0.9 is not its 1 hits among 4 files" in message
+
+
+def test_hostile_numbers_and_nesting_are_refused_before_validation(tmp_path: Path) -> None:
+    good = _calibration().model_dump_json()
+    huge = good.replace('"schema_version":1', '"schema_version":1' + "0" * 5000, 1)
+    assert huge != good
+    assert "not JSON: number too long" in _error(_write(tmp_path, huge))
+    assert "not JSON: number out of range: 1e999" in _error(
+        _write(tmp_path, good[:-1] + ', "extra": 1e999}')
+    )
+    assert "not JSON: nested too deeply" in _error(_write(tmp_path, "[" * 100_000))

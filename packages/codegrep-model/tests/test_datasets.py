@@ -4,6 +4,7 @@ rejection sampling by reward, and ms-swift's agent format. Real git repositories
 from __future__ import annotations
 
 import asyncio
+import gzip
 import json
 import subprocess
 from collections.abc import Callable
@@ -628,3 +629,61 @@ def test_cli_bad_input_exits_2_before_any_work(world: World, tmp_path: Path) -> 
     assert not (tmp_path / "o").exists()
     assert not (tmp_path / "o.jsonl").exists()
     assert not (tmp_path / "cache2" / "repos").exists()
+
+
+# ------------------------------------------------------------------------- hostile rollouts
+
+_DEEP = "[" * 100_000 + "]" * 100_000
+
+
+def test_sft_counts_hostile_rollout_rows_and_drops_deep_arguments(
+    world: World, tmp_path: Path
+) -> None:
+    instances = tmp_path / "i.jsonl"
+    instances.write_text("".join(i.model_dump_json() + "\n" for i in world.good()))
+    rec = rollout(world, world.good()[0], good_steps())
+    deep = json.loads(rec.model_dump_json())
+    calls = [m for m in deep["messages"] if m.get("tool_calls")]
+    calls[0]["tool_calls"][0]["arguments"] = _DEEP  # a string holding JSON nested too deeply
+    rollouts = tmp_path / "r.rollouts.jsonl"
+    rollouts.write_bytes(
+        _DEEP.encode()
+        + b"\n"
+        + rec.model_dump_json().replace('"turns":', '"reward_x": 1e999, "turns":', 1).encode()
+        + b"\n"
+        + b'{"instance_id": 1'
+        + b"0" * 5000
+        + b"}\n"
+        + b'{"instance_id": "\xff"}\n'
+        + json.dumps(deep).encode()
+        + b"\n"
+        + rec.model_dump_json().encode()
+        + b"\n"
+    )
+    out = tmp_path / "sft.jsonl"
+    res = CliRunner().invoke(
+        dataset_app, ["sft", str(rollouts), "-i", str(instances), "-o", str(out)]
+    )
+    assert res.exit_code == 0, res.output
+    assert res.exception is None or isinstance(res.exception, SystemExit), res.exception
+    assert "kept 1" in res.output
+    report = json.loads((tmp_path / "sft.report.json").read_text())
+    assert [b.split(": ", 1)[0] for b in report["bad_rows"]] == [
+        f"{rollouts}:{n}" for n in (1, 2, 3, 4)
+    ]
+    assert [d["detail"] for d in report["dropped"]] == ["message 3: arguments of grep are not JSON"]
+
+
+def test_sft_on_a_corrupt_gzip_rollouts_file_exits_2_with_one_line(
+    world: World, tmp_path: Path
+) -> None:
+    instances = tmp_path / "i.jsonl"
+    instances.write_text(world.good()[0].model_dump_json() + "\n")
+    rollouts = tmp_path / "r.rollouts.jsonl.gz"
+    rollouts.write_bytes(gzip.compress(b'{"a": 1}\n' * 1000)[:40])
+    res = CliRunner().invoke(
+        dataset_app, ["sft", str(rollouts), "-i", str(instances), "-o", str(tmp_path / "o.jsonl")]
+    )
+    assert res.exit_code == 2, res.output
+    assert "Traceback" not in res.output
+    assert f"{rollouts}: truncated gzip file" in " ".join(res.output.split())

@@ -139,7 +139,7 @@ def test_a_ranker_file_round_trips_and_bad_files_are_named(tmp_path: Path) -> No
     assert f"{n} features but 2 means" in bad(good | {"mean": good["mean"][:2]}, "m.json")
     assert "scales must be positive" in bad(good | {"scale": [0.0] * n}, "s.json")
     assert "malformed" in bad({k: v for k, v in good.items() if k != "weights"}, "w.json")
-    assert "a ranker file is a JSON object" in bad([1, 2], "l.json")
+    assert "expected a JSON object, found a list" in bad([1, 2], "l.json")
     (tmp_path / "x.json").write_text("{not json")
     with pytest.raises(RankerError, match=r"x\.json: not JSON"):
         Ranker.load(tmp_path / "x.json")
@@ -193,3 +193,60 @@ def test_examples_file_round_trip_and_bad_rows(tmp_path: Path) -> None:
     path.write_text(row.to_json() + "\n" + '{"instance_id": "x"}\n')
     with pytest.raises(RankerError, match=r"ex\.jsonl:2: not an examples row"):
         read_examples(path)
+
+
+_DEEP = "[" * 100_000 + "]" * 100_000
+_GOOD_ROW = {
+    "instance_id": "o__r-1",
+    "repo": "o/r",
+    "gold": ["a.py"],
+    "candidates": [{"path": "a.py", "score": 1.0, "features": {"bm25": 1.0}}],
+}
+
+
+@pytest.mark.parametrize(
+    ("line", "reason"),
+    [
+        (_DEEP.encode(), "nested too deeply"),
+        (json.dumps(_GOOD_ROW).replace("1.0}", "1e999}").encode(), "number out of range"),
+        (json.dumps(_GOOD_ROW).replace("1.0}", "1" + "0" * 5000 + "}").encode(), "too long"),
+        (json.dumps(_GOOD_ROW).replace("1.0}", '"nan"}').encode(), "not a finite number"),
+        (b'{"instance_id": "\xff"}', "not UTF-8"),
+        (b"[1, 2]", "not an examples row"),
+    ],
+)
+def test_hostile_examples_are_one_line_errors(tmp_path: Path, line: bytes, reason: str) -> None:
+    from codegrep_model.cli import app
+    from codegrep_model.ranker_train import read_examples
+    from typer.testing import CliRunner
+
+    examples = tmp_path / "ex.jsonl"
+    examples.write_bytes(json.dumps(_GOOD_ROW).encode() + b"\n" + line + b"\n")
+    with pytest.raises(RankerError, match=reason) as info:
+        read_examples(examples)
+    assert str(info.value).startswith(f"{examples}:2: ")
+    instances = tmp_path / "i.jsonl"
+    instances.write_text(json.dumps({"instance_id": "o__r-1", "repo": "o/r"}) + "\n")
+    res = CliRunner().invoke(
+        app,
+        [
+            "train-ranker",
+            "-i",
+            str(instances),
+            "--examples",
+            str(examples),
+            "-o",
+            str(tmp_path / "r.json"),
+        ],
+    )
+    assert res.exit_code == 2, res.output
+    assert res.exception is None or isinstance(res.exception, SystemExit), res.exception
+    assert f"{examples}:2: not an examples row" in " ".join(res.output.split())
+
+
+def test_a_hostile_ranker_file_is_a_ranker_error(tmp_path: Path) -> None:
+    for text in (_DEEP.encode(), b'{"weights": 1e999}', b"\xff", b"[]"):
+        p = tmp_path / "r.json"
+        p.write_bytes(text)
+        with pytest.raises(RankerError, match=f"cannot read ranker file {p}: "):
+            Ranker.load(p)

@@ -8,7 +8,7 @@ optionally checks the result on held-out data, writes the record and prints what
 
 from __future__ import annotations
 
-import json
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Literal
 
@@ -25,8 +25,14 @@ __all__ = ["calibrate", "retriever_of"]
 def retriever_of(name: str, predictions_file: Path | None = None) -> Retriever:
     """The `Retriever` a calibration names: its name, the version of the package that
     implements it (codegrep-model for the policies), and the rollout config that the batch
-    runners write beside their predictions (`PREDICTIONS.meta.json`), when there is one."""
+    runners write beside their predictions (`PREDICTIONS.meta.json`), when there is one.
+
+    A meta file that is there but cannot be read (not JSON, nested too deeply, `1e999`, not
+    UTF-8, a list) raises `RecordFileError` naming it: the calibration would otherwise record
+    a retriever without the config it ran with.
+    """
     from codegrep_gate import Retriever
+    from codegrep_records import read_json_object
 
     from codegrep.gating import retriever_version
 
@@ -34,12 +40,10 @@ def retriever_of(name: str, predictions_file: Path | None = None) -> Retriever:
     config: dict[str, object] = {}
     if predictions_file is not None:
         meta = predictions_file.with_name(predictions_file.name + ".meta.json")
-        try:
-            data = json.loads(meta.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            data = None
-        if isinstance(data, dict) and isinstance(data.get("config"), dict):
-            config = {"rollout": data["config"]}
+        if os.path.lexists(meta):
+            data = read_json_object(meta)
+            if isinstance(data.get("config"), dict):
+                config = {"rollout": data["config"]}
     return Retriever(name=name, version=version, package=package, config=config)
 
 
@@ -185,7 +189,7 @@ def calibrate(
     """
     from codegrep_gate import CalibrationMismatchError, GateError, write_calibration
     from codegrep_gate import calibrate as measure
-    from codegrep_records import why_unwritable
+    from codegrep_records import RecordError, why_unwritable
 
     problem = why_unwritable(output)
     if problem is not None:
@@ -235,8 +239,8 @@ def calibrate(
             cal = cal.with_check(_check(cal, held, resamples, seed))
     except CalibrationMismatchError as exc:
         raise _fail(str(exc)) from exc
-    except GateError as exc:
-        raise _fail(str(exc)) from exc
+    except (GateError, RecordError) as exc:  # RecordError: an unreadable PREDICTIONS.meta.json
+        raise _fail(str(exc)) from None
     try:
         write_calibration(output, cal)
     except (OSError, GateError) as exc:

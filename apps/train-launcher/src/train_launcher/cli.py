@@ -272,7 +272,7 @@ def plan(
 def _default_rank() -> int:
     for var in ("NODE_RANK", "SLURM_NODEID"):
         value = os.environ.get(var, "")
-        if value.isdigit():
+        if value.isascii() and value.isdigit() and len(value) <= 6:  # isdigit() alone takes '²'
             return int(value)
     return 0
 

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml  # type: ignore[import-untyped, unused-ignore]
+from codegrep_records import RecordError, read_text_file
 from pydantic import (
     AfterValidator,
     BaseModel,
@@ -35,6 +36,7 @@ from pydantic import (
     field_validator,
 )
 
+from train_launcher._yaml import MAX_YAML_BYTES, load_yaml
 from train_launcher.errors import ConfigError, ConfigProblem
 
 __all__ = [
@@ -467,7 +469,7 @@ def apply_overrides(data: dict[str, Any], overrides: Sequence[str]) -> list[Conf
             problems.append(ConfigProblem("--set", f"{item!r} is not KEY=VALUE (a.b=1)"))
             continue
         try:
-            value = yaml.safe_load(raw) if raw.strip() else ""
+            value = load_yaml(raw)[0] if raw.strip() else ""
         except yaml.YAMLError as exc:
             problems.append(ConfigProblem("--set", f"{item!r}: the value is not YAML: {exc}"))
             continue
@@ -547,13 +549,12 @@ def load_config(path: str | Path, overrides: Sequence[str] = ()) -> RunConfig:
     """Read, validate and resolve a run config; `ConfigError` names every problem."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        text = read_text_file(path, max_bytes=MAX_YAML_BYTES)
+    except RecordError as exc:  # missing, a folder, not UTF-8, too large; names the file
+        reason = str(exc).removeprefix(f"{path}: ")
         raise ConfigError(path, [ConfigProblem("", f"cannot read the config: {reason}")]) from None
     try:
-        root = yaml.compose(text)
-        data = yaml.safe_load(text)
+        data, root = load_yaml(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None

@@ -35,7 +35,6 @@ Every figure is a documented rule, not a measurement of the run:
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import re
@@ -45,6 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from codegrep_records import RecordError, read_json_object
 from pydantic import BaseModel, ConfigDict
 
 from train_launcher.config import RunConfig
@@ -208,7 +208,7 @@ class Estimates(_Record):
 
 def _arch_from_config(path: Path) -> _Arch | None:
     try:
-        cfg = json.loads((path / "config.json").read_text(encoding="utf-8"))
+        cfg = read_json_object(path / "config.json")  # hostile: a RecordFileError
         hidden = int(cfg["hidden_size"])
         layers = int(cfg["num_hidden_layers"])
         inter = int(cfg["intermediate_size"])
@@ -216,7 +216,7 @@ def _arch_from_config(path: Path) -> _Arch | None:
         kv = int(cfg.get("num_key_value_heads") or heads)
         head_dim = int(cfg.get("head_dim") or hidden // heads)
         vocab = int(cfg.get("vocab_size") or 0)
-    except (OSError, ValueError, KeyError, TypeError, ZeroDivisionError):
+    except (RecordError, ValueError, KeyError, TypeError, ZeroDivisionError, OverflowError):
         return None
     per_layer = hidden * heads * head_dim * 2 + hidden * kv * head_dim * 2 + 3 * hidden * inter
     tied = bool(cfg.get("tie_word_embeddings", False))

@@ -36,7 +36,9 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Literal, Protocol
+from typing import IO, Any, Literal, Protocol
+
+from codegrep_records import RecordError, parse_json, read_json_object
 
 from codegrep_records import open_appending, write_atomically
 
@@ -163,10 +165,11 @@ def _http_ready(url: str, model: str | None, timeout: float = 5.0) -> bool:
                 return False
             if model is None:
                 return True
-            body = json.loads(resp.read() or b"{}")
-    except (OSError, ValueError, urllib.error.URLError):
+            body = parse_json((resp.read() or b"{}").decode("utf-8"))
+    except (OSError, ValueError, urllib.error.URLError):  # UnicodeDecodeError is a ValueError
         return False
-    ids = [m.get("id") for m in body.get("data", []) if isinstance(m, dict)]
+    data = body.get("data") if isinstance(body, dict) else None
+    ids = [m.get("id") for m in data if isinstance(m, dict)] if isinstance(data, list) else []
     return model in ids
 
 
@@ -269,14 +272,27 @@ def _fingerprint(stage: Stage) -> str:
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
 
+def _our_json(path: Path) -> dict[str, Any] | None:
+    """A JSON object the launcher wrote (state, stamp), or None when there is none yet.
+
+    One that is there but unreadable (cut short, too deep, `1e999`, a list, a link) is a
+    `PlanError` naming it: what the launch would do next depends on it, so it stops.
+    """
+    if not os.path.lexists(path):
+        return None
+    try:
+        return read_json_object(path, refuse_links=True)
+    except RecordError as exc:
+        raise PlanError(f"{exc} (remove it to start its record afresh)") from None
+
+
 class _State:
     def __init__(self, layout: Layout) -> None:
         self.layout = layout
-        try:
-            self.data = json.loads(layout.state.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            self.data = {}
-        self.data.setdefault("stages", {})
+        self.data = _our_json(layout.state) or {}
+        stages = self.data.setdefault("stages", {})
+        if not isinstance(stages, dict) or not all(isinstance(v, dict) for v in stages.values()):
+            raise PlanError(f"{layout.state}: stages is not an object of objects")
 
     def record(self, stage: str, **fields: object) -> None:
         self.data["stages"].setdefault(stage, {}).update(fields)
@@ -293,9 +309,8 @@ def _stamp_path(layout: Layout, stage: Stage) -> Path:
 
 
 def _stale(layout: Layout, stage: Stage) -> bool:
-    try:
-        old = json.loads(_stamp_path(layout, stage).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    old = _our_json(_stamp_path(layout, stage))
+    if old is None:
         return False
     return bool(old.get("fingerprint") != _fingerprint(stage))
 

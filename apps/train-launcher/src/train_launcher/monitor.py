@@ -22,14 +22,16 @@ reported with file and line, never dropped in silence. This module prints nothin
 
 from __future__ import annotations
 
-import json
 import math
+import re
+import reprlib
 import time
 from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeGuard
 
+from codegrep_records import RecordFileError, parse_json, read_json_object
 from grpo_rewards import (
     INFO_ANSWER_ERROR,
     INFO_ANSWER_FILES,
@@ -88,6 +90,10 @@ _METRIC_KEYS: dict[str, tuple[str, ...]] = {
 }
 _STEP_KEYS = ("global_step/max_steps", "iteration")  # "12/2000"; Megatron: iteration
 _SUMMARY_KEYS = ("log_history", "model_parameter_info")  # sft.py's record after training
+# A bad line's message shows a bounded part of the value (a log line may hold megabytes).
+_REPR = reprlib.Repr()
+_REPR.maxlevel, _REPR.maxstring, _REPR.maxother = 2, 60, 60
+_COUNT = re.compile(r"[0-9]{1,12}")  # a step, a step count, a launch number; see `_digits`
 
 
 class MonitorError(Exception):
@@ -389,12 +395,12 @@ class _FileState:
         if not raw.strip():
             return
         try:
-            obj = json.loads(raw.decode("utf-8"))
+            obj = parse_json(raw.decode("utf-8"), allow_nan=True)  # ms-swift logs a NaN loss
         except UnicodeDecodeError:
             self._bad("not UTF-8")
             return
-        except json.JSONDecodeError as exc:
-            self._bad(f"not JSON ({exc.msg} at column {exc.colno})")
+        except ValueError as exc:  # not JSON, nested too deeply, 1e999, a 5,000-digit number
+            self._bad(f"not JSON ({exc})")
             return
         if not isinstance(obj, dict):
             self._bad(f"a JSON {type(obj).__name__}, not an object")
@@ -415,7 +421,7 @@ class _FileState:
             if key in obj:
                 parsed = _fraction(obj[key])
                 if parsed is None:
-                    self._bad(f"{key} is {obj[key]!r}, not 'step/max_steps'")
+                    self._bad(f"{key} is {_REPR.repr(obj[key])}, not 'step/max_steps'")
                     return
                 step, self.max_steps = parsed
                 break
@@ -449,7 +455,7 @@ class _FileState:
     def _rollout_line(self, obj: dict[str, Any]) -> None:
         step = obj.get("step")
         if not isinstance(step, int) or isinstance(step, bool):
-            self._bad(f"step is {step!r}, not an integer")
+            self._bad(f"step is {_REPR.repr(step)}, not an integer")
             return
         agg = _StepAgg(rollouts=1)
         cbar = obj.get("cbar")
@@ -494,7 +500,7 @@ class _FileState:
         for row in rows:
             step = _int(row.get("step"))
             if step is None:
-                self._bad(f"step is {row.get('step')!r}, not an integer")
+                self._bad(f"step is {_REPR.repr(row.get('step'))}, not an integer")
                 return
             agg = _StepAgg(rollouts=1)
             turns = row.get("num_turns")
@@ -507,14 +513,18 @@ class _FileState:
             self._add(step, agg)
 
 
+def _digits(text: str) -> int | None:
+    """An ASCII count of at most 12 digits, or None. `str.isdigit` accepts '²' (which int()
+    refuses) and Arabic-Indic digits (which int() reads), and int() takes 4,300 digits."""
+    text = text.strip()
+    return int(text) if _COUNT.fullmatch(text) else None
+
+
 def _fraction(value: object) -> tuple[int, int] | None:
     if not isinstance(value, str) or value.count("/") != 1:
         return None
-    a, b = value.split("/")
-    try:
-        return int(a), int(b)
-    except ValueError:
-        return None
+    a, b = (_digits(x) for x in value.split("/"))
+    return None if a is None or b is None else (a, b)
 
 
 def _is_metric_key(key: str) -> bool:
@@ -529,8 +539,8 @@ def _is_number(value: object) -> TypeGuard[int | float]:
 def _int(value: object) -> int | None:
     if isinstance(value, int) and not isinstance(value, bool):
         return value
-    if isinstance(value, str) and value.strip().isdigit():
-        return int(value)
+    if isinstance(value, str):
+        return _digits(value)
     return None
 
 
@@ -567,7 +577,8 @@ def _answer_failed(obj: Mapping[str, Any]) -> bool | None:
 def _version_key(path: Path) -> tuple[int, str]:
     """ms-swift's `v<N>-<date>-<time>` folders in launch order."""
     head = path.name.split("-", 1)[0]
-    number = int(head[1:]) if head[:1] == "v" and head[1:].isdigit() else -1
+    number = _digits(head[1:]) if head[:1] == "v" else None
+    number = -1 if number is None else number
     return number, path.name
 
 
@@ -636,14 +647,16 @@ def read_run(run_dir: str | Path, *, rollout_log: str | Path | None = None) -> R
 
 
 def _run_args(dirs: Sequence[Path]) -> dict[str, Any]:
-    """The last launch's args.json (ms-swift writes one per versioned folder), or {}."""
+    """The last launch's args.json (ms-swift writes one per versioned folder), or {}.
+
+    Missing or unreadable (hostile: too deep, `1e999`, not UTF-8, a list) is the same as absent:
+    the args only fill in limits the logs do not state.
+    """
     for d in reversed(dirs):
         try:
-            data = json.loads((d / ARGS_FILE).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            return read_json_object(d / ARGS_FILE)
+        except RecordFileError:
             continue
-        if isinstance(data, dict):
-            return data
     return {}
 
 

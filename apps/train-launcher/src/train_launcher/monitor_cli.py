@@ -8,6 +8,7 @@ unreadable file, a bad config or option, an output folder that cannot be written
 from __future__ import annotations
 
 import json
+import reprlib
 from pathlib import Path
 from typing import Annotated
 
@@ -147,30 +148,32 @@ def monitor(
 def _thresholds(config: Path | None) -> MonitorThresholds:
     """The thresholds of the config's `monitor:` section (defaults without --config)."""
     import yaml  # type: ignore[import-untyped, unused-ignore]
+    from codegrep_records import RecordError, read_text_file
     from pydantic import ValidationError
+
+    from train_launcher._yaml import MAX_YAML_BYTES, load_yaml
 
     if config is None:
         return MonitorThresholds()
     try:
-        data = yaml.safe_load(config.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise _fail(f"cannot read --config {config}: {reason}") from exc
-    except yaml.YAMLError as exc:
+        data = load_yaml(read_text_file(config, max_bytes=MAX_YAML_BYTES))[0]
+    except RecordError as exc:  # missing, a folder, not UTF-8, too large; names the file
+        raise _fail(f"cannot read --config {exc}") from None
+    except yaml.YAMLError as exc:  # not YAML, or past a bound (aliases, depth, expanded size)
         mark = getattr(exc, "problem_mark", None)
         where = f"{config}:{mark.line + 1}" if mark is not None else str(config)
-        raise _fail(f"{where}: not YAML: {getattr(exc, 'problem', None) or exc}") from exc
+        raise _fail(f"{where}: not YAML: {getattr(exc, 'problem', None) or exc}") from None
     if data is not None and not isinstance(data, dict):
         raise _fail(f"{config}: the config must be a mapping of sections")
     section = (data or {}).get("monitor")
     if section is not None and not isinstance(section, dict):
-        raise _fail(f"{config}: monitor: must be a mapping of thresholds, got {section!r}")
+        raise _fail(f"{config}: monitor: must be a mapping of thresholds, got {_short(section)}")
     try:
         return MonitorThresholds.from_config(data)
     except ValidationError as exc:
         problems = [
             f"monitor.{'.'.join(str(p) for p in e['loc'])}: {e['msg']}"
-            + (f" (got {e['input']!r})" if e["type"] != "missing" and "input" in e else "")
+            + (f" (got {_short(e['input'])})" if e["type"] != "missing" and "input" in e else "")
             for e in exc.errors()
         ]
         raise _fail(f"{config}: " + "; ".join(problems)) from exc
@@ -258,6 +261,16 @@ def _print_bad_lines(bad: list[BadLine]) -> None:
 
 def _warn(message: str) -> None:
     typer.echo(f"{typer.style('warning:', fg='yellow')} {message}", err=True)
+
+
+def _short(value: object) -> str:
+    """A repr that looks at a bounded part of `value`: an error message never walks a whole
+    structure a config built (however many values it holds)."""
+    return _REPR.repr(value)
+
+
+_REPR = reprlib.Repr()
+_REPR.maxlevel, _REPR.maxstring, _REPR.maxother = 3, 80, 80
 
 
 def _fail(message: str, code: int = 2) -> typer.Exit:

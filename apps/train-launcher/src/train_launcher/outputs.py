@@ -22,11 +22,18 @@ after the weights and optimizer by the HF trainer) and a weights file.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from codegrep_records import (
+    RecordError,
+    load_labels,
+    read_json_object,
+    read_rows,
+    read_text_file,
+)
 
 __all__ = [
     "Layout",
@@ -157,8 +164,10 @@ class Validity:
     reason: str
 
 
-def _read_json(path: Path) -> Any:
-    return json.loads(path.read_text(encoding="utf-8"))
+def _read_json(path: Path) -> dict[str, Any]:
+    """A stage's JSON output as an object; `RecordFileError` (one line naming the file) for a
+    missing, cut short or hostile one: too deep, `1e999`, not UTF-8, a list, a broken gzip."""
+    return read_json_object(path)
 
 
 def count_rows(path: Path) -> int:
@@ -197,11 +206,11 @@ def finished_checkpoint(folder: Path) -> Path | None:
     if not log.is_file():
         return None
     last: Path | None = None
-    for line in log.read_text(encoding="utf-8", errors="replace").splitlines():
-        try:
-            row = json.loads(line)
-        except ValueError:
-            continue
+    try:
+        rows = list(read_rows(log))
+    except RecordError:
+        return None
+    for _, row in rows:  # a RowProblem (a line cut short, hostile) is not the final message
         if isinstance(row, dict) and "last_model_checkpoint" in row:
             value = row.get("last_model_checkpoint")
             last = None if not value else Path(str(value))
@@ -228,14 +237,12 @@ def _resolved(items: list[tuple[int, Path]]) -> list[tuple[int, Path]]:
 
 
 def check_labels(labels: Path, stats: Path) -> Validity:
-    from codegrep_records import RecordError, load_labels
-
     if not labels.is_file() or not stats.is_file():
         return Validity(False, f"{labels} or its stats file is missing")
     try:
         loaded = load_labels(labels)
         _read_json(stats)
-    except (RecordError, ValueError, OSError) as exc:
+    except RecordError as exc:
         return Validity(False, f"unreadable: {exc}")
     if loaded.problems:
         return Validity(False, f"{len(loaded.problems)} bad row(s), first: {loaded.problems[0]}")
@@ -248,13 +255,14 @@ def check_prepare(reports: list[Path]) -> Validity:
     for report in reports:
         try:
             data = _read_json(report)
-        except (OSError, ValueError):
-            return Validity(False, f"{report} is missing or not JSON")
-        if not isinstance(data, dict):
-            return Validity(False, f"{report} is not a prepare report")
+        except RecordError as exc:
+            return Validity(False, str(exc))
         if data.get("failures") or data.get("skipped_rows"):
             return Validity(False, f"{report} lists failures or skipped rows")
-        for repo in data.get("repos") or []:
+        repos = data.get("repos") or []
+        if not isinstance(repos, list) or not all(isinstance(r, dict) for r in repos):
+            return Validity(False, f"{report}: repos is not a list of objects")
+        for repo in repos:
             if repo.get("commits_ok") != repo.get("commits"):
                 return Validity(False, f"{report}: {repo.get('repo')} lacks commits")
     return Validity(True, f"{len(reports)} report(s), every commit present")
@@ -263,8 +271,8 @@ def check_prepare(reports: list[Path]) -> Validity:
 def check_grpo_data(folder: Path, subsets: dict[str, Path]) -> Validity:
     try:
         report = _read_json(folder / "report.json")
-    except (OSError, ValueError):
-        return Validity(False, f"{folder / 'report.json'} is missing or not JSON")
+    except RecordError as exc:
+        return Validity(False, str(exc))
     train, val = count_rows(folder / "train.jsonl"), count_rows(folder / "val.jsonl")
     if train != report.get("train") or val != report.get("val"):
         return Validity(
@@ -284,8 +292,8 @@ def check_grpo_data(folder: Path, subsets: dict[str, Path]) -> Validity:
 def check_sft_data(rows: Path, report: Path) -> Validity:
     try:
         kept = _read_json(report).get("kept")
-    except (OSError, ValueError, AttributeError):
-        return Validity(False, f"{report} is missing or not JSON")
+    except RecordError as exc:
+        return Validity(False, str(exc))
     n = count_rows(rows)
     if n != kept or n < 1:
         return Validity(False, f"{n} rows, the report says {kept} kept")
@@ -297,16 +305,16 @@ def check_eval(predictions: Path, scores: Path) -> Validity:
         return Validity(False, f"no predictions in {predictions}")
     try:
         _read_json(scores)
-    except (OSError, ValueError):
-        return Validity(False, f"{scores} is missing or not JSON")
+    except RecordError as exc:
+        return Validity(False, str(exc))
     return Validity(True, f"{count_rows(predictions)} predictions scored")
 
 
 def check_summary(summary: Path, names: list[str]) -> Validity:
     try:
-        text = summary.read_text(encoding="utf-8")
-    except OSError:
-        return Validity(False, f"{summary} is missing")
+        text = read_text_file(summary)
+    except RecordError as exc:
+        return Validity(False, str(exc))
     missing = [n for n in names if n not in text]
     if missing:
         return Validity(False, f"{summary} does not name {', '.join(missing)}")

@@ -37,6 +37,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
+from codegrep_records import RecordError, read_json_object
 from pydantic import BaseModel, ConfigDict, Field
 
 from train_launcher.config import RunConfig, reward_func_name
@@ -201,10 +202,12 @@ def _has_val_split(config: RunConfig, layout: Layout) -> bool:
     """Whether GRPO has validation rows: the dataset report's count once it exists, else
     whether the config asks for a split."""
     try:
-        report = json.loads((layout.grpo_data / "report.json").read_text(encoding="utf-8"))
-        return int(report.get("val") or 0) > 0
-    except (OSError, ValueError, TypeError, AttributeError):
-        return config.data.val_fraction > 0 or bool(config.data.val_repos)
+        val = read_json_object(layout.grpo_data / "report.json").get("val")
+    except RecordError:  # absent, or unreadable: the datasets stage's check says which
+        val = None
+    if isinstance(val, int) and not isinstance(val, bool):
+        return val > 0
+    return config.data.val_fraction > 0 or bool(config.data.val_repos)
 
 
 def _gpu_list(first: int, count: int) -> str:

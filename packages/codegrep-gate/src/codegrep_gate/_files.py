@@ -4,13 +4,12 @@ one, and the calibrations shipped inside the package (`codegrep_gate/calibration
 
 from __future__ import annotations
 
-import json
 import re
 from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
 
-from codegrep_records import describe_validation_error
+from codegrep_records import describe_validation_error, parse_json
 from pydantic import ValidationError
 
 from codegrep_gate._records import Calibration
@@ -30,13 +29,9 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 def parse_calibration(text: str, where: str) -> Calibration:
     """A calibration from JSON text; `where` names its source in every error."""
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise CalibrationFileError(
-            f"{where}: not JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
-        ) from None
-    except (ValueError, RecursionError) as exc:
+    try:  # too deep, 1e999, NaN, a 5,000-digit number: refused before anything is built
+        data = parse_json(text)
+    except ValueError as exc:
         raise CalibrationFileError(f"{where}: not JSON: {exc}") from None
     if not isinstance(data, dict):
         raise CalibrationFileError(

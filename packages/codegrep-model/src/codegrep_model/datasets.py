@@ -580,8 +580,8 @@ def _bad_calls(record: RolloutRecord) -> str | None:
         for tc in m.tool_calls:
             if tc.name not in known:
                 return f"message {i + 1}: unknown tool {tc.name!r}"
-            try:
-                args = json.loads(tc.arguments) if tc.arguments.strip() else {}
+            try:  # too deep, 1e999, not JSON: the row is dropped with the reason, not a crash
+                args = records.parse_json(tc.arguments) if tc.arguments.strip() else {}
             except ValueError:
                 return f"message {i + 1}: arguments of {tc.name} are not JSON"
             if not isinstance(args, dict):
@@ -692,7 +692,7 @@ def agent_messages(
             if text.strip():
                 out.append(SftMessage(role="assistant", content=text, loss_scale=loss_scale))
             for j, c in enumerate(m.tool_calls):
-                args = json.loads(c.arguments) if c.arguments.strip() else {}
+                args = records.parse_json(c.arguments) if c.arguments.strip() else {}
                 body = json.dumps({"name": c.name, "arguments": args}, ensure_ascii=False)
                 scale = loss_scale if j == 0 else None
                 out.append(SftMessage(role="tool_call", content=body, loss_scale=scale))

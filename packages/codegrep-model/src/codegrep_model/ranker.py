@@ -242,15 +242,13 @@ class Ranker:
 
     @classmethod
     def load(cls, path: str | Path) -> Ranker:
+        from codegrep_records import RecordFileError, read_json_object
+
         p = Path(path)
-        try:
-            data = json.loads(p.read_text(encoding="utf-8"))
-        except OSError as exc:
-            raise RankerError(f"cannot read ranker file {p}: {exc.strerror or exc}") from exc
-        except json.JSONDecodeError as exc:
-            raise RankerError(f"{p}: not JSON ({exc})") from exc
-        if not isinstance(data, dict):
-            raise RankerError(f"{p}: a ranker file is a JSON object")
+        try:  # missing, not UTF-8, too deep, 1e999, a list: one line naming the file
+            data = read_json_object(p)
+        except RecordFileError as exc:
+            raise RankerError(f"cannot read ranker file {exc}") from None
         return cls.from_dict(data, source=str(p))
 
     @classmethod

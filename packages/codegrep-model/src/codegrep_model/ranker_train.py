@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
@@ -83,32 +84,47 @@ class _Recorder:
 
 
 def read_examples(path: Path) -> list[InstanceCandidates]:
-    """The instances of an examples file; a bad line is an error naming file and line."""
+    """The instances of an examples file; a bad line is an error naming file and line.
+
+    Lines are decoded by codegrep-records' row reader: not UTF-8, too deep, `1e999` or a
+    5,000-digit number is such a bad line, as is a feature that is not a finite number.
+    """
+    from codegrep_records import RecordFileError, RowProblem, read_rows
+
     out: list[InstanceCandidates] = []
-    with path.open(encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-                out.append(
-                    InstanceCandidates(
-                        instance_id=str(row["instance_id"]),
-                        repo=str(row["repo"]),
-                        gold=tuple(str(g) for g in row["gold"]),
-                        candidates=tuple(
-                            Candidate(
-                                path=str(c["path"]),
-                                score=float(c.get("score", 0.0)),
-                                features={k: float(v) for k, v in c["features"].items()},
-                            )
-                            for c in row["candidates"]
-                        ),
-                    )
+    try:
+        rows = list(read_rows(path))
+    except RecordFileError as exc:
+        raise RankerError(str(exc)) from None
+    for n, row in rows:
+        if isinstance(row, RowProblem):
+            raise RankerError(f"{path}:{n}: not an examples row ({row.message})")
+        try:
+            out.append(
+                InstanceCandidates(
+                    instance_id=str(row["instance_id"]),
+                    repo=str(row["repo"]),
+                    gold=tuple(str(g) for g in row["gold"]),
+                    candidates=tuple(
+                        Candidate(
+                            path=str(c["path"]),
+                            score=_finite(c.get("score", 0.0)),
+                            features={k: _finite(v) for k, v in c["features"].items()},
+                        )
+                        for c in row["candidates"]
+                    ),
                 )
-            except (json.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError) as e:
-                raise RankerError(f"{path}:{n}: not an examples row ({e!r})") from e
+            )
+        except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as e:
+            raise RankerError(f"{path}:{n}: not an examples row ({e!r})") from None
     return out
+
+
+def _finite(value: object) -> float:
+    number = float(value)  # type: ignore[arg-type]  # a str or a list: ValueError/TypeError
+    if not math.isfinite(number):
+        raise ValueError(f"{value!r} is not a finite number")
+    return number
 
 
 def examples_of(rows: Iterable[InstanceCandidates]) -> list[Example]:

@@ -18,6 +18,13 @@ from codegrep_records._gold import (
     is_test_path,
     parse_patch,
 )
+from codegrep_records._json_files import (
+    MAX_JSON_DEPTH,
+    parse_json,
+    read_json_file,
+    read_json_object,
+    read_text_file,
+)
 from codegrep_records._output import open_appending, why_unwritable, write_atomically
 from codegrep_records._paths import MOUNT_PREFIXES, normalize_path, normalize_paths
 from codegrep_records._readers import (
@@ -51,6 +58,7 @@ except _metadata.PackageNotFoundError:
 
 __all__ = [
     "CATM_WEIGHT_THRESHOLD",
+    "MAX_JSON_DEPTH",
     "MOUNT_PREFIXES",
     "ChangeKind",
     "GoldLabel",
@@ -78,8 +86,12 @@ __all__ = [
     "normalize_path",
     "normalize_paths",
     "open_appending",
+    "parse_json",
     "parse_patch",
+    "read_json_file",
+    "read_json_object",
     "read_rows",
+    "read_text_file",
     "why_unwritable",
     "write_atomically",
     "write_records",

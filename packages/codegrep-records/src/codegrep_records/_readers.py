@@ -15,18 +15,20 @@ them would quietly change the denominator.
 from __future__ import annotations
 
 import gzip
-import json
+import io
 import math
+import os
 import re
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import IO, Any, Generic, TypeVar, cast
 
 from pydantic import BaseModel, ValidationError
 
 from codegrep_records._gold import GoldRule
+from codegrep_records._json_files import open_regular, parse_json
 from codegrep_records._paths import normalize_path
 from codegrep_records._records import (
     CATM_WEIGHT_THRESHOLD,
@@ -78,16 +80,19 @@ class Loaded(Generic[T]):
     problems: tuple[RowProblem, ...] = field(default=())
 
 
-def _open_text(path: Path) -> Iterator[str]:
+def _open_text(path: Path, refuse_links: bool = False) -> Iterator[str]:
     """The lines of a text file, gunzipped when the name ends in .gz; see `_NOT_UTF8`.
 
     `utf-8-sig` drops a byte-order mark at the very start (editors on Windows write one), which
     would otherwise make the first row "not JSON"; elsewhere it decodes exactly as `utf-8`.
     """
-    opener = gzip.open if path.suffix == ".gz" else open
+    fd = open_regular(path, refuse_links)
     n = 0
     try:
-        with opener(path, "rt", encoding="utf-8-sig", errors="surrogateescape") as fh:
+        with os.fdopen(fd, "rb") as raw:
+            gz = path.suffix == ".gz"
+            binary: IO[bytes] = cast(IO[bytes], gzip.GzipFile(fileobj=raw)) if gz else raw
+            fh = io.TextIOWrapper(binary, encoding="utf-8-sig", errors="surrogateescape")
             for line in fh:
                 yield line
                 n += 1
@@ -114,11 +119,8 @@ def _not_utf8(text: str) -> str | None:
 
 
 def _json(text: str) -> Any:
-    """json.loads; every way hostile text can fail comes out as a ValueError."""
-    try:
-        return json.loads(text)
-    except RecursionError:
-        raise ValueError("nested too deeply to read") from None
+    """json.loads; every way hostile text can fail comes out as a ValueError (`parse_json`)."""
+    return parse_json(text)
 
 
 def _base_suffix(path: Path) -> str:
@@ -140,14 +142,18 @@ def _parquet_rows(path: Path) -> list[Any]:
     return rows
 
 
-def read_rows(path: str | Path) -> Iterator[tuple[int, Any]]:
+def read_rows(path: str | Path, *, refuse_links: bool = False) -> Iterator[tuple[int, Any]]:
     """(line or row number, decoded JSON value) for every row of a JSON/JSONL/parquet file.
 
-    A JSON Lines line that cannot be decoded comes back as a `RowProblem` value, so that callers
-    can count it and go on; blank lines are skipped. Raises `RecordFileError` for a file that
-    cannot be read at all and `MissingExtraError` for parquet without pyarrow.
+    A JSON Lines line that cannot be decoded (not UTF-8, not JSON, nested too deeply, a number
+    out of range: see `parse_json`) comes back as a `RowProblem` value, so that callers can
+    count it and go on; blank lines are skipped. Raises `RecordFileError` for a file that
+    cannot be read at all (`refuse_links`: a symbolic link is one) and `MissingExtraError` for
+    parquet without pyarrow.
     """
     p = Path(path)
+    if refuse_links and p.is_symlink():
+        raise RecordFileError(f"{p}: is a symbolic link, which is not followed")
     if not p.exists():
         raise RecordFileError(f"{p}: no such file")
     if p.is_dir():  # pyarrow would read a folder as a dataset, an empty one as no rows
@@ -157,7 +163,7 @@ def read_rows(path: str | Path) -> Iterator[tuple[int, Any]]:
         yield from enumerate(_parquet_rows(p), start=1)
         return
     if kind == ".json":
-        text = "".join(_open_text(p))
+        text = "".join(_open_text(p, refuse_links))
         where = _not_utf8(text)
         if where is not None:
             raise RecordFileError(f"{p}: {where}")
@@ -174,7 +180,7 @@ def read_rows(path: str | Path) -> Iterator[tuple[int, Any]]:
             raise RecordFileError(f"{p}: expected a JSON list of rows")
         yield from enumerate(data, start=1)
         return
-    for i, line in enumerate(_open_text(p), start=1):
+    for i, line in enumerate(_open_text(p, refuse_links), start=1):
         if not line.strip():
             continue
         where = _not_utf8(line)
@@ -183,10 +189,7 @@ def read_rows(path: str | Path) -> Iterator[tuple[int, Any]]:
             continue
         try:
             row = _json(line)
-        except json.JSONDecodeError as exc:
-            yield i, RowProblem(str(p), i, f"not JSON: {exc.msg}")
-            continue
-        except ValueError as exc:  # too deep, or an integer past Python's digit limit
+        except ValueError as exc:  # not JSON, too deep, a number out of range
             yield i, RowProblem(str(p), i, f"not JSON: {exc}")
             continue
         yield i, row

@@ -16,11 +16,13 @@ import contextlib
 import fcntl
 import json
 import os
+import re
 import sqlite3
 import stat
 import threading
 import uuid
 from collections.abc import Callable, Iterator
+from itertools import accumulate
 from pathlib import Path
 
 from worktree_sandbox._definition import Definition
@@ -234,6 +236,9 @@ class DefinitionStore:
 
 
 _FIELDS = 6
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
 
 
 def _encode(definitions: tuple[Definition, ...]) -> str:
@@ -241,11 +246,26 @@ def _encode(definitions: tuple[Definition, ...]) -> str:
     return json.dumps(rows, separators=(",", ":"), ensure_ascii=False)
 
 
+def _nests_deeper_than(text: str, limit: int) -> bool:
+    """Whether the brackets of `text` outside JSON strings nest deeper than `limit` (summed in
+    C, not a Python loop per character)."""
+    skeleton = _NOT_BRACKET.sub("", _STRING.sub("", text))
+    return max(accumulate(map(_STEP.__getitem__, skeleton)), default=0) > limit
+
+
 def _decode(data: str) -> tuple[Definition, ...] | None:
-    """The stored definitions, or None for a row that is not what `_encode` writes (a miss)."""
+    """The stored definitions, or None for a row that is not what `_encode` writes (a miss).
+
+    The file is shared and may have been written by anyone who can write the folder: a row
+    nested deeper than the two levels `_encode` writes is refused before decoding (the decoder
+    would raise `RecursionError`, which is no `ValueError`), and so is a bool where a line
+    number belongs (`True` is an int to `isinstance`).
+    """
+    if _nests_deeper_than(data, 2):
+        return None
     try:
         rows = json.loads(data)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     if not isinstance(rows, list):
         return None
@@ -256,7 +276,7 @@ def _decode(data: str) -> tuple[Definition, ...] | None:
         name, qualname, kind, line, end_line, name_line = row
         if not (isinstance(name, str) and isinstance(qualname, str) and isinstance(kind, str)):
             return None
-        if not all(isinstance(n, int) for n in (line, end_line, name_line)):
+        if not all(type(n) is int for n in (line, end_line, name_line)):  # not a bool
             return None
         out.append(Definition(name, qualname, kind, line, end_line, name_line))
     return tuple(out)

@@ -14,14 +14,13 @@ Not for mining relevance labels (that is catm, which reads the same formats with
 
 from __future__ import annotations
 
-import json
 import re
 import shlex
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from codegrep_records import normalize_path
+from codegrep_records import normalize_path, parse_json
 
 from swe_eval.downstream.records import Action
 
@@ -61,7 +60,7 @@ def json_arguments(raw: Any) -> dict[str, Any]:
         return raw
     if isinstance(raw, str):
         try:
-            value = json.loads(raw)
+            value = parse_json(raw)  # too deep, 1e999, not JSON: no arguments
         except ValueError:
             return {}
         return value if isinstance(value, dict) else {}

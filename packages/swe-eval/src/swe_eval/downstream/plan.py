@@ -1043,10 +1043,16 @@ def render_commands(plan: Plan) -> str:
 
 
 def _previous_files(out: Path) -> set[str]:
-    """The files an earlier plan in `out` says it wrote (none when there is no such plan)."""
+    """The files an earlier plan in `out` says it wrote (none when there is no such plan).
+
+    An unreadable plan.json (hostile, cut short, a link) claims nothing: then nothing in `out`
+    counts as ours to overwrite, the safe side.
+    """
+    from codegrep_records import RecordError, read_json_object
+
     try:
-        data = json.loads((out / "plan.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = read_json_object(out / "plan.json", refuse_links=True)
+    except RecordError:
         return set()
     if not isinstance(data, Mapping) or data.get("kind") != PLAN_KIND:
         return set()

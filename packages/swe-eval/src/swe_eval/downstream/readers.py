@@ -34,8 +34,7 @@ A bad row is skipped and reported with file and line; a file that cannot be read
 
 from __future__ import annotations
 
-import gzip
-import json
+import math
 import re
 import tomllib
 from collections.abc import Iterable, Mapping
@@ -43,7 +42,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from codegrep_records import RecordFileError, RowProblem, normalize_path, read_rows
+from codegrep_records import (
+    RecordFileError,
+    RowProblem,
+    normalize_path,
+    parse_json,
+    read_json_file,
+    read_rows,
+    read_text_file,
+)
 from pydantic import ValidationError
 
 from swe_eval.downstream._trajectory import Trace, trace_messages, trace_v0, trace_v1
@@ -89,7 +96,9 @@ def classify_error(error: str) -> Failure:
 
 
 def _int(value: Any) -> int | None:
-    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return int(value) if math.isfinite(value) else None  # int(inf) raises OverflowError
 
 
 def _dict(value: Any) -> dict[str, Any]:
@@ -370,22 +379,22 @@ _MD_SECTIONS: dict[str, Failure | None] = {
     "unresolved instances": None,
 }
 _MD_ITEM = re.compile(r"^\s*[-*]\s+\[?([A-Za-z0-9_.\-/]+?__[A-Za-z0-9_.\-]+)\]?(?:\(.*\))?\s*$")
-_MD_CLAIM = re.compile(r"^\s*[-*]\s+([a-z ]+ instances):\s*(\d+)\s*$", re.I)
+# ASCII digits, at most 12: int() reads other scripts' digits and refuses 4,300 of them.
+_MD_CLAIM = re.compile(r"^\s*[-*]\s+([a-z ]+ instances):\s*([0-9]{1,12})\s*$", re.I)
 
 
 def _ids(value: Any) -> list[str]:
     return [str(x) for x in value] if isinstance(value, list) else []
 
 
-def _load_json(p: Path) -> Any:
+def _load_json(p: Path, *, refuse_links: bool = False) -> Any:
+    """The JSON document `p` (gzipped or not) through codegrep-records' hardened reader: too
+    deep, `1e999`, an over-long number, not UTF-8 or a broken gzip stream is a one-line
+    `DatasetError` naming the file."""
     try:
-        opener = gzip.open if p.suffix == ".gz" else open
-        with opener(p, "rt", encoding="utf-8-sig") as fh:
-            return json.load(fh)
-    except (OSError, EOFError) as exc:
-        raise DatasetError(f"{p}: cannot read: {exc}") from exc
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise DatasetError(f"{p}: not JSON: {exc}") from exc
+        return read_json_file(p, refuse_links=refuse_links)
+    except RecordFileError as exc:
+        raise DatasetError(str(exc)) from None
 
 
 def _swebench_summary(p: Path, data: dict[str, Any]) -> HarnessReport:
@@ -428,7 +437,7 @@ def _instance_reports(p: Path, files: Iterable[Path]) -> HarnessReport:
     verdicts: dict[str, Verdict] = {}
     problems: list[RowProblem] = []
     for f in sorted(files):
-        data = _load_json(f)
+        data = _load_json(f, refuse_links=f != p)  # found in a folder: a link is not followed
         if not isinstance(data, dict) or not _is_instance_report(data):
             problems.append(RowProblem(str(f), 1, "not a per-instance report.json"))
             continue
@@ -505,9 +514,9 @@ def _resolved_by(p: Path, rows: Iterable[tuple[int, Any]], system: str | None) -
 
 def _markdown(p: Path) -> HarnessReport:
     try:
-        text = p.read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise DatasetError(f"{p}: cannot read: {exc}") from exc
+        text = read_text_file(p)
+    except RecordFileError as exc:
+        raise DatasetError(str(exc)) from None
     sections: dict[str, list[str]] = {}
     claimed: dict[str, int] = {}
     current: str | None = None
@@ -597,9 +606,9 @@ def read_instance_ids(path: str | Path) -> tuple[list[str], list[RowProblem]]:
     pairs: list[tuple[int, Any]]
     if p.suffix.lower() == ".txt":
         try:
-            lines = p.read_text(encoding="utf-8-sig").splitlines()
-        except (OSError, UnicodeDecodeError) as exc:
-            raise DatasetError(f"{p}: cannot read: {exc}") from exc
+            lines = read_text_file(p).splitlines()
+        except RecordFileError as exc:
+            raise DatasetError(str(exc)) from None
         pairs = [
             (i, {"instance_id": line.strip()})
             for i, line in enumerate(lines, start=1)
@@ -667,17 +676,15 @@ def read_manifest(path: str | Path) -> Manifest:
     from the manifest's folder."""
     p = Path(path)
     try:
-        raw = p.read_bytes()
-    except OSError as exc:
-        raise DatasetError(f"{p}: cannot read: {exc.strerror or exc}") from exc
+        text = read_text_file(p)
+    except RecordFileError as exc:
+        raise DatasetError(str(exc)) from None
     try:
-        data: Any = (
-            tomllib.loads(raw.decode("utf-8-sig"))
-            if p.suffix.lower() == ".toml"
-            else json.loads(raw.decode("utf-8-sig"))
-        )
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise DatasetError(f"{p}: not {'TOML' if p.suffix == '.toml' else 'JSON'}: {exc}") from exc
+        data: Any = tomllib.loads(text) if p.suffix.lower() == ".toml" else parse_json(text)
+    except (ValueError, RecursionError) as exc:  # tomllib recurses on nested inline tables
+        reason = "nested too deeply to read" if isinstance(exc, RecursionError) else exc
+        kind = "TOML" if p.suffix.lower() == ".toml" else "JSON"
+        raise DatasetError(f"{p}: not {kind}: {reason}") from None
     if not isinstance(data, dict) or not isinstance(data.get("runs"), list):
         raise DatasetError(f"{p}: expected a `runs` list (and optionally instances, baseline)")
     unknown = set(data) - {"runs", "baseline", "instances", "title"}
