@@ -38,9 +38,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any, Literal, Protocol
 
-from codegrep_records import RecordError, parse_json, read_json_object
-
-from codegrep_records import open_appending, write_atomically
+from codegrep_records import (
+    RecordError,
+    open_appending,
+    parse_json,
+    read_json_object,
+    write_atomically,
+)
 
 from train_launcher.config import RunConfig
 from train_launcher.errors import PlanError, StageFailed
