@@ -236,7 +236,9 @@ def test_health_and_calibration_without_one(repo: Path, allowed: Path) -> None:
         assert health["version"]
         assert (health["in_flight"], health["queued"], health["served"]) == (0, 0, 1)
         assert health["max_concurrent"] == 2
-        assert set(health["pool"]) == {"open_trees", "trees_opened", "trees_closed"}
+        assert {"open_trees", "trees_opened", "trees_closed"} <= set(health["pool"])
+        assert health["pool"]["max_checkout_bytes"] == 512 << 20
+        assert (health["abandoned"], health["fetches"], health["allow_fetch"]) == (0, 0, False)
         assert health["calibration"] is None
         r = httpx.get(f"{url}/calibration")
         assert r.status_code == 404
@@ -327,6 +329,8 @@ def test_missing_and_not_allowed_repositories(
         allow_repos=["acme/billing", "acme/gone"],
         cache_dir=tmp_path / "cache",
         source=mirror_source,
+        allow_fetch=True,  # the clone on first use and each missing commit are fetches
+        limits=ServiceLimits(fetch_burst=10),
     )
     with serving(service) as url:
         # an allowed name, cloned from the source on first use
@@ -368,6 +372,7 @@ def test_a_name_is_never_read_as_a_folder(
         allow_repos=["acme/billing"],
         cache_dir=tmp_path / "cache",
         source=mirror_source,
+        allow_fetch=True,
     )
     with serving(service) as url:
         r = _post(url, {"repo": "acme/billing", "issue": ISSUE, "commit": "HEAD"})
