@@ -50,7 +50,7 @@ ISSUE = (
     "    ValueError: negative amounts are not allowed on an invoice\n\n"
     "Credit notes need negative lines."
 )
-
+JSON = {"Content-Type": "application/json"}
 
 MakeRepo = Callable[[Path, dict[str, str]], Path]
 
@@ -256,15 +256,15 @@ def test_health_and_calibration_without_one(repo: Path, allowed: Path) -> None:
 
 def test_malformed_json_and_wrong_types(repo: Path, allowed: Path) -> None:
     with serving(LocalizeService(allow_roots=[allowed])) as url:
-        r = httpx.post(f"{url}/localize", content=b'{"repo": "x", "issue": ')
+        r = httpx.post(f"{url}/localize", content=b'{"repo": "x", "issue": ', headers=JSON)
         assert r.status_code == 400
         error = r.json()["error"]
         assert error["code"] == "malformed_json"
         assert "not JSON" in error["message"]
         assert "line 1" in error["message"]
-        r = httpx.post(f"{url}/localize", content=b"\xff\xfe")
+        r = httpx.post(f"{url}/localize", content=b"\xff\xfe", headers=JSON)
         assert r.status_code == 400
-        r = httpx.post(f"{url}/localize", content=b"[1, 2]")
+        r = httpx.post(f"{url}/localize", content=b"[1, 2]", headers=JSON)
         assert r.status_code == 422
         for body, field in (
             ({"repo": 5, "issue": ISSUE}, "repo"),
@@ -396,7 +396,7 @@ def test_oversized_bodies_and_issues(repo: Path, allowed: Path) -> None:
             yield json.dumps(big).encode()[:3000]
             yield json.dumps(big).encode()[3000:]
 
-        r = httpx.post(f"{url}/localize", content=chunks(), timeout=30)
+        r = httpx.post(f"{url}/localize", content=chunks(), timeout=30, headers=JSON)
         assert r.status_code == 413
         assert "more than 4096 bytes sent" in r.json()["error"]["message"]
         # under the body limit, over the issue limit
