@@ -482,7 +482,7 @@ def test_ranking_runs_off_the_event_loop(allowed: Path) -> None:
         worker.join(30)
         assert result, "no answer"
         assert result[0].status_code == 200, result[0].text
-        assert slowest < 0.5, slowest  # on the loop, /health would wait out the 2 s
+        assert slowest < 1.0, slowest  # on the loop, /health would wait out the 2 s
 
 
 def test_the_lexical_policy_ranks_on_a_worker_and_answers_the_same(allowed: Path) -> None:
