@@ -50,7 +50,7 @@ ISSUE = (
     "    ValueError: negative amounts are not allowed on an invoice\n\n"
     "Credit notes need negative lines."
 )
-
+JSON = {"Content-Type": "application/json"}
 
 MakeRepo = Callable[[Path, dict[str, str]], Path]
 
@@ -236,7 +236,9 @@ def test_health_and_calibration_without_one(repo: Path, allowed: Path) -> None:
         assert health["version"]
         assert (health["in_flight"], health["queued"], health["served"]) == (0, 0, 1)
         assert health["max_concurrent"] == 2
-        assert set(health["pool"]) == {"open_trees", "trees_opened", "trees_closed"}
+        assert {"open_trees", "trees_opened", "trees_closed"} <= set(health["pool"])
+        assert health["pool"]["max_checkout_bytes"] == 512 << 20
+        assert (health["abandoned"], health["fetches"], health["allow_fetch"]) == (0, 0, False)
         assert health["calibration"] is None
         r = httpx.get(f"{url}/calibration")
         assert r.status_code == 404
@@ -254,15 +256,15 @@ def test_health_and_calibration_without_one(repo: Path, allowed: Path) -> None:
 
 def test_malformed_json_and_wrong_types(repo: Path, allowed: Path) -> None:
     with serving(LocalizeService(allow_roots=[allowed])) as url:
-        r = httpx.post(f"{url}/localize", content=b'{"repo": "x", "issue": ')
+        r = httpx.post(f"{url}/localize", content=b'{"repo": "x", "issue": ', headers=JSON)
         assert r.status_code == 400
         error = r.json()["error"]
         assert error["code"] == "malformed_json"
         assert "not JSON" in error["message"]
         assert "line 1" in error["message"]
-        r = httpx.post(f"{url}/localize", content=b"\xff\xfe")
+        r = httpx.post(f"{url}/localize", content=b"\xff\xfe", headers=JSON)
         assert r.status_code == 400
-        r = httpx.post(f"{url}/localize", content=b"[1, 2]")
+        r = httpx.post(f"{url}/localize", content=b"[1, 2]", headers=JSON)
         assert r.status_code == 422
         for body, field in (
             ({"repo": 5, "issue": ISSUE}, "repo"),
@@ -327,6 +329,8 @@ def test_missing_and_not_allowed_repositories(
         allow_repos=["acme/billing", "acme/gone"],
         cache_dir=tmp_path / "cache",
         source=mirror_source,
+        allow_fetch=True,  # the clone on first use and each missing commit are fetches
+        limits=ServiceLimits(fetch_burst=10),
     )
     with serving(service) as url:
         # an allowed name, cloned from the source on first use
@@ -368,6 +372,7 @@ def test_a_name_is_never_read_as_a_folder(
         allow_repos=["acme/billing"],
         cache_dir=tmp_path / "cache",
         source=mirror_source,
+        allow_fetch=True,
     )
     with serving(service) as url:
         r = _post(url, {"repo": "acme/billing", "issue": ISSUE, "commit": "HEAD"})
@@ -391,7 +396,7 @@ def test_oversized_bodies_and_issues(repo: Path, allowed: Path) -> None:
             yield json.dumps(big).encode()[:3000]
             yield json.dumps(big).encode()[3000:]
 
-        r = httpx.post(f"{url}/localize", content=chunks(), timeout=30)
+        r = httpx.post(f"{url}/localize", content=chunks(), timeout=30, headers=JSON)
         assert r.status_code == 413
         assert "more than 4096 bytes sent" in r.json()["error"]["message"]
         # under the body limit, over the issue limit

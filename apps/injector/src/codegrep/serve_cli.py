@@ -5,7 +5,7 @@ Registered onto `codegrep.cli.app` when `codegrep.cli` is imported. Nothing here
 starlette, uvicorn or mcp until the command runs, so `codegrep --help` works without the
 `serve` extra, and `codegrep serve` without it exits 2 naming the extra. Exit 2 for bad
 input found before serving (no allow-list, an unreadable calibration, a calibration of another
-retriever, a port in use).
+retriever, a port in use, a broad root, a non-loopback address without a token).
 """
 
 from __future__ import annotations
@@ -14,10 +14,11 @@ import asyncio
 import importlib
 import ipaddress
 import logging
+import re
 import socket
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, NamedTuple
 
 import typer
 
@@ -38,13 +39,15 @@ if TYPE_CHECKING:
 __all__ = ["SERVE_EXTRA_HINT", "serve"]
 
 SERVE_EXTRA_HINT = "pip install 'codegrep[serve]'"
+TOKEN_ENV = "CODEGREP_SERVE_TOKEN"
 _SERVE_MODULES = ("starlette", "uvicorn", "mcp")
 
 
 @app.command()
 def serve(
     host: Annotated[
-        str, typer.Option(help="Address to listen on (HTTP); anything but loopback warns.")
+        str,
+        typer.Option(help="Address to listen on (HTTP); anything but loopback needs --token."),
     ] = "127.0.0.1",
     port: Annotated[
         int, typer.Option(min=0, max=65535, help="Port (HTTP); 0 picks a free one.")
@@ -64,6 +67,42 @@ def serve(
             help="owner/name that requests may have cloned into --cache; repeatable.",
         ),
     ] = None,
+    allow_broad_root: Annotated[
+        bool,
+        typer.Option(
+            "--allow-broad-root",
+            help="Accept / , the home folder or a folder above it as --allow-root.",
+        ),
+    ] = False,
+    allow_host: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allow-host",
+            help="A Host/Origin name requests may use besides localhost, 127.0.0.1 and [::1] "
+            "(with the server's port); repeatable.",
+        ),
+    ] = None,
+    token: Annotated[
+        str | None,
+        typer.Option(
+            "--token",
+            envvar=TOKEN_ENV,
+            help=f"Require 'Authorization: Bearer TOKEN' (or set {TOKEN_ENV}); required off "
+            "loopback.",
+            show_default=False,
+        ),
+    ] = None,
+    allow_fetch: Annotated[
+        bool,
+        typer.Option(
+            "--allow-fetch",
+            help="Let requests clone --allow-repo names and fetch missing commits from "
+            "--source (at most --fetches-per-minute); without it only the cache is served.",
+        ),
+    ] = False,
+    fetches_per_minute: Annotated[
+        float, typer.Option(min=0.001, help="Client-driven fetches a minute (--allow-fetch).")
+    ] = 6.0,
     cache: Annotated[
         Path | None,
         typer.Option(help="Clone cache for --allow-repo names (default ~/.cache/codegrep/repos)."),
@@ -116,6 +155,24 @@ def serve(
     timeout: Annotated[
         float, typer.Option("--timeout", help="Seconds per request, queueing included; 504 after.")
     ] = 60.0,
+    body_timeout: Annotated[
+        float, typer.Option(min=0.1, help="Seconds for a request's body to arrive; 408 after.")
+    ] = 10.0,
+    header_timeout: Annotated[
+        float,
+        typer.Option(min=0.1, help="Seconds for a request's headers to arrive; closed after."),
+    ] = 10.0,
+    max_checkout_bytes: Annotated[
+        int,
+        typer.Option(
+            min=0,
+            help="Bytes of checkouts (in /dev/shm when there) held at once; idle ones are "
+            "closed least recently used first, past it grep reads git objects.",
+        ),
+    ] = 512 << 20,
+    max_idle_trees: Annotated[
+        int, typer.Option(min=0, help="Repository trees kept open when no request holds them.")
+    ] = 16,
     base_url: _BaseUrlOption = None,
     model: _ModelOption = "codegrep",
     api_key: _ApiKeyOption = None,
@@ -127,11 +184,13 @@ def serve(
     """Answer localize requests over HTTP (POST /localize) or MCP (--mcp, stdio).
 
     Requests may only name folders inside --allow-root and repositories on --allow-repo; give
-    at least one.
+    at least one. Only loopback Host/Origin names are answered (--allow-host for more), a POST
+    must be JSON, and off loopback a --token is required.
 
     Example:
       codegrep serve --allow-root ~/src --port 8765
-      curl -s localhost:8765/localize -d '{"repo": "/home/me/src/app", "issue": "KeyError in get"}'
+      curl -s localhost:8765/localize -H 'Content-Type: application/json' \\
+        -d '{"repo": "/home/me/src/app", "issue": "KeyError in get"}'
       codegrep serve --mcp --allow-root ~/src
     """
     for name in _SERVE_MODULES:
@@ -151,6 +210,16 @@ def serve(
         raise _fail("--calibration and --no-calibration contradict each other; give one")
     if not timeout > 0:
         raise _fail(f"--timeout must be a positive number of seconds, got {timeout:g}")
+    if token is not None and not token.strip():
+        raise _fail(f"--token (or {TOKEN_ENV}) is empty; give a secret or leave it unset")
+    if not mcp and not _is_loopback(host) and not token:
+        raise _fail(
+            f"--host {host} is not loopback: anyone who can reach it could search the allowed "
+            f"folders, so give --token (or set {TOKEN_ENV})"
+        )
+    for name in allow_host or ():
+        if not re.fullmatch(r"\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+", name):
+            raise _fail(f"--allow-host {name!r}: give a host name or address, without a port")
     _check_base_url(base_url)
     logging.basicConfig(
         level=logging.INFO if verbose else logging.WARNING,
@@ -184,6 +253,9 @@ def serve(
         max_queue=max_queue,
         timeout_s=timeout,
         max_issue_bytes=max_issue_bytes or DEFAULT_MAX_ISSUE_BYTES,
+        max_checkout_bytes=max_checkout_bytes,
+        max_idle_trees=max_idle_trees,
+        fetches_per_minute=fetches_per_minute,
     )
     policy: Policy | None = None
     if base_url is not None:
@@ -202,6 +274,8 @@ def serve(
                 gate_by_default=gate,
                 limits=limits,
                 version=model_version,
+                allow_fetch=allow_fetch,
+                allow_broad_root=allow_broad_root,
             )
         except ServiceConfigError as exc:
             raise _fail(str(exc)) from exc
@@ -211,15 +285,32 @@ def serve(
         return
     if not _is_loopback(host):
         typer.echo(
-            f"warning: listening on {host}: anyone who can reach it can search the allowed "
-            "folders; there is no authentication (put a proxy with one in front)",
+            f"warning: listening on {host}: anyone who can reach it and has the token can "
+            "search the allowed folders; the traffic is not encrypted (put a TLS proxy in front)",
             err=True,
         )
+    made = service()  # its configuration errors (a broad root) exit 2 before the port is taken
     try:
         sock = _listen(host, port)
     except OSError as exc:
         raise _fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
-    asyncio.run(_serve_http(service(), policy, sock, max_body_bytes, verbose))
+    guard = _Guard(
+        hosts=(*LOOPBACK_NAMES, *(allow_host or ()), *(() if _is_loopback(host) else (host,))),
+        token=token,
+        body_timeout_s=body_timeout,
+        header_timeout_s=header_timeout,
+    )
+    asyncio.run(_serve_http(made, policy, sock, max_body_bytes, verbose, guard))
+
+
+LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")
+
+
+class _Guard(NamedTuple):
+    hosts: tuple[str, ...]
+    token: str | None
+    body_timeout_s: float
+    header_timeout_s: float
 
 
 def _is_loopback(host: str) -> bool:
@@ -252,10 +343,11 @@ async def _serve_http(
     sock: socket.socket,
     max_body_bytes: int,
     verbose: bool,
+    guard: _Guard,
 ) -> None:
     import uvicorn
 
-    from codegrep.serve_http import build_app
+    from codegrep.serve_http import build_app, server_config
 
     bound_host, bound_port = sock.getsockname()[:2]
     shown = f"[{bound_host}]" if ":" in bound_host else bound_host
@@ -269,13 +361,23 @@ async def _serve_http(
             flush=True,
         )
 
-    app = build_app(service, max_body_bytes=max_body_bytes, on_ready=ready)
-    config = uvicorn.Config(
+    hosts = [f"[{h}]" if ":" in h and not h.startswith("[") else h for h in guard.hosts]
+    app = build_app(
+        service,
+        max_body_bytes=max_body_bytes,
+        on_ready=ready,
+        hosts=hosts,
+        port=bound_port,
+        token=guard.token,
+        body_timeout_s=guard.body_timeout_s,
+    )
+    limits = service.limits
+    config = server_config(
         app,
-        log_level="info" if verbose else "warning",
-        access_log=verbose,
-        server_header=False,
-        lifespan="on",
+        header_timeout_s=guard.header_timeout_s,
+        # searches, their queue, and room for /health and refusals beyond them
+        limit_concurrency=limits.max_concurrent + limits.max_queue + 64,
+        verbose=verbose,
     )
     try:
         await uvicorn.Server(config).serve(sockets=[sock])

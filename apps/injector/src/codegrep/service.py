@@ -4,7 +4,13 @@ One service holds one `worktree_sandbox.TreePool` for every request (requests fo
 share one tree), one policy (lexical by default, or a served model), the optional calibration
 and gate settings, the allow-lists (folders a request may name, repositories it may have
 cloned), and the admission rules: at most `max_concurrent` rollouts at once, at most
-`max_queue` more waiting, a deadline per request. It answers typed requests with typed
+`max_queue` more waiting, a deadline per request. A folder is served only when every place its
+data lives (work tree, git dir, common dir, object store and alternates, as
+`worktree_sandbox.repository_locations` lists them) is inside an allowed root or the clone
+cache; a commit a client names is fetched only with `allow_fetch`, at a bounded rate; the
+checkouts' bytes are bounded (`ServiceLimits.max_checkout_bytes`); a lexical policy's ranking
+runs on a worker thread, so the event loop stays free for other requests; a cancelled request
+(its client left) gives its slot back at once. It answers typed requests with typed
 responses and raises the typed errors below; the HTTP layer maps them to status codes, the MCP
 layer to error results. Not for: parsing HTTP or MCP, or printing anything (it logs a failed
 rollout's traceback to the `codegrep.serve` logger and says one line to the caller).
@@ -13,16 +19,18 @@ rollout's traceback to the `codegrep.serve` logger and says one line to the call
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import math
 import re
 import statistics
+import threading
 import time
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Literal, Self
+from typing import Any, Literal, Self, TypeVar
 
 from codegrep_gate import (
     Calibration,
@@ -34,15 +42,19 @@ from codegrep_model import (
     DEFAULT_MAX_ISSUE_BYTES,
     LexicalPolicy,
     Policy,
+    PolicyReply,
+    PolicyRequest,
     RolloutConfig,
 )
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from worktree_sandbox import (
     CommitNotFoundError,
     CommitRequiredError,
+    RepositoryLayoutError,
     RepositoryNotFoundError,
     SandboxClosedError,
     TreePool,
+    repository_locations,
 )
 
 from codegrep.errors import InjectorError, RepositoryInputError
@@ -61,6 +73,7 @@ __all__ = [
     "LocalizeService",
     "NotAllowedError",
     "NotFoundError",
+    "RateLimitedError",
     "RequestError",
     "ServiceConfigError",
     "ServiceError",
@@ -118,6 +131,11 @@ class BusyError(ServiceError):
     def __init__(self, message: str, retry_after_s: int) -> None:
         super().__init__(message)
         self.retry_after_s = retry_after_s
+
+
+class RateLimitedError(BusyError):
+    """A client asked for a fetch over the server's fetch rate (429); retry after
+    `retry_after_s`."""
 
 
 class ServiceTimeoutError(ServiceError):
@@ -217,12 +235,30 @@ class ServiceLimits(BaseModel):
     max_queue: int = Field(default=16, ge=0, description="Requests waiting beyond those.")
     timeout_s: float = Field(default=60.0, gt=0, description="Per request, queueing included.")
     max_issue_bytes: int = Field(default=DEFAULT_MAX_ISSUE_BYTES, ge=1)
+    max_checkout_bytes: int | None = Field(
+        default=512 << 20,
+        ge=0,
+        description="Bytes of checkouts (tmpfs by default) held at once; idle trees are closed "
+        "least recently used first to make room, and past it grep runs on git objects. None: "
+        "no bound.",
+    )
+    max_idle_trees: int = Field(default=16, ge=0, description="Trees kept open when idle.")
+    fetches_per_minute: float = Field(
+        default=6.0, gt=0, description="Client-driven fetches (with allow_fetch), refilled rate."
+    )
+    fetch_burst: int = Field(default=3, ge=1, description="Fetches allowed back to back.")
 
 
 class PoolReport(BaseModel):
     open_trees: int
     trees_opened: int
     trees_closed: int
+    max_idle_trees: int
+    checkout_bytes: int = Field(description="Bytes of the checkouts held now.")
+    checkout_bytes_peak: int
+    max_checkout_bytes: int | None
+    checkouts_refused: int = Field(description="Trees served from git objects: over budget.")
+    budget_evictions: int = Field(description="Idle trees closed to make room for a checkout.")
 
 
 class HealthReport(BaseModel):
@@ -238,6 +274,10 @@ class HealthReport(BaseModel):
     served: int
     failed: int
     rejected_busy: int
+    abandoned: int = Field(description="Requests cancelled because their client went away.")
+    allow_fetch: bool
+    fetches: int = Field(description="Client-driven fetches started (with allow_fetch).")
+    fetches_refused: int = Field(description="Refused: fetching is off, or over the rate.")
     latency_p50_s: float | None = Field(description="Over the last 1,024 answered requests.")
     pool: PoolReport
     uptime_s: float
@@ -250,9 +290,13 @@ class LocalizeService:
     """The one path from a `LocalizeRequest` to a `LocalizeResponse`; use as an async context
     manager (or call `aclose`) so the pool's trees and checkouts are closed on shutdown.
 
-    ``allow_roots``: folders a request may name (a request's folder must resolve, symlinks
-    resolved, inside one); ``allow_repos``: owner/name that may be cloned into ``cache_dir``
-    from ``source`` (default none). At least one of the two must be given.
+    ``allow_roots``: folders a request may name (a request's folder, and every place its
+    repository's data lives, must resolve inside one, symlinks resolved); `/`, the home folder
+    and its ancestors are refused unless ``allow_broad_root``. ``allow_repos``: owner/name that
+    requests may name, served from the clone cache ``cache_dir`` (default none). At least one
+    of the two must be given. ``allow_fetch``: a request may make the server clone or fetch
+    from ``source`` (a repository not yet in the cache, a commit not yet in its clone), at most
+    `limits.fetches_per_minute`; without it only what is in the cache is served.
     ``calibration``: the retriever's precision for the gate, checked against the policy's name;
     ``gate_by_default``: whether a request that does not say is gated (default: when a
     calibration is loaded). ``pool``: a pool to use instead of one made here (not closed here).
@@ -273,12 +317,15 @@ class LocalizeService:
         limits: ServiceLimits | None = None,
         pool: TreePool | None = None,
         version: str | None = None,
+        allow_fetch: bool = False,
+        allow_broad_root: bool = False,
+        rank_off_loop: bool | None = None,
     ) -> None:
         from codegrep import __version__
 
         self.policy: Policy = policy or LexicalPolicy()
         self.limits = limits or ServiceLimits()
-        self.roots = tuple(_allowed_root(r) for r in allow_roots)
+        self.roots = tuple(_allowed_root(r, broad_ok=allow_broad_root) for r in allow_roots)
         self.repos = {_allowed_name(n).casefold(): n for n in allow_repos}
         if not self.roots and not self.repos:
             raise ServiceConfigError(
@@ -303,10 +350,26 @@ class LocalizeService:
                     f"calibration of {self.policy.name!r}, made by codegrep calibrate)"
                 )
         root = (cache_dir or Path("~/.cache/codegrep/repos")).expanduser()
+        # What the clone cache holds was cloned by this program: a folder inside it is served.
+        self._cache_root = root.resolve()
+        self.allow_fetch = allow_fetch
+        self._fetch_bucket = _TokenBucket(
+            self.limits.fetch_burst, self.limits.fetches_per_minute / 60.0
+        )
+        self._fetches = 0
+        self._fetches_refused = 0
         self._owns_pool = pool is None
         self.pool = pool or TreePool(
-            (lambda: clone_cache(root, source)) if self.repos else None, materialize="auto"
+            (lambda: clone_cache(root, source)) if self.repos else None,
+            materialize="auto",
+            max_idle_trees=self.limits.max_idle_trees,
+            max_checkout_bytes=self.limits.max_checkout_bytes,
         )
+        off_loop = (
+            isinstance(self.policy, LexicalPolicy) if rank_off_loop is None else rank_off_loop
+        )
+        self._off_loop = _OffLoopPolicy(self.policy) if off_loop else None
+        self._abandoned = 0
         self._rollout = RolloutConfig(max_issue_bytes=self.limits.max_issue_bytes)
         self._slots = asyncio.Semaphore(self.limits.max_concurrent)
         self._admitted = 0  # in flight + waiting for a slot
@@ -332,6 +395,8 @@ class LocalizeService:
         self._closing = True
         if self._owns_pool:
             await self.pool.close()
+        if self._off_loop is not None:
+            await asyncio.to_thread(self._off_loop.close)
 
     # -- admission --
 
@@ -353,6 +418,8 @@ class LocalizeService:
         if self._closing:
             raise BusyError("the server is shutting down", retry_after_s=self._retry_after())
         target, folders = self._target(request)
+        if not folders:
+            await self._check_fetch(target, request.commit or "")
         gate_config = self._gate_config(request)
         issue_bytes = len(request.issue.encode("utf-8"))
         if issue_bytes > self.limits.max_issue_bytes:
@@ -380,7 +447,7 @@ class LocalizeService:
                         target,
                         request.issue,
                         commit=request.commit,
-                        policy=self.policy,
+                        policy=self._off_loop or self.policy,
                         config=self._rollout,
                         pool=self.pool,
                         folders=folders,
@@ -395,9 +462,12 @@ class LocalizeService:
             raise ServiceTimeoutError(
                 f"no answer within {limits.timeout_s:g} s (--timeout; it timed out {where})"
             ) from exc
+        except asyncio.CancelledError:
+            self._abandoned += 1  # the client left: the slot is given back on the way out
+            raise
         except RepositoryInputError as exc:
             self._failed += 1
-            raise _opening_error(exc) from exc
+            raise _opening_error(exc, None if folders else target) from exc
         except Exception as exc:
             self._failed += 1
             raise self._internal(exc) from exc
@@ -415,6 +485,35 @@ class LocalizeService:
         self._latencies.append(latency)
         self._served += 1
         return response.model_copy(update={"latency_s": round(latency, 3)})
+
+    async def _check_fetch(self, name: str, commit: str) -> None:
+        """Refuse a request that would make this server clone or fetch, unless `allow_fetch`
+        (then at most `fetches_per_minute`). Messages never name the source."""
+        try:
+            cache = self.pool.cache
+        except RepositoryInputError as exc:
+            raise RequestError(_one_line(str(exc))) from exc
+        if cache is None:
+            raise RequestError(f"{name!r}: this server has no clone cache")
+        if await asyncio.to_thread(cache.lookup, name, commit) is not None:
+            return
+        shown = f"{commit[:80]!r}"
+        if not self.allow_fetch:
+            self._fetches_refused += 1
+            where = "clone of it" if cache.has(name) else "clone cache"
+            raise NotFoundError(
+                f"{name}: commit {shown} is not in this server's {where}, and this server does "
+                "not fetch on a client's behalf (--allow-fetch)"
+            )
+        wait = self._fetch_bucket.take()
+        if wait > 0:
+            self._fetches_refused += 1
+            raise RateLimitedError(
+                f"{name}: commit {shown} would need a fetch, and this server is over its fetch "
+                f"rate ({self.limits.fetches_per_minute:g} a minute)",
+                retry_after_s=max(1, math.ceil(wait)),
+            )
+        self._fetches += 1
 
     def _internal(self, exc: BaseException) -> InternalServiceError:
         _log.error("a search failed inside the server", exc_info=exc)
@@ -455,11 +554,28 @@ class LocalizeService:
             raise NotAllowedError(f"{repo[:200]!r} is outside the folders this server may read")
         if not resolved.is_dir():
             raise NotFoundError(f"no folder {repo[:200]!r}")
+        try:
+            places = repository_locations(resolved)
+        except RepositoryLayoutError as exc:
+            raise NotAllowedError(
+                f"{repo[:200]!r}: where its repository's data lives cannot be said ({exc})"
+            ) from exc
+        for role, place in places.places():
+            if not self._inside(place):
+                # The place itself is not said: it is outside what this client may see.
+                raise NotAllowedError(
+                    f"{repo[:200]!r}: its {role} is outside the folders this server may read "
+                    "(a link, a `gitdir:` file, a `commondir` file or an object alternate "
+                    "points out of the allowed roots)"
+                )
         if commit is not None and not (
             (resolved / ".git").exists() or (resolved / "HEAD").is_file()
         ):
             raise NotFoundError(f"{repo[:200]!r} is not a git repository, so it has no commits")
         return str(resolved)
+
+    def _inside(self, place: Path) -> bool:
+        return any(place.is_relative_to(r) for r in (*self.roots, self._cache_root))
 
     def _gate_config(self, request: LocalizeRequest) -> GateConfig | None:
         """The gate settings for this request, or None when it is not gated."""
@@ -534,17 +650,27 @@ class LocalizeService:
             served=self._served,
             failed=self._failed,
             rejected_busy=self._rejected,
+            abandoned=self._abandoned,
+            allow_fetch=self.allow_fetch,
+            fetches=self._fetches,
+            fetches_refused=self._fetches_refused,
             latency_p50_s=round(statistics.median(self._latencies), 3) if self._latencies else None,
             pool=PoolReport(
                 open_trees=self.pool.open_trees,
                 trees_opened=stats.trees_opened,
                 trees_closed=stats.trees_closed,
+                max_idle_trees=self.pool.max_idle_trees,
+                checkout_bytes=self.pool.checkout_bytes,
+                checkout_bytes_peak=stats.checkout_bytes_peak,
+                max_checkout_bytes=self.pool.max_checkout_bytes,
+                checkouts_refused=stats.checkouts_refused,
+                budget_evictions=stats.budget_evictions,
             ),
             uptime_s=round(time.monotonic() - self._started, 1),
         )
 
 
-def _allowed_root(root: str | Path) -> Path:
+def _allowed_root(root: str | Path, *, broad_ok: bool = False) -> Path:
     path = Path(root).expanduser()
     try:
         resolved = path.resolve(strict=True)
@@ -552,7 +678,24 @@ def _allowed_root(root: str | Path) -> Path:
         raise ServiceConfigError(f"--allow-root {root}: {exc}") from exc
     if not resolved.is_dir():
         raise ServiceConfigError(f"--allow-root {root}: not a folder")
+    if not broad_ok and _broad(resolved):
+        raise ServiceConfigError(
+            f"--allow-root {root}: the file system's root, the home folder or a folder above "
+            "it would let any client read every file there (keys, browser profiles); name the "
+            "folders of your repositories, or give --allow-broad-root"
+        )
     return resolved
+
+
+def _broad(root: Path) -> bool:
+    """`/`, the home folder, or a folder the home folder is inside."""
+    if root == Path(root.anchor):
+        return True
+    try:
+        home = Path.home().resolve()
+    except (RuntimeError, OSError):
+        return False
+    return home.is_relative_to(root)
 
 
 def _allowed_name(name: str) -> str:
@@ -561,10 +704,17 @@ def _allowed_name(name: str) -> str:
     return name
 
 
-def _opening_error(exc: RepositoryInputError) -> ServiceError:
-    """The typed error for a repository or commit that could not be opened."""
+def _opening_error(exc: RepositoryInputError, name: str | None = None) -> ServiceError:
+    """The typed error for a repository or commit that could not be opened; for a repository
+    name, the message says nothing of where it is cloned from."""
     cause = exc.__cause__
     message = _one_line(str(exc))
+    if name is not None and isinstance(cause, RepositoryNotFoundError):
+        return NotFoundError(
+            f"{name}: the repository could not be cloned from this server's source"
+        )
+    if name is not None and isinstance(cause, CommitNotFoundError):
+        return NotFoundError(f"{name}: no such commit in the clone or at this server's source")
     if isinstance(cause, RepositoryNotFoundError | CommitNotFoundError):
         return NotFoundError(message)
     if isinstance(cause, SandboxClosedError):
@@ -576,3 +726,94 @@ def _opening_error(exc: RepositoryInputError) -> ServiceError:
 
 def _one_line(text: str) -> str:
     return " ".join(text.split())[:500]
+
+
+class _TokenBucket:
+    """`burst` tokens, refilled at `rate` a second; `take` spends one or says how long to wait."""
+
+    def __init__(self, burst: int, rate: float) -> None:
+        self.burst = float(burst)
+        self.rate = rate
+        self._tokens = float(burst)
+        self._at = time.monotonic()
+
+    def take(self) -> float:
+        """0 when a token was spent, else the seconds until one is there."""
+        now = time.monotonic()
+        self._tokens = min(self.burst, self._tokens + (now - self._at) * self.rate)
+        self._at = now
+        if self._tokens >= 1:
+            self._tokens -= 1
+            return 0.0
+        return (1 - self._tokens) / self.rate
+
+
+_T = TypeVar("_T")
+
+
+def _on_loop(
+    call: Callable[..., Awaitable[_T]], loop: asyncio.AbstractEventLoop
+) -> Callable[..., Awaitable[_T]]:
+    """`call`, run on `loop` (the server's) whoever awaits it: the tree's lookups stay on the
+    loop that owns the tree's git processes."""
+
+    async def bridged(*args: Any) -> _T:
+        async def run() -> _T:
+            return await call(*args)
+
+        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(run(), loop))
+
+    return bridged
+
+
+class _OffLoopPolicy:
+    """A CPU-heavy policy (the lexical one ranks in Python) run on one worker thread with its
+    own event loop, so the server's loop keeps answering (`/health`, other requests) while it
+    ranks. One thread: the policy's own caches are never touched by two threads at once; its
+    awaits (definitions, history) are run back on the server's loop. Cancelling a reply (the
+    client left) cancels it on the worker at its next await."""
+
+    def __init__(self, inner: Policy) -> None:
+        self.inner = inner
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    def __getattr__(self, attr: str) -> Any:  # `uses_history` and the like: the policy's own
+        return getattr(self.inner, attr)
+
+    def _worker(self) -> asyncio.AbstractEventLoop:
+        if self._loop is None:
+            loop = asyncio.new_event_loop()
+            thread = threading.Thread(target=loop.run_forever, name="codegrep-ranking", daemon=True)
+            thread.start()
+            self._loop, self._thread = loop, thread
+        return self._loop
+
+    async def reply(self, request: PolicyRequest) -> PolicyReply:
+        home = asyncio.get_running_loop()
+        bridged = dataclasses.replace(
+            request,
+            definitions=None
+            if request.definitions is None
+            else _on_loop(request.definitions, home),
+            commit_log=None if request.commit_log is None else _on_loop(request.commit_log, home),
+        )
+
+        async def run() -> PolicyReply:
+            return await self.inner.reply(bridged)
+
+        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(run(), self._worker()))
+
+    def close(self) -> None:
+        loop, thread = self._loop, self._thread
+        if loop is None or thread is None:
+            return
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(10)
+        if not thread.is_alive():
+            loop.close()
+        self._loop = self._thread = None

@@ -9,12 +9,14 @@ from worktree_sandbox.directory_tree import DirectoryTree
 from worktree_sandbox.errors import (
     CommitNotFoundError,
     CommitRequiredError,
+    RepositoryLayoutError,
     RepositoryNotFoundError,
     SandboxClosedError,
     SandboxError,
     SymbolCacheError,
     SymbolsUnavailable,
 )
+from worktree_sandbox.locations import RepositoryLocations, repository_locations
 from worktree_sandbox.models import (
     TOOL_ARGS,
     GlobArgs,
@@ -67,6 +69,8 @@ __all__ = [
     "PreparedRepo",
     "ReadArgs",
     "ReadResult",
+    "RepositoryLayoutError",
+    "RepositoryLocations",
     "RepositoryNotFoundError",
     "Runtime",
     "SandboxClosedError",
@@ -90,5 +94,6 @@ __all__ = [
     "language_of",
     "parse_definitions",
     "prune_workdir",
+    "repository_locations",
     "symbols_available",
 ]

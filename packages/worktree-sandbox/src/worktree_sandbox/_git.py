@@ -37,7 +37,15 @@ __all__ = [
 ]
 
 # Git must never prompt, read the user's config or pick up a repository from the environment.
-_GIT_ENV_DROP = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY")
+# Nor read objects from places the environment adds (see `locations`).
+_GIT_ENV_DROP = (
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_COMMON_DIR",
+)
 
 # A repository's own config (.git/config, and what it includes) is untrusted: it can name programs
 # that git runs. Settings given on the command line (here: GIT_CONFIG_COUNT, which every git child

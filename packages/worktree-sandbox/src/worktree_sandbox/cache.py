@@ -184,6 +184,13 @@ class BareRepoCache:
                 return sha
         return self.ensure(repo, [commit]).commits[0]
 
+    def lookup(self, repo: str, commit: str) -> str | None:
+        """Full sha of `commit` in the clone, or None (not cloned, or not in it); never fetches:
+        what a server asks before it lets a client's request cause network traffic."""
+        if not self.has(repo):
+            return None
+        return self._resolve(self.git_dir(repo), commit)
+
     def disk_bytes(self, repo: str) -> int:
         return dir_bytes(self.git_dir(repo))
 

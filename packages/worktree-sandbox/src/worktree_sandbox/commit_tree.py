@@ -10,7 +10,7 @@ import os
 import threading
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 
 from worktree_sandbox._git import CatFileBatch, TreeEntry, parse_ls_tree, run_capped
@@ -52,6 +52,7 @@ class CommitTree(Tree):
         batch: CatFileBatch | None = None,
         checkout_parent: Path | None = None,
         label: str | None = None,
+        admit_checkout: Callable[[int], Awaitable[bool]] | None = None,
     ) -> None:
         super().__init__(runtime)
         self.git_dir = git_dir
@@ -64,6 +65,9 @@ class CommitTree(Tree):
         self._sorted: tuple[str, ...] | None = None
         self._list_task: asyncio.Task[dict[str, TreeEntry]] | None = None
         self._checkout_parent = checkout_parent
+        # Asked with the checkout's size (its blobs' bytes) before anything is written; False:
+        # no checkout, grep stays on git objects (a pool's byte budget for checkouts).
+        self._admit_checkout = admit_checkout
         self._checkout_task: asyncio.Task[Path | None] | None = None
         self.checkout: Path | None = None
         self._holder: Path | None = None
@@ -137,6 +141,10 @@ class CommitTree(Tree):
     async def _materialize(self, parent: Path) -> Path | None:
         """Write the commit read-only into a fresh folder; None when that failed."""
         entries = await self._entries_map()
+        if self._admit_checkout is not None:
+            size = sum(max(e.size, 0) for e in entries.values())
+            if not await self._admit_checkout(size):
+                return None
         start = time.perf_counter()
         # The marked holder is what gets removed; ripgrep searches `tree/` inside it, where
         # nothing but the commit's files is.

@@ -9,6 +9,7 @@ from __future__ import annotations
 __all__ = [
     "CommitNotFoundError",
     "CommitRequiredError",
+    "RepositoryLayoutError",
     "RepositoryNotFoundError",
     "SandboxClosedError",
     "SandboxError",
@@ -23,6 +24,11 @@ class SandboxError(Exception):
 
 class RepositoryNotFoundError(SandboxError):
     """The source template does not lead to a git repository."""
+
+
+class RepositoryLayoutError(SandboxError):
+    """A repository's pointer files (`.git` file, `commondir`, `objects/info/alternates`)
+    cannot be read or make no sense, so where its data lives cannot be said."""
 
 
 class CommitNotFoundError(SandboxError):

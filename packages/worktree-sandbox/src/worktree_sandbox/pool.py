@@ -18,7 +18,7 @@ import secrets
 import tempfile
 import time
 from collections import OrderedDict, deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -115,6 +115,9 @@ class PoolStats:
     trees_closed: int = 0
     checkouts: int = 0
     checkout_seconds: deque[float] = field(default_factory=_samples)  # the last 4,096
+    checkouts_refused: int = 0  # over the byte budget with nothing idle to evict: git objects
+    budget_evictions: int = 0  # idle trees closed to make room for a checkout
+    checkout_bytes_peak: int = 0  # the most checkout bytes held at once
     setup_seconds: deque[float] = field(default_factory=_samples)  # the last 4,096
 
 
@@ -136,6 +139,11 @@ class TreePool:
     ``materialize``: "auto" makes a read-only checkout in the background (grep then runs
     ripgrep on it), "always" also makes `tree()` wait for it, "never" serves
     everything from git objects.
+    ``max_idle_trees``: trees nobody holds that stay open (least recently used closed first).
+    ``max_checkout_bytes``: a budget for the checkouts' bytes (their blobs' sizes, summed over
+    every open tree): before a checkout is written, idle trees are closed, least recently used
+    first, until it fits; when it still does not (the trees in use hold the budget), that tree
+    gets no checkout and serves grep from git objects. None: no budget.
     """
 
     def __init__(
@@ -146,6 +154,7 @@ class TreePool:
         workdir: str | os.PathLike[str] | None = None,
         materialize: Materialize = "auto",
         max_idle_trees: int = 16,
+        max_checkout_bytes: int | None = None,
     ) -> None:
         self._cache = cache if isinstance(cache, BareRepoCache) else None
         self._make_cache = None if isinstance(cache, BareRepoCache) else cache
@@ -153,6 +162,9 @@ class TreePool:
         self.workdir = Path(workdir).expanduser() if workdir is not None else default_workdir()
         self.materialize = materialize
         self.max_idle_trees = max_idle_trees
+        self.max_checkout_bytes = max_checkout_bytes
+        self._checkout_sizes: dict[tuple[str, str], int] = {}  # admitted checkouts, by tree
+        self._admitting = asyncio.Lock()
         self.stats = PoolStats()
         self._slots: dict[tuple[str, str], _Slot] = {}
         self._idle: OrderedDict[tuple[str, str], None] = OrderedDict()
@@ -325,6 +337,36 @@ class TreePool:
             batch = self._batches[git_dir] = CatFileBatch(git_dir)
         return batch
 
+    @property
+    def checkout_bytes(self) -> int:
+        """Bytes of the checkouts admitted and not yet closed (written or being written)."""
+        return sum(self._checkout_sizes.values())
+
+    def _admission(self, key: tuple[str, str]) -> Callable[[int], Awaitable[bool]]:
+        async def admit(size: int) -> bool:
+            async with self._admitting:
+                budget = self.max_checkout_bytes
+                if budget is not None:
+                    while self.checkout_bytes + size > budget:
+                        victim = next((k for k in self._idle if self._checkout_sizes.get(k)), None)
+                        if victim is None:
+                            self.stats.checkouts_refused += 1
+                            return False
+                        self._idle.pop(victim, None)
+                        slot = self._slots.pop(victim, None)
+                        self.stats.budget_evictions += 1
+                        if slot is not None:
+                            await self._close_tree(slot.tree, victim)
+                if self._closed or key not in self._slots:
+                    return False
+                self._checkout_sizes[key] = size
+                self.stats.checkout_bytes_peak = max(
+                    self.stats.checkout_bytes_peak, self.checkout_bytes
+                )
+                return True
+
+        return admit
+
     def _open(self, git_dir: Path, sha: str, label: str) -> _Slot:
         tree = CommitTree(
             git_dir,
@@ -333,6 +375,7 @@ class TreePool:
             batch=self._batch(git_dir),
             checkout_parent=self._checkout_parent(),
             label=f"{label}@{sha[:12]}",
+            admit_checkout=self._admission((str(git_dir), sha)),
         )
         tree.start()
         slot = _Slot(tree)
@@ -345,13 +388,14 @@ class TreePool:
             key, _ = self._idle.popitem(last=False)
             slot = self._slots.pop(key, None)
             if slot is not None:
-                await self._close_tree(slot.tree)
+                await self._close_tree(slot.tree, key)
 
-    async def _close_tree(self, tree: CommitTree) -> None:
+    async def _close_tree(self, tree: CommitTree, key: tuple[str, str]) -> None:
         if tree.checkout_seconds is not None:
             self.stats.checkouts += 1
             self.stats.checkout_seconds.append(tree.checkout_seconds)
         await tree.close()
+        self._checkout_sizes.pop(key, None)  # after the close: its files are gone then
         self.stats.trees_closed += 1
 
     @property
@@ -363,8 +407,8 @@ class TreePool:
         if self._closed:
             return
         self._closed = True
-        for slot in list(self._slots.values()):
-            await self._close_tree(slot.tree)
+        for key, slot in list(self._slots.items()):
+            await self._close_tree(slot.tree, key)
         self._slots.clear()
         self._idle.clear()
         for batch in self._batches.values():

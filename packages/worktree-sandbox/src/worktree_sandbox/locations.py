@@ -1,0 +1,155 @@
+"""Where a repository's data lives: its work tree, git dir, common dir, object store and every
+object alternate, each resolved (links followed) without running git.
+
+A folder can borrow data from anywhere: a `.git` that is a link, a `.git` *file* saying
+`gitdir: ...`, a `commondir` file (a linked worktree), an `objects` folder that is a link, and
+`objects/info/alternates` (git reads objects from each folder it lists, recursively). A caller
+that may only read below some roots checks every place `repository_locations` lists (a server's
+policy of roots stays with the server). The files read here are untrusted: each is read with a
+size bound, bad bytes and too many entries are a `RepositoryLayoutError`, never a traceback.
+git's own environment cannot add places: `git_env` drops `GIT_ALTERNATE_OBJECT_DIRECTORIES`,
+`GIT_OBJECT_DIRECTORY`, `GIT_COMMON_DIR` and `GIT_DIR` for every git child of this package.
+Not for: deciding what is allowed.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from worktree_sandbox.errors import RepositoryLayoutError
+
+__all__ = ["RepositoryLocations", "repository_locations"]
+
+_MAX_POINTER_BYTES = 4096  # a `.git` file or `commondir`: one path
+_MAX_ALTERNATES_BYTES = 64 * 1024
+_MAX_ALTERNATES = 64
+_MAX_ALTERNATE_DEPTH = 5  # git's own limit of nested alternates
+
+
+@dataclass(frozen=True)
+class RepositoryLocations:
+    """Every folder a repository's data is read from, resolved; None where there is none (a
+    bare repository has no work tree, a plain folder no git dir)."""
+
+    work_tree: Path | None
+    git_dir: Path | None
+    common_dir: Path | None
+    objects: Path | None
+    alternates: tuple[Path, ...] = ()
+
+    def places(self) -> Iterator[tuple[str, Path]]:
+        """(what it is, where) for each place: "work tree", "git dir", "common dir", "object
+        store", "object alternate"."""
+        for role, path in (
+            ("work tree", self.work_tree),
+            ("git dir", self.git_dir),
+            ("common dir", self.common_dir),
+            ("object store", self.objects),
+        ):
+            if path is not None:
+                yield role, path
+        for alt in self.alternates:
+            yield "object alternate", alt
+
+
+def _read_small(path: Path, limit: int, what: str) -> str:
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(limit + 1)
+    except OSError as exc:
+        raise RepositoryLayoutError(f"cannot read the {what}: {exc.strerror or exc}") from None
+    if len(data) > limit:
+        raise RepositoryLayoutError(f"the {what} is over {limit} bytes")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise RepositoryLayoutError(f"the {what} is not UTF-8") from None
+
+
+def _resolve(base: Path, text: str, what: str) -> Path:
+    if not text or "\0" in text:
+        raise RepositoryLayoutError(f"the {what} names no usable path")
+    try:
+        return (base / text).resolve()
+    except (OSError, RuntimeError, ValueError) as exc:
+        raise RepositoryLayoutError(
+            f"the {what} cannot be resolved ({type(exc).__name__})"
+        ) from None
+
+
+def _git_dir_of(folder: Path) -> tuple[Path | None, Path | None]:
+    """(work tree, git dir) of `folder`, as git would find them when told `--git-dir`."""
+    dot = folder / ".git"
+    if dot.is_symlink() or dot.is_dir():
+        return folder, _resolve(folder, ".git", "`.git` link")
+    if dot.is_file():
+        text = _read_small(dot, _MAX_POINTER_BYTES, "`.git` file").strip()
+        if not text.startswith("gitdir:"):
+            raise RepositoryLayoutError("the `.git` file does not start with `gitdir:`")
+        return folder, _resolve(folder, text.removeprefix("gitdir:").strip(), "`.git` file")
+    if (folder / "HEAD").is_file() and (folder / "objects").is_dir():
+        return None, folder  # a bare repository
+    return folder, None
+
+
+def _alternates(objects: Path) -> tuple[Path, ...]:
+    found: list[Path] = []
+    todo = [(objects, 0)]
+    seen = {objects}
+    while todo:
+        store, depth = todo.pop()
+        listing = store / "info" / "alternates"
+        if not listing.exists():
+            continue
+        if depth >= _MAX_ALTERNATE_DEPTH:
+            raise RepositoryLayoutError(
+                f"object alternates nest deeper than {_MAX_ALTERNATE_DEPTH} levels"
+            )
+        text = _read_small(listing, _MAX_ALTERNATES_BYTES, "alternates file")
+        for line in text.splitlines():
+            line = line.strip()
+            if not line or line.startswith("#"):
+                continue
+            if line.startswith('"'):  # git's C-quoted form: refuse rather than guess
+                raise RepositoryLayoutError("an object alternate is quoted; not supported")
+            alt = _resolve(store, line, "alternates file")
+            if alt in seen:
+                continue
+            seen.add(alt)
+            found.append(alt)
+            if len(found) > _MAX_ALTERNATES:
+                raise RepositoryLayoutError(f"more than {_MAX_ALTERNATES} object alternates")
+            todo.append((alt, depth + 1))
+    return tuple(found)
+
+
+def repository_locations(folder: str | os.PathLike[str]) -> RepositoryLocations:
+    """The places `folder` (a work tree, a bare repository or a plain folder) reads data from.
+
+    Raises `RepositoryLayoutError` for a pointer file that cannot be read or makes no sense;
+    a folder that is no repository has only its work tree.
+    """
+    try:
+        root = Path(folder).resolve(strict=True)
+    except (OSError, RuntimeError, ValueError) as exc:
+        raise RepositoryLayoutError(
+            f"the folder cannot be resolved ({type(exc).__name__})"
+        ) from None
+    work_tree, git_dir = _git_dir_of(root)
+    if git_dir is None:
+        return RepositoryLocations(work_tree, None, None, None)
+    common_dir = git_dir
+    if (git_dir / "commondir").is_file():
+        text = _read_small(git_dir / "commondir", _MAX_POINTER_BYTES, "`commondir` file")
+        common_dir = _resolve(git_dir, text.strip(), "`commondir` file")
+    objects = _resolve(common_dir, "objects", "object store")
+    return RepositoryLocations(
+        work_tree=work_tree,
+        git_dir=git_dir,
+        common_dir=common_dir,
+        objects=objects,
+        alternates=_alternates(objects),
+    )
