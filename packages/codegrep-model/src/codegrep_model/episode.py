@@ -763,7 +763,18 @@ class Episode:
         )
         if room < 0:
             return None
-        return fit_texts(texts, room, self._counter)
+        # the turns still to explore get their share: keep their replies' room, split the rest
+        # evenly over this turn's results and theirs (a turn that cannot fit in its share may
+        # take the whole room; a later one may then overflow)
+        caps = []
+        if budget.max_turn_tokens is not None:
+            caps.append(turns_left * budget.max_turn_tokens)
+        if budget.max_completion_tokens is not None:
+            after_next = budget.max_completion_tokens - self._completion_tokens
+            caps.append(max(0, after_next - budget.reply_reserve(self._completion_tokens)))
+        later = min(caps) if caps and turns_left else 0
+        share = max(0, room - later) // (turns_left + 1)
+        return fit_texts(texts, share, self._counter) or fit_texts(texts, room, self._counter)
 
     def _answer_reply(self, reply: PolicyReply, model_s: float) -> None:
         attempt = len(self._turns) - self._cfg.exploration_turns

@@ -427,6 +427,12 @@ class EpisodeHooks:
         self._live: dict[str, _Live] = {}
         self._started: dict[str, int] = {}  # rollouts started per instance (alternate override)
 
+    def set_budget(self, budget: TokenBudget | None, counter: TokenCounter | None) -> None:
+        """Hold the rollouts started from now on to `budget`, counted with `counter` (a trainer
+        knows its tokenizer and max_length only once it runs)."""
+        self.config = self.config.model_copy(update={"budget": budget})
+        self.counter = counter
+
     @property
     def live(self) -> int:
         """Rollouts started and not yet done."""
