@@ -39,8 +39,8 @@ from codegrep_model.budget import (
     INFO_TOOL_RESULTS_CUT,
     cut_marker,
     fit_texts,
+    message_text,
 )
-from codegrep_model.episode import _message_text
 from codegrep_model.train import RolloutLogEntry, advantage_scale, overflow_rate, read_rollout_log
 from worktree_sandbox import ReadResult
 
@@ -79,7 +79,7 @@ def start(budget: TokenBudget | None, counter: TokenCounter | None) -> Episode:
 def prompt_tokens(counter: TokenCounter, overhead: int = 8) -> int:
     """The tokens of the system and user prompts, as the episode counts them."""
     probe = start(TokenBudget(max_length=None, max_completion_tokens=None), counter)
-    return sum(counter.count(_message_text(m)) + overhead for m in probe.messages)
+    return sum(counter.count(message_text(m)) + overhead for m in probe.messages)
 
 
 def feed_results(episode: Episode, texts: dict[str, str]) -> None:
@@ -140,7 +140,7 @@ def counter(request: pytest.FixtureRequest) -> TokenCounter:
 
 def recount(episode: Episode, counter: TokenCounter, overhead: int = 8) -> int:
     """The conversation's tokens, counted here from its messages."""
-    return sum(counter.count(_message_text(m)) + overhead for m in episode.messages)
+    return sum(counter.count(message_text(m)) + overhead for m in episode.messages)
 
 
 def test_fit_texts_keeps_what_fits_and_marks_what_it_cuts(counter: TokenCounter) -> None:

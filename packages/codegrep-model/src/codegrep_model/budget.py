@@ -20,11 +20,14 @@ that imports a tokenizer library.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Sequence
 from typing import Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from codegrep_model.records import ChatMessage
 
 __all__ = [
     "INFO_COMPLETION_TOKENS",
@@ -40,6 +43,7 @@ __all__ = [
     "TokenizerCounter",
     "cut_marker",
     "fit_texts",
+    "message_text",
 ]
 
 #: Why a rollout overflowed: its conversation would pass `max_length`, or the model's output
@@ -80,6 +84,12 @@ class TokenBudget(BaseModel):
         ge=1,
         description="One reply's cap (the trainer's per-round --max_completion_length): room for "
         "the next reply is kept free of tool output.",
+    )
+    tool_turn_floor_tokens: int = Field(
+        default=4096,
+        ge=0,
+        description="Room kept for each later exploration turn's tool results when an earlier "
+        "turn's results are cut (an earlier turn gets at least an even split).",
     )
     message_overhead_tokens: int = Field(
         default=8,
@@ -143,6 +153,16 @@ class TokenizerCounter:
         encoded = self._tokenizer.encode(text, add_special_tokens=False)  # type: ignore[attr-defined]
         ids = getattr(encoded, "ids", encoded)
         return len(ids)
+
+
+def message_text(message: ChatMessage) -> str:
+    """A message as the model reads or writes it, for counting: its text, then one hermes
+    `<tool_call>` block per call (the template's role header is `message_overhead_tokens`)."""
+    parts = [message.content] if message.content else []
+    for call in message.tool_calls:
+        body = json.dumps({"name": call.name, "arguments": call.arguments}, ensure_ascii=False)
+        parts.append(f"<tool_call>\n{body}\n</tool_call>")
+    return "\n".join(parts)
 
 
 def cut_marker(shown_lines: int, total_lines: int) -> str:

@@ -47,6 +47,7 @@ from codegrep_model.budget import (
     TokenBudget,
     TokenCounter,
     fit_texts,
+    message_text,
 )
 from codegrep_model.errors import EpisodeError
 from codegrep_model.policy import Observation, PolicyReply, PolicyRequest
@@ -253,15 +254,6 @@ def _executed(call: ToolCall, result: AnyResult) -> ToolCallRecord:
     )
 
 
-def _message_text(message: ChatMessage) -> str:
-    """A message as the model reads or writes it: its text, then one hermes block per call."""
-    parts = [message.content] if message.content else []
-    for call in message.tool_calls:
-        body = json.dumps({"name": call.name, "arguments": call.arguments}, ensure_ascii=False)
-        parts.append(f"<tool_call>\n{body}\n</tool_call>")
-    return "\n".join(parts)
-
-
 def _cut_issue(text: str, max_bytes: int) -> tuple[str, int, int | None]:
     """`text` cut to at most `max_bytes` UTF-8 bytes, at a character boundary; its size in
     bytes; the bytes kept when it was cut (None when it was not)."""
@@ -458,7 +450,7 @@ class Episode:
         """The conversation's tokens so far, as `config.budget` counts them."""
         overhead = self._cfg.budget.message_overhead_tokens if self._cfg.budget else 0
         for m in self._messages[len(self._message_tokens) :]:
-            self._message_tokens.append(self._counter.count(_message_text(m)) + overhead)
+            self._message_tokens.append(self._counter.count(message_text(m)) + overhead)
         return sum(self._message_tokens)
 
     @property
@@ -550,7 +542,7 @@ class Episode:
         if budget is not None:
             # the server's count when it gave one, else the counter's on the text it stands for
             self._completion_tokens += reply.usage.completion_tokens or self._counter.count(
-                _message_text(
+                message_text(
                     ChatMessage(
                         role="assistant", content=reply.content, tool_calls=reply.tool_calls
                     )
@@ -763,9 +755,10 @@ class Episode:
         )
         if room < 0:
             return None
-        # the turns still to explore get their share: keep their replies' room, split the rest
-        # evenly over this turn's results and theirs (a turn that cannot fit in its share may
-        # take the whole room; a later one may then overflow)
+        # the turns still to explore keep their replies' room and, for their results,
+        # tool_turn_floor_tokens each (at least an even split of what is left goes to this
+        # turn); a turn whose results cannot fit in that share may take the whole room, and a
+        # later one may then overflow
         caps = []
         if budget.max_turn_tokens is not None:
             caps.append(turns_left * budget.max_turn_tokens)
@@ -773,7 +766,8 @@ class Episode:
             after_next = budget.max_completion_tokens - self._completion_tokens
             caps.append(max(0, after_next - budget.reply_reserve(self._completion_tokens)))
         later = min(caps) if caps and turns_left else 0
-        share = max(0, room - later) // (turns_left + 1)
+        free = max(0, room - later)
+        share = max(free // (turns_left + 1), free - turns_left * budget.tool_turn_floor_tokens)
         return fit_texts(texts, share, self._counter) or fit_texts(texts, room, self._counter)
 
     def _answer_reply(self, reply: PolicyReply, model_s: float) -> None:
