@@ -66,6 +66,9 @@ async def measure(
     async with TreePool(cache, materialize="always", max_idle_trees=4) as pool:
 
         async def one(inst: Instance) -> None:
+            if inst.base_commit is None:  # every Lite row has one; a tree needs it
+                print(f"  skipped {inst.instance_id}: no base commit", flush=True)
+                return
             async with gate, pool.tree(inst.repo, inst.base_commit) as tree:
                 before = await run_rollout(LexicalPolicy(), tree, inst, config=TRAINING_CONFIG)
                 after = await run_rollout(
