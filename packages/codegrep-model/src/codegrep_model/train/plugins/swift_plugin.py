@@ -129,7 +129,10 @@ class CodegrepToolsScheduler(MultiTurnScheduler):  # type: ignore[misc]
             ),
             max_turn_tokens=_env_int(MAX_TURN_TOKENS_ENV, TRAINING_BUDGET.max_turn_tokens),
         )
-        tokenizer = self.tokenizer or getattr(template, "tokenizer", None)
+        try:  # the scheduler's tokenizer comes from its template, which a bare scheduler lacks
+            tokenizer = self.tokenizer or getattr(template, "tokenizer", None)
+        except AttributeError:
+            tokenizer = getattr(template, "tokenizer", None)
         counter = TokenizerCounter(tokenizer) if tokenizer is not None else CharEstimate()
         self.hooks.set_budget(budget, counter)
         self._budget_set = True
