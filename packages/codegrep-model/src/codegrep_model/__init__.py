@@ -10,6 +10,7 @@ from importlib import metadata as _metadata
 
 from codegrep_model.answer import Answer, normalize_path, parse_answer
 from codegrep_model.batch import BatchSummary, run_batch
+from codegrep_model.budget import CharEstimate, TokenBudget, TokenCounter, TokenizerCounter
 from codegrep_model.engine import (
     DEFAULT_MAX_ISSUE_BYTES,
     RolloutConfig,
@@ -66,6 +67,7 @@ __all__ = [
     "Answer",
     "AskPolicy",
     "BatchSummary",
+    "CharEstimate",
     "ChatMessage",
     "CodegrepModelError",
     "Done",
@@ -91,6 +93,9 @@ __all__ = [
     "RolloutStats",
     "RunCalls",
     "ScriptedPolicy",
+    "TokenBudget",
+    "TokenCounter",
+    "TokenizerCounter",
     "ToolCall",
     "ToolCallRecord",
     "ToolTree",

@@ -30,6 +30,7 @@ from worktree_sandbox import GlobResult, GrepResult, ReadResult, SymbolIndex, Tr
 from worktree_sandbox import symbols_available as _symbols_available
 from worktree_sandbox.history import HistoryLog, commit_log
 
+from codegrep_model.budget import TokenCounter
 from codegrep_model.episode import (
     DEFAULT_MAX_ISSUE_BYTES,
     AskPolicy,
@@ -110,12 +111,16 @@ async def run_rollout(
     *,
     config: RolloutConfig | None = None,
     prompts: PromptSet | None = None,
+    counter: TokenCounter | None = None,
 ) -> RolloutRecord:
-    """Run one rollout to the end and return its full record; never raises for model mistakes."""
+    """Run one rollout to the end and return its full record; never raises for model mistakes.
+    `counter` counts tokens for `config.budget` (default: the character estimate)."""
     cfg = config or RolloutConfig()
     started = time.perf_counter()
     files = await tree.files()
-    episode = Episode.start(instance, files, policy=policy.name, config=cfg, prompts=prompts)
+    episode = Episode.start(
+        instance, files, policy=policy.name, config=cfg, prompts=prompts, counter=counter
+    )
     lookup = definition_lookup(tree)
     history = _start_history(policy, tree)
     try:

@@ -36,6 +36,19 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from worktree_sandbox import GlobResult, GrepResult, ReadResult, ToolErrorKind, ToolResult
 
 from codegrep_model.answer import Answer, parse_answer
+from codegrep_model.budget import (
+    INFO_COMPLETION_TOKENS,
+    INFO_OVERFLOW,
+    INFO_ROLLOUT_TOKENS,
+    INFO_TOKEN_COUNTER,
+    INFO_TOOL_RESULTS_CUT,
+    CharEstimate,
+    OverflowCause,
+    TokenBudget,
+    TokenCounter,
+    fit_texts,
+    message_text,
+)
 from codegrep_model.errors import EpisodeError
 from codegrep_model.policy import Observation, PolicyReply, PolicyRequest
 from codegrep_model.prompts import PromptSet, render_top_levels
@@ -96,6 +109,12 @@ class RolloutConfig(BaseModel):
         ge=1,
         description="A longer issue (UTF-8 bytes) is cut to this for the policy and the prompt; "
         "the record carries both sizes.",
+    )
+    budget: TokenBudget | None = Field(
+        default=None,
+        description="Token limits on the whole rollout (codegrep_model.budget): tool results cut "
+        "to fit max_length, the model's output summed against max_completion_tokens; a rollout "
+        "that cannot stay within them ends with an overflow cause. None: no limits.",
     )
     strict: bool = Field(
         default=False,
@@ -292,6 +311,7 @@ class Episode:
         policy: str,
         issue_bytes: int,
         issue_cut_to: int | None,
+        counter: TokenCounter | None = None,
     ) -> None:
         # Use `start` or `from_state`; this only sets the fields both share.
         self._cfg = config
@@ -315,6 +335,12 @@ class Episode:
         self._error: str | None = None
         self._parsed: rewards.ParsedAnswer | None = None  # strict: the last answer parse
         self._pending: _Pending | None = None
+        # the token budget's ledger (config.budget): counted only when there is a budget
+        self._counter: TokenCounter = counter or CharEstimate()
+        self._message_tokens: list[int] = []  # per message, template overhead included
+        self._completion_tokens = 0
+        self._overflow: OverflowCause | None = None
+        self._results_cut = 0
 
     # ------------------------------------------------------------------ building
 
@@ -327,9 +353,11 @@ class Episode:
         policy: str,
         config: RolloutConfig | None = None,
         prompts: PromptSet | None = None,
+        counter: TokenCounter | None = None,
     ) -> Episode:
         """A new episode for `instance` on a tree holding `repo_files`; `policy` names the
-        policy in the record. The issue is cut to `config.max_issue_bytes` here."""
+        policy in the record. The issue is cut to `config.max_issue_bytes` here. `counter`
+        counts tokens for `config.budget` (the trainer's tokenizer; default: `CharEstimate`)."""
         cfg = config or RolloutConfig()
         ps = prompts or PromptSet.load()
         issue, issue_bytes, issue_cut_to = _cut_issue(
@@ -351,6 +379,7 @@ class Episode:
             policy=policy,
             issue_bytes=issue_bytes,
             issue_cut_to=issue_cut_to,
+            counter=counter,
         )
         episode._messages = [
             ChatMessage(
@@ -411,6 +440,24 @@ class Episode:
     def done(self) -> bool:
         return self._status is not None
 
+    @property
+    def overflow(self) -> OverflowCause | None:
+        """The budget limit that ended the rollout, or None."""
+        return self._overflow
+
+    @property
+    def rollout_tokens(self) -> int:
+        """The conversation's tokens so far, as `config.budget` counts them."""
+        overhead = self._cfg.budget.message_overhead_tokens if self._cfg.budget else 0
+        for m in self._messages[len(self._message_tokens) :]:
+            self._message_tokens.append(self._counter.count(message_text(m)) + overhead)
+        return sum(self._message_tokens)
+
+    @property
+    def completion_tokens(self) -> int:
+        """The model's output tokens over every turn so far (counted with a budget only)."""
+        return self._completion_tokens
+
     def next_action(self) -> Action:
         """What the driver must do next. Asking twice without feeding anything returns the
         same action."""
@@ -456,6 +503,10 @@ class Episode:
             issue_cut_to=self._issue_cut_to,
             error=self._error,
             reward_view=self._reward_view(),
+            overflow=self._overflow,
+            rollout_tokens=self.rollout_tokens if self._cfg.budget else None,
+            completion_tokens=self._completion_tokens if self._cfg.budget else None,
+            tool_results_cut=self._results_cut,
         )
 
     def rollout_infos(self) -> dict[str, Any]:
@@ -471,6 +522,12 @@ class Episode:
         parsed = self._final_parse()
         if parsed is not None:
             infos.update(rewards.answer_infos(parsed))
+        if self._cfg.budget is not None:
+            infos[INFO_OVERFLOW] = self._overflow
+            infos[INFO_ROLLOUT_TOKENS] = self.rollout_tokens
+            infos[INFO_COMPLETION_TOKENS] = self._completion_tokens
+            infos[INFO_TOOL_RESULTS_CUT] = self._results_cut
+            infos[INFO_TOKEN_COUNTER] = self._counter.name
         return infos
 
     # ------------------------------------------------------------------ feeding
@@ -481,10 +538,29 @@ class Episode:
             raise EpisodeError("the episode is not waiting for a reply")
         self._model_s += model_s
         self._usage += reply.usage
+        budget = self._cfg.budget
+        if budget is not None:
+            # the server's count when it gave one, else the counter's on the text it stands for
+            self._completion_tokens += reply.usage.completion_tokens or self._counter.count(
+                message_text(
+                    ChatMessage(
+                        role="assistant", content=reply.content, tool_calls=reply.tool_calls
+                    )
+                )
+            )
+            cap = budget.max_completion_tokens
+            if cap is not None and self._completion_tokens > cap:
+                self._spent_reply(reply, model_s)
+                return
         if self._exploring():
             self._explore_reply(reply, model_s)
         else:
             self._answer_reply(reply, model_s)
+        if budget is not None and budget.max_length is not None and self._pending is None:
+            # the next reply must fit too (with calls out, the tool turn checks it)
+            need = self.rollout_tokens + budget.reply_reserve(self._completion_tokens)
+            if self._status is None and need > budget.max_length:
+                self._end_overflow("max_length")
 
     def on_results(self, results: Sequence[AnyResult], *, tools_s: float = 0.0) -> None:
         """The tree's results for the last `RunCalls`, in its order; `tools_s`: how long the
@@ -511,6 +587,43 @@ class Episode:
             )
 
     # ------------------------------------------------------------------ the rules
+
+    def _spent_reply(self, reply: PolicyReply, model_s: float) -> None:
+        """A reply that took the model's output past the budget: recorded, its calls refused,
+        its answer not taken; the rollout ends."""
+        cap = self._cfg.budget.max_completion_tokens if self._cfg.budget else None
+        why = f"the rollout's completion budget ({cap} tokens over all turns) is spent"
+        self._messages.append(
+            ChatMessage(role="assistant", content=reply.content, tool_calls=reply.tool_calls)
+        )
+        self._turns.append(
+            TurnRecord(
+                index=len(self._turns) + 1,
+                kind="explore" if self._exploring() else "answer",
+                content=reply.content,
+                calls=tuple(
+                    ToolCallRecord(call=c, status="refused", error=why) for c in reply.tool_calls
+                ),
+                model_s=model_s,
+                usage=reply.usage,
+            )
+        )
+        self._end_overflow("completion_budget")
+
+    def _end_overflow(self, cause: OverflowCause) -> None:
+        """End the rollout for its token budget: no answer in strict mode (the reward sees none,
+        as for a clipped completion), the files read in the other."""
+        self._overflow = cause
+        self._pending = None
+        if self._cfg.strict:
+            self._parsed = rewards.ParsedAnswer(
+                None, f"no answer: the rollout overflowed ({cause})"
+            )
+            self._answer = None
+            self._status = "unanswered"
+        else:
+            self._answer = _fallback(self._turns, self._cfg.fallback_max_files)
+            self._status = "fallback"
 
     def _exploring(self) -> bool:
         return len(self._turns) < self._cfg.exploration_turns
@@ -586,7 +699,17 @@ class Episode:
             msg = self._ps.too_many_calls(max_calls=cap, index=cap + i + 1)
             records.append(ToolCallRecord(call=call, status="refused", error=msg))
             texts.append(msg)
+        left = self._cfg.exploration_turns - turn
+        fitted = self._fit_results(texts, left)
+        if fitted is not None:
+            for j, (old, new) in enumerate(zip(texts, fitted, strict=True)):
+                if old != new:
+                    records[j] = records[j].model_copy(update={"truncated": True})
+                    self._results_cut += 1
+            texts = fitted
         for record, text in zip(records, texts, strict=True):
+            if fitted is None:
+                break  # the rollout overflows: no result goes into its conversation
             self._messages.append(
                 ChatMessage(
                     role="tool", content=text, tool_call_id=record.call.id, name=record.call.name
@@ -607,9 +730,45 @@ class Episode:
         )
         self._tools_s += tools_s
         self._pending = None
-        left = self._cfg.exploration_turns - turn
+        if fitted is None:
+            self._end_overflow("max_length")
+            return
         self._messages.append(ChatMessage(role="user", content=self._ps.reminder(turns_left=left)))
         self._enter_answer_phase_if_due()
+
+    def _fit_results(self, texts: list[str], turns_left: int) -> list[str] | None:
+        """The turn's tool results within the budget's max_length, once the prompts that follow
+        and the next reply's largest size are set aside; None: not even cut ones fit."""
+        budget = self._cfg.budget
+        if budget is None or budget.max_length is None:
+            return texts
+        overhead = budget.message_overhead_tokens
+        follow = [self._ps.reminder(turns_left=turns_left)]
+        if turns_left == 0 and follow[0] != self._ps.answer():
+            follow.append(self._ps.answer())
+        room = (
+            budget.max_length
+            - self.rollout_tokens
+            - sum(self._counter.count(f) + overhead for f in follow)
+            - overhead * len(texts)
+            - budget.reply_reserve(self._completion_tokens)
+        )
+        if room < 0:
+            return None
+        # the turns still to explore keep their replies' room and, for their results,
+        # tool_turn_floor_tokens each (at least an even split of what is left goes to this
+        # turn); a turn whose results cannot fit in that share may take the whole room, and a
+        # later one may then overflow
+        caps = []
+        if budget.max_turn_tokens is not None:
+            caps.append(turns_left * budget.max_turn_tokens)
+        if budget.max_completion_tokens is not None:
+            after_next = budget.max_completion_tokens - self._completion_tokens
+            caps.append(max(0, after_next - budget.reply_reserve(self._completion_tokens)))
+        later = min(caps) if caps and turns_left else 0
+        free = max(0, room - later)
+        share = max(free // (turns_left + 1), free - turns_left * budget.tool_turn_floor_tokens)
+        return fit_texts(texts, share, self._counter) or fit_texts(texts, room, self._counter)
 
     def _answer_reply(self, reply: PolicyReply, model_s: float) -> None:
         attempt = len(self._turns) - self._cfg.exploration_turns
@@ -702,12 +861,21 @@ class Episode:
             "error": self._error,
             "parsed": None if self._parsed is None else rewards.answer_infos(self._parsed),
             "pending": pending,
+            "completion_tokens": self._completion_tokens,
+            "overflow": self._overflow,
+            "results_cut": self._results_cut,
         }
 
     @classmethod
-    def from_state(cls, state: Mapping[str, Any], *, prompts: PromptSet | None = None) -> Episode:
+    def from_state(
+        cls,
+        state: Mapping[str, Any],
+        *,
+        prompts: PromptSet | None = None,
+        counter: TokenCounter | None = None,
+    ) -> Episode:
         """The episode `to_state` described (after a JSON round trip, too); raises
-        `EpisodeError` when `state` is not such a dict."""
+        `EpisodeError` when `state` is not such a dict. Pass the same `counter` as `start`."""
         if not isinstance(state, Mapping) or state.get("version") != EPISODE_STATE_VERSION:
             raise EpisodeError(
                 f"not an episode state of version {EPISODE_STATE_VERSION}: "
@@ -722,6 +890,7 @@ class Episode:
                 policy=str(state["policy"]),
                 issue_bytes=int(state["issue_bytes"]),
                 issue_cut_to=state["issue_cut_to"],
+                counter=counter,
             )
             episode._messages = [ChatMessage.model_validate(m) for m in state["messages"]]
             episode._turns = [TurnRecord.model_validate(t) for t in state["turns"]]
@@ -741,6 +910,10 @@ class Episode:
                 episode._answer = Answer.model_validate(state["answer"])
             episode._status = state["status"]
             episode._error = state["error"]
+            # absent in states written before the token budget: nothing counted, no overflow
+            episode._completion_tokens = int(state.get("completion_tokens", 0))
+            episode._overflow = state.get("overflow")
+            episode._results_cut = int(state.get("results_cut", 0))
             if state["parsed"] is not None:
                 episode._parsed = rewards.answer_from_infos(state["parsed"])
             pending = state["pending"]
@@ -767,4 +940,6 @@ class Episode:
             raise EpisodeError(f"unreadable episode state: {type(exc).__name__}: {exc}") from exc
         if episode._status not in (None, "answered", "fallback", "unanswered", "error"):
             raise EpisodeError(f"unreadable episode state: status {episode._status!r}")
+        if episode._overflow not in (None, "max_length", "completion_budget"):
+            raise EpisodeError(f"unreadable episode state: overflow {episode._overflow!r}")
         return episode

@@ -174,6 +174,21 @@ class RolloutRecord(_Record):
     reward_view: RewardView | None = Field(
         default=None, description="Strict mode only: the answer and counts the reward reads."
     )
+    overflow: Literal["max_length", "completion_budget"] | None = Field(
+        default=None,
+        description="Set when the rollout's token budget (RolloutConfig.budget) ended it: its "
+        "conversation would have passed max_length, or the model's output passed "
+        "max_completion_tokens. It then has no answer (status unanswered, or fallback).",
+    )
+    rollout_tokens: int | None = Field(
+        default=None, description="With a token budget: the conversation's tokens at the end."
+    )
+    completion_tokens: int | None = Field(
+        default=None, description="With a token budget: the model's output tokens, all turns."
+    )
+    tool_results_cut: int = Field(
+        default=0, description="Tool results cut (with a marker) to fit the token budget."
+    )
 
 
 def prediction_from_rollout(r: RolloutRecord) -> Prediction:

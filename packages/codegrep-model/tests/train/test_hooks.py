@@ -16,14 +16,17 @@ from typing import Any
 
 import pytest
 from codegrep_model import LexicalPolicy, PromptSet
+from codegrep_model.budget import TokenBudget
 from codegrep_model.errors import EpisodeError
 from codegrep_model.train import (
     INFO_EPISODE_STATUS,
     INFO_TEST_POLICY,
     EpisodeHooks,
     PolicyOverride,
+    RolloutLogEntry,
     SandboxHost,
     TrainingSetupError,
+    advantage_scale,
 )
 from grpo_rewards.swift_orm import CodeGrepV3ORM
 from worktree_sandbox.tree import Tree
@@ -81,7 +84,13 @@ async def test_parallel_calls_run_concurrently_and_come_back_in_order(
     assert in_flight["max"] == 3
     assert not out.done
     assert out.executed_calls == 3
-    assert out.rollout_infos == {"num_turns": 1, "num_tool_calls": 3, "tool_calls_per_turn": [3]}
+    counts = {k: out.rollout_infos[k] for k in ("num_turns", "num_tool_calls")}
+    assert counts == {"num_turns": 1, "num_tool_calls": 3}
+    assert out.rollout_infos["tool_calls_per_turn"] == [3]
+    # the training budget's ledger: counted, nothing cut, no overflow
+    assert out.rollout_infos["overflow"] is None
+    assert out.rollout_infos["tool_results_cut"] == 0
+    assert 0 < out.rollout_infos["completion_tokens"] < out.rollout_infos["rollout_tokens"]
     roles = [m["role"] for m in out.messages]
     assert roles == ["tool", "tool", "tool", "user"]
     grep, glob, read = (m["content"] for m in out.messages[:3])
@@ -279,5 +288,44 @@ async def test_the_test_only_override_drives_real_calls(sandbox: Any, tmp_path: 
         own = await hooks.turn("own", "random tokens", None, current_turn=1)
         assert own.replaced_content is None
         assert own.rollout_infos[INFO_TEST_POLICY] == "model"
+    finally:
+        hooks.close()
+
+
+async def test_a_rollout_past_its_completion_budget_ends_with_overflow(
+    tmp_path: Path, sandbox: Any
+) -> None:
+    """The trainer's token count of each reply is summed over rounds: the second reply, each
+    within the per-round cap, passes the rollout's budget and ends it."""
+    budget = TokenBudget(max_length=32768, max_completion_tokens=1000, max_turn_tokens=800)
+    hooks = EpisodeHooks(
+        max_turns=4, host=SandboxHost(workdir=str(tmp_path / "trees")), budget=budget
+    )
+    try:
+        uuid = await started(hooks, sandbox.rows()[0])
+        first = await hooks.turn(uuid, THREE, None, current_turn=1, completion_tokens=600)
+        assert not first.done
+        assert first.rollout_infos["completion_tokens"] == 600
+        out = await hooks.turn(uuid, THREE, None, current_turn=2, completion_tokens=600)
+        assert out.done
+        assert out.messages == ()
+        assert out.executed_calls == 0
+        assert out.rollout_infos["overflow"] == "completion_budget"
+        assert out.rollout_infos[INFO_EPISODE_STATUS] == "unanswered"
+        assert out.rollout_infos["answer_files"] is None
+        assert hooks.live == 0
+        scale = advantage_scale(out.rollout_infos)
+        entry = RolloutLogEntry.of(
+            step=1,
+            index=0,
+            info=out.rollout_infos,
+            scale=scale,
+            reward=0.0,
+            rewards={},
+            advantage_group=0.0,
+        )
+        assert entry.stop_cause == "overflow"
+        assert entry.overflow == "completion_budget"
+        assert entry.completion_tokens == 1200
     finally:
         hooks.close()

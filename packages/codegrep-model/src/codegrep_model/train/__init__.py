@@ -28,6 +28,7 @@ from codegrep_model.train._advantage import (
     RolloutLogEntry,
     advantage_scale,
     efficiency_reward,
+    overflow_rate,
     read_rollout_log,
 )
 from codegrep_model.train._scheduler_core import (
@@ -36,6 +37,7 @@ from codegrep_model.train._scheduler_core import (
     INFO_TEST_POLICY,
     REQUIRED_COLUMNS,
     TEST_POLICY_ENV,
+    TRAINING_BUDGET,
     EpisodeHooks,
     PolicyOverride,
     SandboxHost,
@@ -54,6 +56,7 @@ __all__ = [
     "REQUIRED_COLUMNS",
     "ROLLOUT_LOG_ENV",
     "TEST_POLICY_ENV",
+    "TRAINING_BUDGET",
     "AdvantageScale",
     "EpisodeHooks",
     "PolicyOverride",
@@ -65,6 +68,7 @@ __all__ = [
     "efficiency_reward",
     "fold_follow_up",
     "hermes_text",
+    "overflow_rate",
     "override_policy_from_env",
     "policy_reply",
     "read_rollout_log",

@@ -38,6 +38,12 @@ from grpo_rewards import (
 from grpo_rewards.swift_orm import swift_rollout_stats
 from pydantic import BaseModel, ConfigDict, Field
 
+from codegrep_model.budget import (
+    INFO_COMPLETION_TOKENS,
+    INFO_OVERFLOW,
+    INFO_ROLLOUT_TOKENS,
+    INFO_TOOL_RESULTS_CUT,
+)
 from codegrep_model.train._scheduler_core import (
     INFO_EPISODE_STATUS,
     INFO_TEST_POLICY,
@@ -49,6 +55,7 @@ __all__ = [
     "RolloutLogEntry",
     "advantage_scale",
     "efficiency_reward",
+    "overflow_rate",
     "read_rollout_log",
 ]
 
@@ -166,6 +173,25 @@ class RolloutLogEntry(BaseModel):
     test_policy: str | None = Field(
         default=None, description="Set when a test-only policy replaced the model's replies."
     )
+    stop_cause: str | None = Field(
+        default=None,
+        description="Why the rollout stopped: 'overflow' (its token budget ended it; "
+        "`overflow` says which limit), else the episode's status ('answered', 'unanswered', "
+        "'error'); None when the scheduler recorded neither.",
+    )
+    overflow: str | None = Field(
+        default=None,
+        description="The limit that ended it: 'max_length' or 'completion_budget'; None: none.",
+    )
+    rollout_tokens: int | None = Field(
+        default=None, description="The whole rollout's tokens (prompt, replies, tool results)."
+    )
+    completion_tokens: int | None = Field(
+        default=None, description="The model's output tokens summed over the rollout's turns."
+    )
+    tool_results_cut: int = Field(
+        default=0, description="Tool results cut, with a marker, to stay within max_length."
+    )
 
     @classmethod
     def of(
@@ -204,10 +230,26 @@ class RolloutLogEntry(BaseModel):
             answer_error=info.get(INFO_ANSWER_ERROR),
             episode_status=info.get(INFO_EPISODE_STATUS),
             test_policy=info.get(INFO_TEST_POLICY),
+            stop_cause="overflow" if info.get(INFO_OVERFLOW) else info.get(INFO_EPISODE_STATUS),
+            overflow=info.get(INFO_OVERFLOW),
+            rollout_tokens=_int_or_none(info.get(INFO_ROLLOUT_TOKENS)),
+            completion_tokens=_int_or_none(info.get(INFO_COMPLETION_TOKENS)),
+            tool_results_cut=int(info.get(INFO_TOOL_RESULTS_CUT) or 0),
         )
 
     def to_json_line(self) -> str:
         return json.dumps(self.model_dump(mode="json"), ensure_ascii=False) + "\n"
+
+
+def _int_or_none(value: object) -> int | None:
+    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def overflow_rate(entries: Iterable[RolloutLogEntry]) -> float | None:
+    """The share of rollouts whose `stop_cause` is 'overflow', among those that record a stop
+    cause; None when none does (a log written before the token budget)."""
+    causes = [e.stop_cause for e in entries if e.stop_cause is not None]
+    return sum(c == "overflow" for c in causes) / len(causes) if causes else None
 
 
 def read_rollout_log(path: str | Path) -> list[RolloutLogEntry]:

@@ -48,6 +48,7 @@ from grpo_rewards import INFO_TOOL_CALLS_PER_TURN
 from worktree_sandbox import BareRepoCache, SandboxLimits, TreePool
 
 from codegrep_model._hermes import split_hermes
+from codegrep_model.budget import TokenBudget, TokenCounter
 from codegrep_model.datasets import CHATML_TURN_BREAK, TRAINING_CONFIG, fold_follow_up
 from codegrep_model.engine import ToolTree
 from codegrep_model.episode import AskPolicy, Episode, RolloutConfig, RunCalls
@@ -55,7 +56,7 @@ from codegrep_model.errors import CodegrepModelError, EpisodeError
 from codegrep_model.lexical import LexicalPolicy
 from codegrep_model.policy import Policy, PolicyReply
 from codegrep_model.prompts import PromptSet
-from codegrep_model.records import ChatMessage, Instance, ToolCall
+from codegrep_model.records import ChatMessage, Instance, ToolCall, Usage
 from codegrep_model.tools import tool_names
 
 __all__ = [
@@ -64,6 +65,7 @@ __all__ = [
     "INFO_TEST_POLICY",
     "REQUIRED_COLUMNS",
     "TEST_POLICY_ENV",
+    "TRAINING_BUDGET",
     "EpisodeHooks",
     "PolicyOverride",
     "SandboxHost",
@@ -89,6 +91,11 @@ REQUIRED_COLUMNS = (
 
 #: `rollout_infos` key: the episode's status once done ("answered", "unanswered", "error").
 INFO_EPISODE_STATUS = "episode_status"
+
+#: The token budget the hooks hold rollouts to unless told otherwise: ms-swift's usual
+#: `--max_length 32768` over the whole rollout, and the paper's ~2,000 tokens of model output
+#: over all turns (`--max_completion_length 2048` caps one round only).
+TRAINING_BUDGET = TokenBudget(max_length=32768, max_completion_tokens=2048, max_turn_tokens=2048)
 #: `rollout_infos` key, test runs only: the policy whose replies replaced the model's, or
 #: "model" for a rollout that kept the model's own (absent in real training).
 INFO_TEST_POLICY = "test_policy"
@@ -386,7 +393,9 @@ class EpisodeHooks:
     the paper's 3 + 1 turns of up to 8 calls, strict answers, no rescue turn, so
     `--max_turns 4`). ``test_override``: TEST ONLY; its policy's reply replaces the model's
     on every turn (a random tiny model makes no tool calls, so a CPU test gets real calls this
-    way).
+    way). ``budget``: the rollout's token limits (`TRAINING_BUDGET` by default; None: none),
+    counted with ``counter`` (set it to the trainer's tokenizer, `TokenizerCounter`; None: the
+    character estimate `CharEstimate`).
     """
 
     def __init__(
@@ -398,6 +407,8 @@ class EpisodeHooks:
         host: SandboxHost | None = None,
         policy_name: str = "trainer",
         test_override: PolicyOverride | None = None,
+        budget: TokenBudget | None = TRAINING_BUDGET,
+        counter: TokenCounter | None = None,
     ) -> None:
         needed = config.exploration_turns + 1 + config.rescue_attempts
         if max_turns is not None and max_turns < needed:
@@ -406,7 +417,8 @@ class EpisodeHooks:
                 f"assistant turns ({config.exploration_turns} exploring, 1 answering, "
                 f"{config.rescue_attempts} rescue); pass --max_turns {needed}"
             )
-        self.config = config
+        self.config = config.model_copy(update={"budget": budget})
+        self.counter = counter
         self.prompts = prompts or PromptSet.load()
         self.max_turns = max_turns
         self.host = host or SandboxHost()
@@ -414,6 +426,12 @@ class EpisodeHooks:
         self.test_override = test_override
         self._live: dict[str, _Live] = {}
         self._started: dict[str, int] = {}  # rollouts started per instance (alternate override)
+
+    def set_budget(self, budget: TokenBudget | None, counter: TokenCounter | None) -> None:
+        """Hold the rollouts started from now on to `budget`, counted with `counter` (a trainer
+        knows its tokenizer and max_length only once it runs)."""
+        self.config = self.config.model_copy(update={"budget": budget})
+        self.counter = counter
 
     @property
     def live(self) -> int:
@@ -440,9 +458,14 @@ class EpisodeHooks:
         tool_calls: Sequence[object] | None = None,
         *,
         current_turn: int | None = None,
+        completion_tokens: int | None = None,
     ) -> TurnOutcome:
-        """Feed one assistant reply, run its calls, and say what follows."""
-        return await self.host.run(self._turn(uuid, content, tool_calls, current_turn))
+        """Feed one assistant reply, run its calls, and say what follows. `completion_tokens`:
+        the reply's length in the trainer's tokens (its token ids), counted against the budget;
+        None: the episode counts its text."""
+        return await self.host.run(
+            self._turn(uuid, content, tool_calls, current_turn, completion_tokens)
+        )
 
     def take_messages(self, uuid: str) -> list[dict[str, str]]:
         """The messages the last `turn` left to append (for the synchronous `step` hook)."""
@@ -486,7 +509,12 @@ class EpisodeHooks:
             )
             files = await tree.files()
             episode = Episode.start(
-                instance, files, policy=self.policy_name, config=self.config, prompts=self.prompts
+                instance,
+                files,
+                policy=self.policy_name,
+                config=self.config,
+                prompts=self.prompts,
+                counter=self.counter,
             )
             _check_prompts(messages, episode.messages, instance.instance_id)
         except BaseException:
@@ -507,7 +535,12 @@ class EpisodeHooks:
             await live.lease.aclose()
 
     async def _turn(
-        self, uuid: str, content: object, tool_calls: Sequence[object] | None, current: int | None
+        self,
+        uuid: str,
+        content: object,
+        tool_calls: Sequence[object] | None,
+        current: int | None,
+        completion_tokens: int | None = None,
     ) -> TurnOutcome:
         live = self._live.get(uuid)
         if live is None:
@@ -527,7 +560,12 @@ class EpisodeHooks:
         if live.replace is not None:
             replaced = hermes_text(await live.replace.reply(action.request))
             content, tool_calls = replaced, None
+            completion_tokens = None  # the model's count is not the replacing text's
         reply = policy_reply(content, tool_calls, id_prefix=f"{uuid}_t{turn}")
+        if completion_tokens:
+            reply = PolicyReply(
+                reply.content, reply.tool_calls, Usage(completion_tokens=completion_tokens)
+            )
         before = len(episode.messages)
         episode.on_reply(reply)
         follow = episode.next_action()

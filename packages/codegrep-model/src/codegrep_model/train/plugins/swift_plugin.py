@@ -19,6 +19,14 @@ Importing it registers, in ms-swift 4.6's registries:
   rollout (`RolloutLogEntry`) to `$CODEGREP_ROLLOUT_LOG`, else
   `<output_dir>/codegrep_rollouts.jsonl`.
 
+Token budget (`codegrep_model.budget`): the scheduler counts each rollout with the trainer's
+tokenizer (a reply by its token ids) and holds it to the template's `max_length` (else
+`$CODEGREP_MAX_LENGTH`, else 32768) and to `$CODEGREP_MAX_COMPLETION_TOKENS` (default 2048) of
+model output over all turns; `$CODEGREP_MAX_TURN_TOKENS` (default 2048) is the per-round
+`--max_completion_length` it keeps room for. Tool results are cut to fit; a rollout that cannot
+fit ends with `overflow` in its `rollout_infos` and log line, and `codegrep/overflow_rate` is
+logged per batch.
+
 Environment: `CODEGREP_ZERO_UNANSWERED=1` zeroes the advantage of rollouts that called tools and
 never answered (default: kept, the paper's A_i · s(c̄), negative below the group mean).
 `CODEGREP_TEST_POLICY=lexical` is TEST ONLY: the scheduler replaces every model reply with
@@ -42,10 +50,12 @@ from typing import Any
 # where they are not installed: either way their names are Any here.
 import torch  # type: ignore[import-not-found, import-untyped, unused-ignore]
 from accelerate.utils import gather_object  # type: ignore[import-not-found, import-untyped, unused-ignore]
+from codegrep_model.budget import INFO_OVERFLOW, CharEstimate, TokenBudget, TokenizerCounter
 from codegrep_model.train import (
     CHATML_TURN_BREAK,
     ROLLOUT_LOG_ENV,
     TEST_POLICY_ENV,
+    TRAINING_BUDGET,
     EpisodeHooks,
     RolloutLogEntry,
     TrainingSetupError,
@@ -65,6 +75,19 @@ logger = get_logger()
 
 SCHEDULER_NAME = "codegrep_tools"
 ZERO_UNANSWERED_ENV = "CODEGREP_ZERO_UNANSWERED"
+MAX_LENGTH_ENV = "CODEGREP_MAX_LENGTH"
+MAX_COMPLETION_TOKENS_ENV = "CODEGREP_MAX_COMPLETION_TOKENS"
+MAX_TURN_TOKENS_ENV = "CODEGREP_MAX_TURN_TOKENS"
+
+
+def _env_int(name: str, default: int | None) -> int | None:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    if not raw.isascii() or not raw.isdigit() or int(raw) < 1:
+        raise TrainingSetupError(f"{name}={raw!r}: a positive number of tokens")
+    return int(raw)
+
 
 register_swift_orms(orms)
 
@@ -91,8 +114,32 @@ class CodegrepToolsScheduler(MultiTurnScheduler):  # type: ignore[misc]
             max_turns=max_turns, policy_name="ms-swift", test_override=override
         )
         atexit.register(self.hooks.close)
+        self._budget_set = False
+
+    def _set_budget(self) -> None:
+        """The budget from the trainer's template and tokenizer, once they are known."""
+        if self._budget_set:
+            return
+        template = self._template or getattr(self.infer_engine, "template", None)
+        budget = TokenBudget(
+            max_length=_env_int(MAX_LENGTH_ENV, getattr(template, "max_length", None))
+            or TRAINING_BUDGET.max_length,
+            max_completion_tokens=_env_int(
+                MAX_COMPLETION_TOKENS_ENV, TRAINING_BUDGET.max_completion_tokens
+            ),
+            max_turn_tokens=_env_int(MAX_TURN_TOKENS_ENV, TRAINING_BUDGET.max_turn_tokens),
+        )
+        try:  # the scheduler's tokenizer comes from its template, which a bare scheduler lacks
+            tokenizer = self.tokenizer or getattr(template, "tokenizer", None)
+        except AttributeError:
+            tokenizer = getattr(template, "tokenizer", None)
+        counter = TokenizerCounter(tokenizer) if tokenizer is not None else CharEstimate()
+        self.hooks.set_budget(budget, counter)
+        self._budget_set = True
+        logger.info("codegrep: rollout token budget %s, counted by %s", budget, counter.name)
 
     async def on_trajectory_start(self, requests: list[Any]) -> None:
+        self._set_budget()
         await asyncio.gather(
             *(self.hooks.start(r.uuid, r.messages, r.data_dict, tools=r.tools) for r in requests)
         )
@@ -101,8 +148,13 @@ class CodegrepToolsScheduler(MultiTurnScheduler):  # type: ignore[misc]
         self, infer_request: Any, response_choice: Any, current_turn: int
     ) -> dict[str, Any]:
         message = response_choice.message
+        ids = getattr(response_choice, "token_ids", None)
         out = await self.hooks.turn(
-            infer_request.uuid, message.content, message.tool_calls, current_turn=current_turn
+            infer_request.uuid,
+            message.content,
+            message.tool_calls,
+            current_turn=current_turn,
+            completion_tokens=len(ids) if ids else None,
         )
         if out.replaced_content is not None:
             self._replace_reply(infer_request, response_choice, out.replaced_content)
@@ -193,6 +245,9 @@ class CodegrepGRPOTrainer(GRPOTrainer):  # type: ignore[misc]
         self._metrics[mode]["codegrep/advantage_scale"].append(float(factors.mean()))
         self._metrics[mode]["codegrep/calls_per_turn"].append(
             sum(s.cbar for s in scales) / max(len(scales), 1)
+        )
+        self._metrics[mode]["codegrep/overflow_rate"].append(
+            sum(bool(i.get(INFO_OVERFLOW)) for i in infos) / max(len(infos), 1)
         )
         if self.accelerator.is_main_process:
             self._write_rollout_log(infos, ids, scales, rewards_per_func, advantages)
