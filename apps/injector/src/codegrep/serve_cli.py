@@ -120,11 +120,15 @@ def serve(
     model: _ModelOption = "codegrep",
     api_key: _ApiKeyOption = None,
     mcp: Annotated[bool, typer.Option("--mcp", help="Serve MCP on stdio instead of HTTP.")] = False,
+    mcp_http: Annotated[
+        bool,
+        typer.Option("--mcp-http/--no-mcp-http", help="Also serve MCP over HTTP at /mcp."),
+    ] = True,
     verbose: Annotated[
         bool, typer.Option("-v", "--verbose", help="Log every request (stderr).")
     ] = False,
 ) -> None:
-    """Answer localize requests over HTTP (POST /localize) or MCP (--mcp, stdio).
+    """Answer localize requests over HTTP (POST /localize, and MCP at /mcp) or MCP (--mcp, stdio).
 
     Requests may only name folders inside --allow-root and repositories on --allow-repo; give
     at least one.
@@ -219,7 +223,7 @@ def serve(
         sock = _listen(host, port)
     except OSError as exc:
         raise _fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
-    asyncio.run(_serve_http(service(), policy, sock, max_body_bytes, verbose))
+    asyncio.run(_serve_http(service(), policy, sock, max_body_bytes, verbose, mcp_http))
 
 
 def _is_loopback(host: str) -> bool:
@@ -252,6 +256,7 @@ async def _serve_http(
     sock: socket.socket,
     max_body_bytes: int,
     verbose: bool,
+    mcp_http: bool = True,
 ) -> None:
     import uvicorn
 
@@ -269,7 +274,7 @@ async def _serve_http(
             flush=True,
         )
 
-    app = build_app(service, max_body_bytes=max_body_bytes, on_ready=ready)
+    app = build_app(service, max_body_bytes=max_body_bytes, on_ready=ready, mcp=mcp_http)
     config = uvicorn.Config(
         app,
         log_level="info" if verbose else "warning",

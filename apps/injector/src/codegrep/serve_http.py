@@ -1,6 +1,7 @@
 """The HTTP API of `codegrep serve`: a starlette app over one `LocalizeService`.
 
-Routes: `POST /localize` (JSON in, JSON out), `GET /health`, `GET /calibration`. The body is
+Routes: `POST /localize` (JSON in, JSON out), `GET /health`, `GET /calibration`, and MCP's
+streamable-HTTP transport at `/mcp` (`codegrep.serve_mcp`). The body is
 limited while it is read (its Content-Length first, then the bytes that actually arrive);
 malformed JSON is a 400 that names the problem, a field of the wrong type a 422 that names the
 field; the service's typed errors map to 400/403/404/413/502/503/504, and anything else to a
@@ -73,20 +74,29 @@ def build_app(
     *,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     on_ready: Callable[[], None] | None = None,
+    mcp: bool = True,
 ) -> Starlette:
-    """The app; its lifespan closes `service` on shutdown (and calls `on_ready` at startup)."""
+    """The app; its lifespan closes `service` on shutdown (and calls `on_ready` at startup).
+    ``mcp``: also serve MCP's streamable-HTTP transport at `/mcp` (the same service)."""
+    from codegrep.serve_mcp import mcp_routes
     from starlette.applications import Starlette
     from starlette.exceptions import HTTPException
     from starlette.requests import ClientDisconnect
     from starlette.responses import JSONResponse, Response
     from starlette.routing import Route
 
+    mcp_mount, mcp_server = mcp_routes(service) if mcp else ([], None)
+
     @asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
         if on_ready is not None:
             on_ready()
         try:
-            yield
+            if mcp_server is None:
+                yield
+            else:
+                async with mcp_server.session_manager.run():
+                    yield
         finally:
             await service.aclose()
 
@@ -190,6 +200,7 @@ def build_app(
             Route("/localize", localize, methods=["POST"]),
             Route("/health", health, methods=["GET"]),
             Route("/calibration", calibration, methods=["GET"]),
+            *mcp_mount,
         ],
         lifespan=lifespan,
         exception_handlers={HTTPException: http_error, Exception: server_error},
