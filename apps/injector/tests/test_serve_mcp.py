@@ -219,7 +219,8 @@ def _serving(service: LocalizeService) -> Iterator[str]:
     thread.start()
     deadline = time.monotonic() + 15
     while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "the server did not start"
+        assert thread.is_alive(), "the server stopped while starting"
+        assert time.monotonic() < deadline, "the server did not start"
         time.sleep(0.02)
     try:
         yield f"http://127.0.0.1:{sock.getsockname()[1]}"

@@ -106,7 +106,8 @@ def _code_span(item: str) -> str:
     fence = re.match("`+", span)
     assert fence is not None, item
     n = len(fence.group())
-    assert span.endswith("`" * n) and len(span) >= 2 * n, item
+    assert span.endswith("`" * n), item
+    assert len(span) >= 2 * n, item
     inner = span[n:-n]
     assert "`" * n not in re.sub(f"`{{{n + 1},}}", "", inner), item  # no run of n inside
     if inner.startswith(" ") and inner.endswith(" ") and inner.strip(" "):
@@ -123,13 +124,13 @@ def test_no_path_can_end_or_start_a_section(paths: list[str]) -> None:
     assert render(paths, "agent_context") == section
     if paths:
         lines = section.split("\n")
-        assert lines[0] == "<candidate_files>" and lines[1] == CANDIDATES_INTRO
+        assert lines[:2] == ["<candidate_files>", CANDIDATES_INTRO]
         assert lines[-2:] == ["</candidate_files>", ""]
         items = lines[2:-2]
         assert len(items) == len(paths) == len(section.splitlines()) - 3
         for path, item, is_plain in zip(paths, items, plain, strict=True):
             assert item.startswith("- ")
-            assert "<" not in item and ">" not in item
+            assert not re.search("[<>]", item)
             assert not _LINE_BREAKS.search(item)
             if is_plain:
                 assert html.unescape(item[2:]) == path
@@ -137,7 +138,8 @@ def test_no_path_can_end_or_start_a_section(paths: list[str]) -> None:
     block = render(paths, "markdown")
     if paths:
         lines = block.split("\n")
-        assert lines[:4] == [MARKDOWN_HEADING, "", CANDIDATES_INTRO, ""] and lines[-1] == ""
+        assert lines[:4] == [MARKDOWN_HEADING, "", CANDIDATES_INTRO, ""]
+        assert lines[-1] == ""
         items = lines[4:-1]
         assert len(items) == len(paths) == len(block.splitlines()) - 4
         for path, item, is_plain in zip(paths, items, plain, strict=True):

@@ -78,12 +78,13 @@ def build_app(
 ) -> Starlette:
     """The app; its lifespan closes `service` on shutdown (and calls `on_ready` at startup).
     ``mcp``: also serve MCP's streamable-HTTP transport at `/mcp` (the same service)."""
-    from codegrep.serve_mcp import mcp_routes
     from starlette.applications import Starlette
     from starlette.exceptions import HTTPException
     from starlette.requests import ClientDisconnect
     from starlette.responses import JSONResponse, Response
     from starlette.routing import Route
+
+    from codegrep.serve_mcp import mcp_routes
 
     mcp_mount, mcp_server = mcp_routes(service) if mcp else ([], None)
 

@@ -68,9 +68,9 @@ def build_mcp_server(service: LocalizeService) -> MCPServer:
 
     from codegrep import __version__
 
-    async def strict_arguments(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> (
-        HandlerResult
-    ):
+    async def strict_arguments(
+        ctx: ServerRequestContext[Any, Any], call_next: CallNext
+    ) -> HandlerResult:
         # The SDK would drop unknown arguments and answer a wrong type with pydantic's
         # multi-line text and a link: the request record says both in one line first.
         params = ctx.params if isinstance(ctx.params, dict) else {}
