@@ -47,7 +47,7 @@ from typer.testing import CliRunner
 HERE = Path(__file__).resolve().parent
 PREDICTIONS = HERE.parent / "calibration" / "lexical-lite.predictions.jsonl"
 
-Answer = dict[str, Any]
+Found = dict[str, Any]
 
 
 def _gate(files: list[str], scores: list[float] | None) -> list[str]:
@@ -57,8 +57,8 @@ def _gate(files: list[str], scores: list[float] | None) -> list[str]:
     ).injected
 
 
-def _cli(rows: list[dict[str, Any]], mirror_of: dict[str, Path], work: Path) -> dict[str, Answer]:
-    out: dict[str, Answer] = {}
+def _cli(rows: list[dict[str, Any]], mirror_of: dict[str, Path], work: Path) -> dict[str, Found]:
+    out: dict[str, Found] = {}
     runner = CliRunner()
     for n, row in enumerate(rows, 1):
         issue = work / "issue.txt"
@@ -79,7 +79,7 @@ def _cli(rows: list[dict[str, Any]], mirror_of: dict[str, Path], work: Path) -> 
     return out
 
 
-def _batch(rows: list[dict[str, Any]], template: str, work: Path, jobs: int) -> dict[str, Answer]:
+def _batch(rows: list[dict[str, Any]], template: str, work: Path, jobs: int) -> dict[str, Found]:
     instances = work / "instances.jsonl"
     instances.write_text("".join(json.dumps(r) + "\n" for r in rows))
     predictions = work / "batch.jsonl"
@@ -88,14 +88,14 @@ def _batch(rows: list[dict[str, Any]], template: str, work: Path, jobs: int) -> 
          str(work / "cache"), "--source", template, "-j", str(jobs), "-o", str(predictions)],
         check=True,
     )  # fmt: skip
-    out: dict[str, Answer] = {}
+    out: dict[str, Found] = {}
     for line in predictions.read_text().splitlines():
         p = json.loads(line)
         out[p["instance_id"]] = {"files": p["files"], "scores": p.get("scores")}
     return out
 
 
-def _http(rows: list[dict[str, Any]], mirror_of: dict[str, Path], root: Path) -> dict[str, Answer]:
+def _http(rows: list[dict[str, Any]], mirror_of: dict[str, Path], root: Path) -> dict[str, Found]:
     service = LocalizeService(
         allow_roots=[root],
         calibration=shipped_calibration("lexical"),
@@ -110,7 +110,7 @@ def _http(rows: list[dict[str, Any]], mirror_of: dict[str, Path], root: Path) ->
     thread.start()
     while not server.started:
         time.sleep(0.05)
-    out: dict[str, Answer] = {}
+    out: dict[str, Found] = {}
     try:
         for n, row in enumerate(rows, 1):
             body = {"repo": str(mirror_of[row["repo"]]), "commit": row["base_commit"],
@@ -132,7 +132,7 @@ def _http(rows: list[dict[str, Any]], mirror_of: dict[str, Path], root: Path) ->
     return out
 
 
-def compare(reference: dict[str, Answer], got: dict[str, Answer]) -> dict[str, Any]:
+def compare(reference: dict[str, Found], got: dict[str, Found]) -> dict[str, Any]:
     """Per instance: files equal, scores equal (to the 4 places predictions keep), gate equal."""
     same_files = same_scores = same_gate = errors = 0
     max_delta = 0.0
@@ -194,7 +194,7 @@ def main() -> None:
     reference = {r["instance_id"]: reference[r["instance_id"]] for r in rows}
     surfaces = args.surface or ["cli", "batch", "http"]
     report: dict[str, Any] = {"instances": len(rows), "of": sum(1 for _ in reference)}
-    answers: dict[str, dict[str, Answer]] = {}
+    answers: dict[str, dict[str, Found]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         for surface in surfaces:
