@@ -82,9 +82,10 @@ def test_the_issue_is_answered_with_two_files(repo: Path) -> None:
     data = _json(repo)
     assert set(data["files"]) == ANSWER  # type: ignore[arg-type]
     assert data["scores"] is not None
-    # not gated, not injected: the JSON is as it was
-    assert "gate" not in data
-    assert "injected" not in data
+    # not gated, not rendered: the record's gate and injection are null, every file injected
+    assert data["gate"] is None
+    assert data["injection"] is None
+    assert data["injected"] == data["files"]
 
 
 def test_gate_0_injects_every_file_and_gate_1_none(repo: Path) -> None:
@@ -130,7 +131,7 @@ def test_json_has_the_decision_with_reasons(repo: Path) -> None:
         assert "measured precision" in f["reason"]
         assert "threshold 0.3" in f["reason"]
     assert data["injected"] == [f["path"] for f in gate["files"] if f["kept"]]
-    assert "injection" not in data  # only with --inject
+    assert data["injection"] is None  # rendered only with --inject
 
 
 def test_the_cli_decision_is_what_gating_apply_returns(repo: Path) -> None:

@@ -26,7 +26,7 @@ import httpx
 import uvicorn
 from codegrep.cli import app
 from codegrep.serve_http import build_app
-from codegrep.service import LocalizeService, ServiceConfigError, ServiceLimits
+from codegrep.service import LocalizeResponse, LocalizeService, ServiceConfigError, ServiceLimits
 from codegrep_gate import Calibration, DataRef, Retriever, calibrate, write_calibration
 from codegrep_model import PolicyError, PolicyReply, PolicyRequest
 from codegrep_model import __version__ as model_version
@@ -186,6 +186,34 @@ def test_files_match_codegrep_localize(repo: Path, allowed: Path) -> None:
             assert data["injected"] == data["files"]
             assert data["injection"] is None
             assert data["latency_s"] >= data["queue_s"] >= 0
+
+
+def test_cli_json_and_http_are_one_record_with_crlf_kept(
+    repo: Path, allowed: Path, tmp_path: Path
+) -> None:
+    issue = ISSUE.replace("\n", "\r\n")
+    (tmp_path / "issue.txt").write_bytes(issue.encode())
+    res = CliRunner().invoke(
+        app,
+        ["localize", "--repo", str(repo), "--commit", "HEAD", "--issue",
+         str(tmp_path / "issue.txt"), "--json"],
+    )  # fmt: skip
+    assert res.exit_code == 0, res.output
+    cli = json.loads(res.output)
+    piped = CliRunner().invoke(
+        app, ["localize", "--repo", str(repo), "--issue", "-", "--json"], input=issue.encode()
+    )
+    with serving(LocalizeService(allow_roots=[allowed])) as url:
+        r = _post(url, {"repo": str(repo), "issue": issue, "commit": "HEAD"})
+    assert r.status_code == 200, r.text
+    served = r.json()
+    assert list(cli) == list(served) == list(LocalizeResponse.model_fields)
+    assert cli["issue_bytes"] == served["issue_bytes"] == len(issue.encode())
+    assert json.loads(piped.output)["issue_bytes"] == len(issue.encode())
+    timing = ("latency_s", "queue_s")
+    assert {k: v for k, v in cli.items() if k not in timing} == {
+        k: v for k, v in served.items() if k not in timing
+    }
 
 
 def test_gate_and_injection(repo: Path, allowed: Path) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -479,6 +480,12 @@ async def _three_backends(repo: Any, workdir: Path, args: GrepArgs) -> list[Any]
         answers.append(await tree.grep(args))
     async with DirectoryTree(repo.path, Runtime(no_memo)) as folder:
         answers.append(await folder.grep(args))
+    # No checkout ahead of need: what git grep cannot run makes one on demand.
+    async with (
+        TreePool(workdir=workdir, limits=no_memo, materialize="never") as pool,
+        pool.tree_at(repo.path, "HEAD") as tree,
+    ):
+        answers.append(await tree.grep(args))
     return answers
 
 
@@ -496,6 +503,35 @@ async def test_regex_limits_answer_alike_on_every_backend(
     first = _same(answers[0])
     assert first[0], answers[0].text  # ripgrep runs what PCRE2 cannot: never invalid_pattern
     assert all(_same(a) == first for a in answers[1:]), [a.text[:300] for a in answers]
+
+
+# A definition search of LexicalPolicy's shape: `\s+` crosses lines in git grep's PCRE2, whose JIT
+# stack runs out on a long run of short lines (as in sympy's test tables); ripgrep runs it.
+_DEFINITION = r"^\s*(?:[\w<>\[\],*&:.]+\s+)+[*&]?(?:\w+::)*(?:ccode|sinc)\s*\("
+
+
+@pytest.fixture
+def jit_repo(tmp_path: Path, git_kit: Any) -> Any:
+    repo = git_kit.make_repo(tmp_path / "jit")
+    table = "".join(f"    a{i} b c d, e.f [g]\n" for i in range(20_000))
+    repo.commit({"table.py": table, "printing/ccode.py": "def ccode(expr):\n    pass\n"})
+    return repo
+
+
+async def test_a_pattern_past_git_greps_jit_stack_gets_ripgreps_answer(
+    jit_repo: Any, workdir: Path
+) -> None:
+    proc = subprocess.run(
+        ["git", "grep", "-P", "-e", _DEFINITION, "HEAD"],
+        cwd=jit_repo.path, capture_output=True, check=False,
+    )  # fmt: skip
+    if not (proc.returncode > 1 and b"JIT stack limit" in proc.stderr):
+        pytest.skip("this git's PCRE2 runs the pattern (no JIT, or a larger JIT stack)")
+    answers = await _three_backends(jit_repo, workdir, GrepArgs(pattern=_DEFINITION))
+    for answer in answers:
+        assert answer.ok, answer.text
+        assert [m.path for m in answer.matches] == ["printing/ccode.py"]
+    assert all(_same(a) == _same(answers[0]) for a in answers)
 
 
 async def test_large_files_are_a_limit_said_alike_everywhere(

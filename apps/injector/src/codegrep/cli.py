@@ -199,7 +199,10 @@ def localize(
         if problem is not None:  # said now, not after the search
             raise _fail(f"cannot write {flag} {path}: {problem}")
     try:
-        text = sys.stdin.read() if issue == "-" else Path(issue).read_text(encoding="utf-8")
+        # Bytes, decoded without newline translation: CRLF stays CRLF, so the issue (and its
+        # byte count) is what a server or a batch row with the same text gets.
+        raw = sys.stdin.buffer.read() if issue == "-" else Path(issue).read_bytes()
+        text = raw.decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise _fail(str(IssueInputError(f"cannot read --issue {issue}: {exc}"))) from exc
     if not text.strip():
@@ -249,12 +252,9 @@ def localize(
         max_files=max_files,
         inject=inject,  # type: ignore[arg-type]  # checked against INJECT_STYLES above
     )
-    data = result.to_json()
-    if gate_config is not None or inject is not None or max_files is not None:
-        data["injected"] = gated.injected
-        data["gate"] = None if gated.decision is None else gated.decision.model_dump(mode="json")
-    if inject is not None:
-        data["injection"] = gated.injection
+    from codegrep.service import LocalizeResponse
+
+    data = LocalizeResponse.of(result, gated).model_dump(mode="json")
     for flag, path, body in (
         ("-o", output, json.dumps(data, indent=2)),
         ("--rollout", rollout, result.record.model_dump_json(indent=2)),

@@ -50,26 +50,13 @@ class Localization:
     record: RolloutRecord
 
     def to_json(self) -> dict[str, object]:
-        answer = self.record.answer
-        scores = [f.score for f in self.files]
-        return {
-            "files": [f.path for f in self.files],
-            # aligned with `files`, as in predictions; null when the policy gives none
-            "scores": scores if self.files and None not in scores else None,
-            "reasons": {f.path: f.reason for f in self.files},
-            "line_ranges": {k: [list(r) for r in v] for k, v in answer.line_ranges.items()}
-            if answer
-            else {},
-            "status": self.status,
-            "policy": self.policy,
-            "turns": self.turns,
-            "tool_calls": self.tool_calls,
-            "tokens": self.tokens,
-            "latency_s": round(self.latency_s, 3),
-            "issue_bytes": self.record.issue_bytes,
-            "issue_cut_to": self.record.issue_cut_to,
-            "error": self.record.error,
-        }
+        """This answer, ungated, as the one response record (`codegrep.service.LocalizeResponse`)
+        that `localize --json`, the HTTP server and MCP give."""
+        from codegrep.gating import Gated
+        from codegrep.service import LocalizeResponse
+
+        ungated = Gated([f.path for f in self.files], None, None)
+        return LocalizeResponse.of(self, ungated).model_dump(mode="json")
 
 
 def _reason(record: RolloutRecord, path: str) -> str:

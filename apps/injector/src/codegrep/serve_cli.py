@@ -177,11 +177,15 @@ def serve(
     model: _ModelOption = "codegrep",
     api_key: _ApiKeyOption = None,
     mcp: Annotated[bool, typer.Option("--mcp", help="Serve MCP on stdio instead of HTTP.")] = False,
+    mcp_http: Annotated[
+        bool,
+        typer.Option("--mcp-http/--no-mcp-http", help="Also serve MCP over HTTP at /mcp."),
+    ] = True,
     verbose: Annotated[
         bool, typer.Option("-v", "--verbose", help="Log every request (stderr).")
     ] = False,
 ) -> None:
-    """Answer localize requests over HTTP (POST /localize) or MCP (--mcp, stdio).
+    """Answer localize requests over HTTP (POST /localize, and MCP at /mcp) or MCP (--mcp, stdio).
 
     Requests may only name folders inside --allow-root and repositories on --allow-repo; give
     at least one. Only loopback Host/Origin names are answered (--allow-host for more), a POST
@@ -300,7 +304,7 @@ def serve(
         body_timeout_s=body_timeout,
         header_timeout_s=header_timeout,
     )
-    asyncio.run(_serve_http(made, policy, sock, max_body_bytes, verbose, guard))
+    asyncio.run(_serve_http(made, policy, sock, max_body_bytes, verbose, guard, mcp_http))
 
 
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")
@@ -344,6 +348,7 @@ async def _serve_http(
     max_body_bytes: int,
     verbose: bool,
     guard: _Guard,
+    mcp_http: bool = True,
 ) -> None:
     import uvicorn
 
@@ -370,6 +375,7 @@ async def _serve_http(
         port=bound_port,
         token=guard.token,
         body_timeout_s=guard.body_timeout_s,
+        mcp=mcp_http,
     )
     limits = service.limits
     config = server_config(

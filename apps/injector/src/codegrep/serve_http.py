@@ -1,12 +1,14 @@
 """The HTTP API of `codegrep serve`: a starlette app over one `LocalizeService`.
 
-Routes: `POST /localize` (JSON in, JSON out), `GET /health`, `GET /calibration`. The body is
-limited while it is read (its Content-Length first, then the bytes that actually arrive) and
-must arrive within a deadline (408); JSON nested deeper than `MAX_JSON_DEPTH` is a 400 before
-it is parsed; malformed JSON is a 400 that names the problem, a field of the wrong type a 422
-that names the field; the service's typed errors map to 400/403/404/413/429/502/503/504, and
-anything else to a 500 with one line. A search whose client hangs up is cancelled at once (its
-slot is free again). Every error body is `{"error": {"code": ..., "message": ...}}`.
+Routes: `POST /localize` (JSON in, JSON out), `GET /health`, `GET /calibration`, and MCP's
+streamable-HTTP transport at `/mcp` (`codegrep.serve_mcp`). The body is limited while it is read
+(its Content-Length first, then the bytes that actually arrive) and must arrive within a deadline
+(408); JSON nested deeper than `MAX_JSON_DEPTH` is a 400 before it is parsed; malformed JSON is a
+400 that names the problem, a field of the wrong type a 422 that names the field; the service's
+typed errors map to 400/403/404/413/429/502/503/504, and anything else to a 500 with one line. A
+search whose client hangs up is cancelled at once (its slot is free again). Every error body is
+`{"error": {"code": ..., "message": ...}}`. Not for: the rules themselves (who may read what, how
+many at once): those are the service's.
 
 `RequestGuard`, ASGI middleware around the whole app (every route, also those mounted later),
 answers before any route runs: a Host or Origin that is not this server's (DNS rebinding, a web
@@ -274,12 +276,14 @@ def build_app(
     port: int | None = None,
     token: str | None = None,
     body_timeout_s: float = DEFAULT_BODY_TIMEOUT_S,
+    mcp: bool = True,
 ) -> Starlette:
     """The app; its lifespan closes `service` on shutdown (and calls `on_ready` at startup).
 
     Every request passes `RequestGuard` (``hosts``, ``port``, ``token``, ``body_timeout_s``)
     first: it is the app's outermost own middleware, so a route or a sub-app added to the app
     this returns (e.g. `app.mount("/mcp", ...)`, or a route in the list below) is guarded too.
+    ``mcp``: also serve MCP's streamable-HTTP transport at `/mcp` (the same service).
     """
     from starlette.applications import Starlette
     from starlette.exceptions import HTTPException
@@ -288,12 +292,21 @@ def build_app(
     from starlette.responses import JSONResponse, Response
     from starlette.routing import Route
 
+    from codegrep.serve_mcp import mcp_routes
+
+    hosts = tuple(hosts)
+    mcp_mount, mcp_server = mcp_routes(service, hosts) if mcp else ([], None)
+
     @asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
         if on_ready is not None:
             on_ready()
         try:
-            yield
+            if mcp_server is None:
+                yield
+            else:
+                async with mcp_server.session_manager.run():
+                    yield
         finally:
             await service.aclose()
 
@@ -405,6 +418,7 @@ def build_app(
             Route("/localize", localize, methods=["POST"]),
             Route("/health", health, methods=["GET"]),
             Route("/calibration", calibration, methods=["GET"]),
+            *mcp_mount,
         ],
         lifespan=lifespan,
         exception_handlers={HTTPException: http_error, Exception: server_error},

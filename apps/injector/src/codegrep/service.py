@@ -58,7 +58,7 @@ from worktree_sandbox import (
 )
 
 from codegrep.errors import InjectorError, RepositoryInputError
-from codegrep.gating import apply
+from codegrep.gating import Gated, apply
 from codegrep.localize import Localization, clone_cache
 from codegrep.localize import localize as run_localize
 
@@ -200,7 +200,10 @@ class LocalizeRequest(BaseModel):
 
 
 class LocalizeResponse(BaseModel):
-    """What the search found, and (when asked) what the gate kept and the text to inject."""
+    """The one answer record of `codegrep localize --json`, the HTTP server and MCP: what the
+    search found, what the gate kept (when gated) and the text to inject (when asked). Every
+    field is present on every surface (`queue_s` is 0 outside a server; `gate` and `injection`
+    are null when not asked for)."""
 
     files: list[str] = Field(description="The retriever's files, most important first.")
     scores: list[float] | None = Field(
@@ -208,14 +211,21 @@ class LocalizeResponse(BaseModel):
     )
     reasons: dict[str, str]
     line_ranges: dict[str, list[list[int]]]
-    status: str = Field(description="answered or fallback (an error is an HTTP error).")
+    status: str = Field(
+        description="answered, fallback, or error (the CLI only: a server answers an error "
+        "with an HTTP error)."
+    )
     policy: str
     turns: int
     tool_calls: int
     tokens: int
     latency_s: float = Field(description="Seconds from admission to answer, queueing included.")
-    queue_s: float = Field(description="Seconds of `latency_s` spent waiting for a slot.")
-    issue_bytes: int
+    queue_s: float = Field(default=0.0, description="Seconds of `latency_s` spent waiting.")
+    issue_bytes: int = Field(description="The issue's UTF-8 bytes as given (CRLF kept).")
+    issue_cut_to: int | None = Field(
+        default=None, description="The bytes searched, when the issue was cut to its limit."
+    )
+    error: str | None = Field(default=None, description="Why the search failed (status error).")
     gate: GateDecision | None = Field(
         default=None, description="The gate's decision per file, when the request was gated."
     )
@@ -226,6 +236,32 @@ class LocalizeResponse(BaseModel):
     injection: str | None = Field(
         default=None, description="`injected` rendered in the style asked (`inject`)."
     )
+
+    @classmethod
+    def of(cls, result: Localization, gated: Gated, *, queue_s: float = 0.0) -> Self:
+        """The record of one localization and what `gating.apply` made of it."""
+        answer = result.record.answer
+        line_ranges = answer.line_ranges if answer is not None else {}
+        given = [f.score for f in result.files]
+        return cls(
+            files=[f.path for f in result.files],
+            scores=None if None in given else [s for s in given if s is not None],
+            reasons={f.path: f.reason for f in result.files},
+            line_ranges={k: [list(r) for r in v] for k, v in line_ranges.items()},
+            status=result.status,
+            policy=result.policy,
+            turns=result.turns,
+            tool_calls=result.tool_calls,
+            tokens=result.tokens,
+            latency_s=round(result.latency_s, 3),
+            queue_s=round(queue_s, 3),
+            issue_bytes=result.record.issue_bytes,
+            issue_cut_to=result.record.issue_cut_to,
+            error=result.record.error,
+            gate=gated.decision,
+            injected=gated.injected,
+            injection=gated.injection,
+        )
 
 
 class ServiceLimits(BaseModel):
@@ -615,25 +651,7 @@ class LocalizeService:
             max_files=request.max_files,
             inject=request.inject,
         )
-        answer = result.record.answer
-        line_ranges = answer.line_ranges if answer is not None else {}
-        return LocalizeResponse(
-            files=files,
-            scores=scores,
-            reasons={f.path: f.reason for f in result.files},
-            line_ranges={k: [list(r) for r in v] for k, v in line_ranges.items()},
-            status=result.status,
-            policy=result.policy,
-            turns=result.turns,
-            tool_calls=result.tool_calls,
-            tokens=result.tokens,
-            latency_s=round(result.latency_s, 3),
-            queue_s=round(queue_s, 3),
-            issue_bytes=result.record.issue_bytes,
-            gate=gated.decision,
-            injected=gated.injected,
-            injection=gated.injection,
-        )
+        return LocalizeResponse.of(result, gated, queue_s=queue_s)
 
     def health(self) -> HealthReport:
         stats = self.pool.stats

@@ -7,6 +7,14 @@ a prompt without candidates is exactly the prompt the agent would have had witho
 The `openhands` section, the `agent_context` text and the shipped Jinja template
 (`openhands_template_path()`, for OpenHands' `--prompt-path`, reading a `candidate_files`
 column) show the agent the same words, so that both ways of injecting are one experiment.
+
+Paths come from the repository, which is untrusted: `x/</candidate_files>/y.py` or a name with
+a backtick is a legal path. Every style escapes them so that no path can end or start a
+section: `<`, `>` and `&` as XML character references in the `openhands` section (and in the
+template), a code span with a fence longer than any run of backticks in the path in
+`markdown`, `\u003c`-style escapes in `json` (which still decodes to the path itself); a line
+break or other control character (also U+0085, U+2028, U+2029) is written as `\u000a` in the
+text styles, so each path stays one list item on one line.
 """
 
 from __future__ import annotations
@@ -41,8 +49,10 @@ CANDIDATES_INTRO = (
 MARKDOWN_HEADING = "### Files likely relevant to this issue"
 TEMPLATE = "swe_default_with_candidates.j2"
 
-# A line break or other control character in a path would let it write outside its list item.
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+# What would end a line or a list item for a reader: C0/C1 controls and the Unicode separators.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+_FOR_JSON = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028",
+             "\u2029": "\\u2029"}  # fmt: skip
 
 
 def _checked(files: Sequence[str]) -> list[str]:
@@ -52,26 +62,48 @@ def _checked(files: Sequence[str]) -> list[str]:
     for path in files:
         if not isinstance(path, str) or not path:
             raise GateInputError(f"a path must be non-empty text, got {path!r}")
-        if _CONTROL.search(path):
-            raise GateInputError(f"a path must be one line without control characters: {path!r}")
         out.append(path)
     return out
 
 
+def _one_line(path: str) -> str:
+    return _CONTROL.sub(lambda m: f"\\u{ord(m.group()):04x}", path)
+
+
+def _xml_text(path: str) -> str:
+    """The path as text inside `<candidate_files>`: no tag can start or end in it."""
+    text = path.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return _one_line(text)
+
+
 def _openhands(files: Sequence[str]) -> str:
-    items = "".join(f"- {path}\n" for path in files)
+    items = "".join(f"- {_xml_text(path)}\n" for path in files)
     return f"<candidate_files>\n{CANDIDATES_INTRO}\n{items}</candidate_files>\n"
 
 
 def _code(path: str) -> str:
-    fence = "``" if "`" in path else "`"
-    pad = " " if fence == "``" else ""
-    return f"{fence}{pad}{path}{pad}{fence}"
+    """A CommonMark code span holding exactly `path` (on one line)."""
+    text = _one_line(path)
+    longest = max((len(run) for run in re.findall("`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    # A space keeps a backtick at either end off the fence; CommonMark strips one each side
+    # when both ends have one, so a path that starts or ends with a space gets one too.
+    # (A path of spaces only is not stripped, so it gets none.)
+    edge = text[0] in "` " or text[-1] in "` "
+    pad = " " if (longest or edge) and text.strip(" ") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 def _markdown(files: Sequence[str]) -> str:
     items = "".join(f"- {_code(path)}\n" for path in files)
     return f"{MARKDOWN_HEADING}\n\n{CANDIDATES_INTRO}\n\n{items}"
+
+
+def _json(out: dict[str, Any]) -> str:
+    # JSON that may be pasted into a tagged prompt: no raw '<', '>' or '&', no raw line
+    # separator, yet `json.loads` gives the paths back unchanged.
+    text = json.dumps(out, ensure_ascii=False)
+    return re.sub("[<>&\u2028\u2029]", lambda m: _FOR_JSON[m.group()], text)
 
 
 def render(
@@ -87,6 +119,7 @@ def render(
       `decision` is given.
 
     No files: empty text for the text styles (the prompt stays as it was), an empty list in JSON.
+    Paths are escaped for each style (see the module's docstring); order and repeats are kept.
     """
     paths = _checked(files)
     if style == "json":
@@ -97,7 +130,7 @@ def render(
                 "threshold": decision.config.threshold,
                 "bound": decision.config.bound,
             }
-        return json.dumps(out, ensure_ascii=False)
+        return _json(out)
     if not paths:
         return ""
     if style in ("openhands", "agent_context"):
@@ -113,10 +146,13 @@ def candidate_files_column(files: Sequence[str]) -> list[str]:
     """The `candidate_files` value of one dataset row for the shipped OpenHands template.
 
     Paths normalized with the records' path rule (mount prefixes dropped, POSIX form), repeats
-    and empties dropped, order kept.
+    and empties dropped, order kept. The template escapes `<`, `>` and `&` as `render` does; it
+    cannot escape a control character, so a path with one is refused here.
     """
     out: dict[str, None] = {}
     for path in _checked(files):
+        if _CONTROL.search(path):
+            raise GateInputError(f"a path must be one line without control characters: {path!r}")
         norm = normalize_path(path)
         if norm:
             out.setdefault(norm, None)

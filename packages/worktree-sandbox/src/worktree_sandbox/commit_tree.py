@@ -41,6 +41,11 @@ class CommitTree(Tree):
     Until the checkout is ready, grep runs `git grep` on the commit object; then ripgrep. Tree
     entries no checkout could hold safely ('..', '.git', duplicates, a path below a file or
     link) are left out of every backend and listed in `refused_entries`.
+
+    Without `checkout_parent`, `fallback_parent` (when given) says where a checkout is made on
+    demand: only when `git grep` cannot run a pattern that ripgrep accepts (PCRE2's JIT stack
+    or match limit, a construct PCRE2 refuses), so that such a call, and every grep after it,
+    gets ripgrep's answer instead of an error.
     """
 
     def __init__(
@@ -53,6 +58,7 @@ class CommitTree(Tree):
         checkout_parent: Path | None = None,
         label: str | None = None,
         admit_checkout: Callable[[int], Awaitable[bool]] | None = None,
+        fallback_parent: Callable[[], Path] | None = None,
     ) -> None:
         super().__init__(runtime)
         self.git_dir = git_dir
@@ -68,6 +74,7 @@ class CommitTree(Tree):
         # Asked with the checkout's size (its blobs' bytes) before anything is written; False:
         # no checkout, grep stays on git objects (a pool's byte budget for checkouts).
         self._admit_checkout = admit_checkout
+        self._fallback_parent = fallback_parent
         self._checkout_task: asyncio.Task[Path | None] | None = None
         self.checkout: Path | None = None
         self._holder: Path | None = None
@@ -199,14 +206,26 @@ class CommitTree(Tree):
             return await self._git_grep(args, targets, deadline)
         except PatternError as exc:
             # ripgrep accepted the pattern but PCRE2 refused it ('(?u)', 'a{100000}') or gave
-            # up on it (its match limit): ripgrep on the checkout answers, as it will for the
-            # same call once the checkout is ready, so the answer never depends on timing.
-            if await self._checkout_coming():
+            # up on it (its JIT stack or match limit): ripgrep on the checkout answers, as it
+            # will for the same call once the checkout is ready, so the answer never depends
+            # on timing; a tree without one makes it now (see `fallback_parent`).
+            if await self._checkout_coming() or await self._checkout_on_demand():
                 return await self._grep_raw(args, targets, deadline)
             raise PatternError(
                 f"{exc} (git grep cannot run this pattern, and this tree has no checkout for "
                 "ripgrep: simplify the pattern)"
             ) from None
+
+    async def _checkout_on_demand(self) -> bool:
+        """Make the checkout now, for a tree made without one; whether there is one."""
+        if self._fallback_parent is None or self._checkout_task is not None or self._closed:
+            return False
+        try:
+            parent = self._fallback_parent()
+        except (OSError, SandboxError):
+            return False
+        self._checkout_task = asyncio.get_running_loop().create_task(self._materialize(parent))
+        return await self._checkout_coming()
 
     async def _checkout_coming(self) -> bool:
         """Wait for the checkout when one is being made; whether there is one now."""

@@ -198,8 +198,10 @@ class TreePool:
         await self.close()
 
     def _checkout_parent(self) -> Path | None:
-        if self.materialize == "never":
-            return None
+        return None if self.materialize == "never" else self._own_workdir()
+
+    def _own_workdir(self) -> Path:
+        """This pool's own folder for checkouts, made (and the workdir checked) on first use."""
         if self._own_dir is None:
             if self.workdir == default_workdir():
                 self.workdir.parent.mkdir(parents=True, exist_ok=True)
@@ -376,6 +378,7 @@ class TreePool:
             checkout_parent=self._checkout_parent(),
             label=f"{label}@{sha[:12]}",
             admit_checkout=self._admission((str(git_dir), sha)),
+            fallback_parent=self._own_workdir,
         )
         tree.start()
         slot = _Slot(tree)
