@@ -257,3 +257,18 @@ def test_a_git_child_whose_parent_died_before_prctl_never_starts(
     kept = _die_with_parent()
     proc = subprocess.run(["echo", "ran"], preexec_fn=kept, capture_output=True, check=False)
     assert (proc.returncode, proc.stdout) == (0, b"ran\n")
+
+
+async def test_pool_opens_a_linked_worktree_whose_git_is_a_file(
+    tmp_path: Path, repo: Any, git_kit: Any
+) -> None:
+    # `git worktree add` (and a submodule) leaves `.git` as a `gitdir:` file, not a folder
+    linked = tmp_path / "linked"
+    git_kit.run_git(repo.path, "worktree", "add", "-q", "--detach", str(linked), repo.commits[0])
+    assert (linked / ".git").is_file()
+    async with (
+        TreePool(workdir=tmp_path / "trees", materialize="never") as pool,
+        pool.tree_at(linked, repo.commits[-1]) as tree,
+    ):
+        assert "README.md" in await tree.files()
+        assert tree.commit == repo.commits[-1]

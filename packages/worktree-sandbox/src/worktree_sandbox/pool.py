@@ -43,6 +43,7 @@ from worktree_sandbox.errors import (
     SandboxClosedError,
     SandboxError,
 )
+from worktree_sandbox.locations import repository_locations
 from worktree_sandbox.models import SandboxLimits
 from worktree_sandbox.tree import Tree
 
@@ -279,11 +280,21 @@ class TreePool:
     async def tree_at(
         self, git_dir: str | os.PathLike[str], commit: str
     ) -> AsyncIterator[CommitTree]:
-        """A tree of the repository at `git_dir` (bare or not) at `commit`."""
+        """A tree of the repository at `git_dir` (bare or not) at `commit`.
+
+        A work tree whose `.git` is a file (a linked worktree, a submodule) is followed to its
+        git dir by `repository_locations`, which reads the pointer without running git and
+        raises `RepositoryLayoutError` for one that makes no sense.
+        """
         path = Path(git_dir).resolve()
+        label = path.name
         if (path / ".git").is_dir():
             path = path / ".git"
-        async with self._lease(path, commit, label=path.parent.name) as tree:
+        elif (path / ".git").is_file():
+            found = repository_locations(path).git_dir
+            if found is not None:
+                path = found
+        async with self._lease(path, commit, label=label) as tree:
             yield tree
 
     @contextlib.asynccontextmanager
