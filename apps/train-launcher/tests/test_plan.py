@@ -33,6 +33,7 @@ def _paper(tmp_path: Path, *extra: str) -> tuple[RunConfig, Path]:
         f"data.instances={instances}",
         f"data.trajectories=[{traj}]",
         f"evaluation.instances={heldout}",
+        "data.fetch=[]",
         *extra,
     ]
     return load_config(path, overrides), path

@@ -5,6 +5,8 @@ with its commands (argv, the environment they add, the node they run on), its ou
 rule that says those outputs are valid (`stage_validity`), plus the estimates and every finding
 of the checks against this node. Stages:
 
+0. `fetch` (only with `data.fetch`): `python -m train_launcher.fetch` for each input a dataset
+   hub holds (instances, trajectories, held-out instances), at its pinned revision.
 1. `labels` (only with trajectories): `catm mine` -> labels.
 2. `prepare`: `worktree-sandbox prepare` for the training (and held-out) instances: every bare
    clone and commit, with a disk report. It comes before the datasets because the dataset
@@ -43,11 +45,13 @@ from pydantic import BaseModel, ConfigDict, Field
 from train_launcher.config import RunConfig, reward_func_name
 from train_launcher.errors import PlanError
 from train_launcher.estimate import Estimates, Finding, estimate
+from train_launcher.fetch import is_commit, sidecar
 from train_launcher.node import NodeInfo
 from train_launcher.outputs import (
     Layout,
     Validity,
     check_eval,
+    check_fetch,
     check_grpo_data,
     check_labels,
     check_prepare,
@@ -74,9 +78,10 @@ __all__ = [
 ]
 
 #: The stages in the order they run; `eval` stands for every `eval:*` stage and `eval-summary`.
-STAGE_ORDER = ("labels", "prepare", "datasets", "sft-data", "sft", "grpo", "eval")
+STAGE_ORDER = ("fetch", "labels", "prepare", "datasets", "sft-data", "sft", "grpo", "eval")
 SCHEDULER = "codegrep_tools"
 SUBSET_MODULE = "train_launcher.subset"
+FETCH_MODULE = "train_launcher.fetch"
 SERVED_NAME = "codegrep"
 LATE_SFT = "sft checkpoint"
 LATE_CHECKPOINT = "grpo checkpoints"
@@ -221,6 +226,31 @@ def _clones(config: RunConfig) -> dict[str, Value]:
 # --- stage builders --------------------------------------------------------------------------
 
 
+def _fetch_stage(config: RunConfig) -> Stage:
+    commands = []
+    for f in config.data.fetch:
+        argv = [sys.executable, "-m", FETCH_MODULE]
+        argv += _opts(
+            {
+                "--repo-id": f.repo_id,
+                "--revision": f.revision,
+                "--split": f.split,
+                "--source": f.source,
+                "--limit": f.limit,
+                "-o": f.output,
+            }
+        )
+        commands.append(Command(argv=tuple(argv), env=dict(config.env)))
+    return Stage(
+        name="fetch",
+        title="download the training inputs at their pinned revisions",
+        commands=tuple(commands),
+        outputs=tuple(f.output for f in config.data.fetch),
+        check="each file has a .fetch.json naming its repository, revision and split, "
+        "and that many rows (>= 1)",
+    )
+
+
 def _labels_stage(config: RunConfig, layout: Layout) -> Stage:
     m, d = config.mining, config.data
     argv = [_tool("catm"), "mine", *map(str, d.trajectories)]
@@ -241,6 +271,7 @@ def _labels_stage(config: RunConfig, layout: Layout) -> Stage:
         commands=(Command(argv=tuple(argv), env=dict(config.env)),),
         outputs=(layout.labels, layout.labels_stats),
         check="labels.jsonl reads with no bad row and >= 1 label; its .stats.json is JSON",
+        requires=("fetch",),
     )
 
 
@@ -260,6 +291,7 @@ def _prepare_stage(config: RunConfig, layout: Layout) -> Stage:
         commands=tuple(commands),
         outputs=tuple(report for _, report, _ in sets),
         check="each report is JSON, with no failure or skipped row and every commit present",
+        requires=("fetch",),
     )
 
 
@@ -724,9 +756,10 @@ def _eval_stages(config: RunConfig, layout: Layout) -> list[Stage]:
 
 def _input_findings(config: RunConfig, plugin: Path) -> list[Finding]:
     out: list[Finding] = []
+    fetched = {f.output for f in config.data.fetch}
 
     def missing(what: str, path: Path) -> None:
-        if not path.exists():
+        if path not in fetched and not path.exists():
             out.append(
                 Finding(level="error", topic="inputs", message=f"{what}: {path} does not exist")
             )
@@ -747,6 +780,17 @@ def _input_findings(config: RunConfig, plugin: Path) -> list[Finding]:
     if config.model.is_local:
         missing("model.path", Path(config.model.path))
     missing("the ms-swift plugin (train.plugin)", plugin)
+    for f in d.fetch:
+        if not is_commit(f.revision):
+            out.append(
+                Finding(
+                    level="warning",
+                    topic="inputs",
+                    message=f"{f.repo_id} at {f.revision!r} is not a commit id: the rows may "
+                    f"change; the fetch records the commit it got in {sidecar(f.output).name}, "
+                    "put that in data.fetch to pin it",
+                )
+            )
     if d.trajectories and config.mining.judge == "none":
         out.append(
             Finding(
@@ -870,6 +914,8 @@ def build_plan(
     layout = Layout(config.output_dir)
     plugin = plugin_path(config)
     stages: list[Stage] = []
+    if config.data.fetch:
+        stages.append(_fetch_stage(config))
     if config.data.trajectories:
         stages.append(_labels_stage(config, layout))
     stages.append(_prepare_stage(config, layout))
@@ -912,6 +958,10 @@ def stage_validity(stage: Stage, config: RunConfig) -> Validity:
     name = stage.name
     if stage.late:
         return Validity(False, f"waits for {', '.join(stage.late)}")
+    if name == "fetch":
+        return check_fetch(
+            [(f.output, f.repo_id, f.revision, f.split) for f in config.data.fetch]
+        )
     if name == "labels":
         return check_labels(layout.labels, layout.labels_stats)
     if name == "prepare":
