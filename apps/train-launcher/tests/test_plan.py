@@ -338,7 +338,15 @@ def test_plan_prints_every_command_and_json_too(tmp_path: Path, b200_node: NodeI
 def test_plan_exits_2_on_errors_and_on_a_bad_node_rank(tmp_path: Path) -> None:
     missing = CliRunner().invoke(
         app,
-        ["plan", "--config", str(CONFIGS / "paper-8xb200.yaml"), "--set", f"base_dir={tmp_path}"],
+        [
+            "plan",
+            "--config",
+            str(CONFIGS / "paper-8xb200.yaml"),
+            "--set",
+            f"base_dir={tmp_path}",
+            "--set",
+            "data.fetch=[]",  # nothing fetches the inputs: they must be there
+        ],
     )
     assert missing.exit_code == 2
     assert "data.instances" in missing.stderr

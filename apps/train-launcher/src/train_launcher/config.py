@@ -411,6 +411,16 @@ class RunConfig(_Section):
     # --- derived figures the plan, the estimates and the checks share -------------------------
 
     @property
+    def fetched(self) -> tuple[FetchSource, ...]:
+        """The `data.fetch` sources whose output the run reads (data.instances, a
+        trajectories file, evaluation.instances); the others are not fetched (a path
+        overridden with a file of one's own)."""
+        named = {self.data.instances, *self.data.trajectories}
+        if self.evaluation.enabled and self.evaluation.instances is not None:
+            named.add(self.evaluation.instances)
+        return tuple(f for f in self.data.fetch if f.output in named)
+
+    @property
     def uses_gpu(self) -> bool:
         return self.cluster.device == "cuda"
 
@@ -493,18 +503,9 @@ def _cross_checks(config: RunConfig) -> list[ConfigProblem]:
             f"{t.per_device_train_batch_size} per device x {t.gradient_accumulation_steps} "
             f"accumulation steps is not a multiple of {t.num_generations} generations",
         )
-    named = {config.data.instances, *config.data.trajectories}
-    if config.evaluation.instances is not None:
-        named.add(config.evaluation.instances)
     outputs = [f.output for f in config.data.fetch]
     for i, out_path in enumerate(outputs):
-        if out_path not in named:
-            bad(
-                f"data.fetch.{i}.output",
-                f"{out_path} is not data.instances, a data.trajectories file or "
-                "evaluation.instances: nothing would read it",
-            )
-        elif outputs.index(out_path) != i:
+        if outputs.index(out_path) != i:
             bad(f"data.fetch.{i}.output", f"{out_path} is fetched twice")
     if config.data.labels is not None and config.data.trajectories:
         bad("data.labels", "give trajectories to mine or labels mined before, not both")

@@ -265,7 +265,8 @@ def check_fetch(wanted: list[tuple[Path, str, str, str]]) -> Validity:
         got = (data.get("repo_id"), data.get("revision"), data.get("split"))
         if got != (repo_id, revision, split):
             return Validity(
-                False, f"{output} holds {got[0]}@{got[1]} {got[2]}, not {repo_id}@{revision} {split}"
+                False,
+                f"{output} holds {got[0]}@{got[1]} {got[2]}, not {repo_id}@{revision} {split}",
             )
         rows = data.get("rows")
         if not isinstance(rows, int) or rows < 1 or count_rows(output) != rows:

@@ -228,7 +228,7 @@ def _clones(config: RunConfig) -> dict[str, Value]:
 
 def _fetch_stage(config: RunConfig) -> Stage:
     commands = []
-    for f in config.data.fetch:
+    for f in config.fetched:
         argv = [sys.executable, "-m", FETCH_MODULE]
         argv += _opts(
             {
@@ -245,7 +245,7 @@ def _fetch_stage(config: RunConfig) -> Stage:
         name="fetch",
         title="download the training inputs at their pinned revisions",
         commands=tuple(commands),
-        outputs=tuple(f.output for f in config.data.fetch),
+        outputs=tuple(f.output for f in config.fetched),
         check="each file has a .fetch.json naming its repository, revision and split, "
         "and that many rows (>= 1)",
     )
@@ -756,7 +756,7 @@ def _eval_stages(config: RunConfig, layout: Layout) -> list[Stage]:
 
 def _input_findings(config: RunConfig, plugin: Path) -> list[Finding]:
     out: list[Finding] = []
-    fetched = {f.output for f in config.data.fetch}
+    fetched = {f.output for f in config.fetched}
 
     def missing(what: str, path: Path) -> None:
         if path not in fetched and not path.exists():
@@ -781,7 +781,17 @@ def _input_findings(config: RunConfig, plugin: Path) -> list[Finding]:
         missing("model.path", Path(config.model.path))
     missing("the ms-swift plugin (train.plugin)", plugin)
     for f in d.fetch:
-        if not is_commit(f.revision):
+        if f not in config.fetched:
+            out.append(
+                Finding(
+                    level="info",
+                    topic="inputs",
+                    message=f"data.fetch: {f.repo_id} is not fetched: nothing reads "
+                    f"{f.output} (data.instances, data.trajectories and evaluation.instances "
+                    "name other files)",
+                )
+            )
+        elif not is_commit(f.revision):
             out.append(
                 Finding(
                     level="warning",
@@ -914,7 +924,7 @@ def build_plan(
     layout = Layout(config.output_dir)
     plugin = plugin_path(config)
     stages: list[Stage] = []
-    if config.data.fetch:
+    if config.fetched:
         stages.append(_fetch_stage(config))
     if config.data.trajectories:
         stages.append(_labels_stage(config, layout))
@@ -959,9 +969,7 @@ def stage_validity(stage: Stage, config: RunConfig) -> Validity:
     if stage.late:
         return Validity(False, f"waits for {', '.join(stage.late)}")
     if name == "fetch":
-        return check_fetch(
-            [(f.output, f.repo_id, f.revision, f.split) for f in config.data.fetch]
-        )
+        return check_fetch([(f.output, f.repo_id, f.revision, f.split) for f in config.data.fetch])
     if name == "labels":
         return check_labels(layout.labels, layout.labels_stats)
     if name == "prepare":
