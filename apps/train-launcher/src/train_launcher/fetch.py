@@ -140,7 +140,7 @@ class HubSource:
     def rows(self, repo_id: str, revision: str, split: str) -> Iterator[dict[str, Any]]:
         _check_names(repo_id, revision, split)
         try:
-            import datasets
+            import datasets  # type: ignore[import-not-found, import-untyped, unused-ignore]
         except ImportError as exc:
             raise FetchFailed(
                 "fetching from the hub needs the `datasets` package (in the node image; "
@@ -157,7 +157,7 @@ class HubSource:
 
     def resolved(self, repo_id: str, revision: str) -> str | None:
         try:
-            from huggingface_hub import HfApi
+            from huggingface_hub import HfApi  # type: ignore[import-not-found, unused-ignore]
 
             sha = HfApi().dataset_info(repo_id, revision=revision).sha
         except Exception:  # the rows came; the commit id is a record, not a condition
