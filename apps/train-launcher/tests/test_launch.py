@@ -33,6 +33,7 @@ ALL = [
     "codegrep-model dataset",
     f"{Path(sys.executable).name} -m",
     f"{Path(sys.executable).name} -m",
+    f"{Path(sys.executable).name} -m",  # the capped validation sample (train.val_limit)
     "swift rlhf",
     "swift deploy",
     "swe-eval predict",

@@ -304,6 +304,13 @@ class TrainSection(_Section):
     offload_model: bool = True
     deepspeed: str | None = Field("zero3", description="ms-swift --deepspeed, or null.")
     gradient_checkpointing: bool = True
+    val_limit: int | None = Field(
+        64,
+        ge=1,
+        description="Validation prompts ms-swift evaluates every eval_steps (a seeded sample "
+        "of the validation split; each gets num_generations completions). Our choice: the "
+        "whole split (5% of the paper's 31,977 rows) would cost hours per evaluation. None: all.",
+    )
     save_steps: int = Field(50, ge=1, description="Our choice.")
     eval_steps: int = Field(50, ge=1, description="Our choice; keep equal to save_steps.")
     save_total_limit: int | None = Field(None, ge=1)
@@ -366,7 +373,12 @@ class EvaluationSection(_Section):
     jobs: int = Field(8, ge=1, description="Rollouts at a time in `swe-eval predict`.")
     timeout: float = Field(120.0, gt=0.0, description="Seconds per model request.")
     ready_timeout: float = Field(1800.0, gt=0.0, description="Seconds to wait for the server.")
-    limit: int | None = Field(None, ge=0)
+    limit: int | None = Field(
+        100,
+        ge=0,
+        description="Held-out instances per checkpoint: one greedy rollout each (the agent "
+        "policy's temperature is 0). Our choice; None: all of them.",
+    )
     env: dict[str, str] = Field(default_factory=dict)
     extra_args: tuple[str, ...] = Field((), description="Appended to the server command.")
 

@@ -109,6 +109,11 @@ class Layout:
         return self.root / "data" / "grpo"
 
     @property
+    def val_eval(self) -> Path:
+        """The validation rows GRPO evaluates (a capped sample of val.jsonl)."""
+        return self.root / "data" / "grpo" / "val_eval.jsonl"
+
+    @property
     def train_instances(self) -> Path:
         return self.root / "data" / "train-instances.jsonl"
 

@@ -317,6 +317,19 @@ def _datasets_stage(config: RunConfig, layout: Layout) -> Stage:
         sub = [sys.executable, "-m", SUBSET_MODULE]
         sub += _opts({"--rows": rows, "-i": d.instances, "-o": out})
         commands.append(Command(argv=tuple(sub), env=dict(config.env)))
+    outputs: tuple[Path, ...] = ()
+    if config.train.val_limit is not None:
+        sample = [sys.executable, "-m", SUBSET_MODULE]
+        sample += _opts(
+            {
+                "--rows": layout.grpo_data / "val.jsonl",
+                "--sample": config.train.val_limit,
+                "--seed": config.seed,
+                "-o": layout.val_eval,
+            }
+        )
+        commands.append(Command(argv=tuple(sample), env=dict(config.env)))
+        outputs = (layout.val_eval,)
     return Stage(
         name="datasets",
         title="GRPO rows split by repository, and each split's instances",
@@ -327,9 +340,10 @@ def _datasets_stage(config: RunConfig, layout: Layout) -> Stage:
             layout.grpo_data / "report.json",
             layout.train_instances,
             layout.val_instances,
+            *outputs,
         ),
         check="report.json is JSON and train/val.jsonl have its row counts (train >= 1); "
-        "the split instance files match",
+        "the split instance files match; the capped validation sample is there",
         requires=("labels", "prepare"),
     )
 
@@ -365,6 +379,8 @@ def _sft_data_stage(config: RunConfig, layout: Layout) -> Stage:
             "--reward": config.train.reward,
         }
     )
+    # each row's weight (its reward) on its trained messages, which `swift sft` reads below
+    rows.append("--loss-scale")
     commands.append(Command(argv=tuple(rows), env=dict(config.env)))
     teacher = "given rollouts" if s.rollouts else (s.teacher_base_url or "the lexical policy")
     return Stage(
@@ -448,6 +464,10 @@ def _sft_stage(config: RunConfig, layout: Layout, node_rank: int | None) -> Stag
             "--seed": config.seed,
             "--output_dir": layout.sft_dir,
             "--add_version": False,
+            # the rows' per-message loss_scale (the reward, in (0, 1]) weights the loss; a scale
+            # other than 0 and 1 needs is_binary_loss_scale false (codegrep_model.datasets)
+            "--loss_scale": "default",
+            "--is_binary_loss_scale": False,
         }
     )
     argv += [*config.swift.extra_args, *s.extra_args]
@@ -524,7 +544,11 @@ def _grpo_stage(config: RunConfig, layout: Layout, node_rank: int | None) -> Sta
             "--max_turns": None if config.server_mode else t.max_turns,
             "--reward_funcs": reward_func_name(t.reward),
             "--dataset": layout.grpo_data / "train.jsonl",
-            "--val_dataset": layout.grpo_data / "val.jsonl" if validate else None,
+            "--val_dataset": (
+                (layout.val_eval if t.val_limit is not None else layout.grpo_data / "val.jsonl")
+                if validate
+                else None
+            ),
             "--split_dataset_ratio": "0",
             **_vllm_args(config),
             "--offload_optimizer": t.offload_optimizer if config.uses_gpu else None,
@@ -975,9 +999,12 @@ def stage_validity(stage: Stage, config: RunConfig) -> Validity:
     if name == "prepare":
         return check_prepare(list(stage.outputs))
     if name == "datasets":
-        return check_grpo_data(
+        found = check_grpo_data(
             layout.grpo_data, {"train": layout.train_instances, "val": layout.val_instances}
         )
+        if found.ok and config.train.val_limit is not None and not layout.val_eval.is_file():
+            return Validity(False, f"{layout.val_eval}: no such file")
+        return found
     if name == "sft-data":
         return check_sft_data(layout.sft_data, layout.sft_report)
     if name == "sft":
