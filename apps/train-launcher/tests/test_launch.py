@@ -406,6 +406,10 @@ def test_links_planted_in_the_output_folder_are_not_written_through(
     with pytest.raises(PlanError, match=r"cannot open the launch lock .*: it is a link"):
         _launch(path, fake_runner, no_gpu)
     (out / ".launch.lock").unlink()
+    # the state is read before anything is written: a link there is refused, never followed
+    with pytest.raises(PlanError, match=r"launch-state.json: is a symbolic link"):
+        _launch(path, fake_runner, no_gpu)
+    (out / "launch-state.json").unlink()
     result, _ = _launch(path, fake_runner, no_gpu)
     assert "grpo" in result.ran
     assert all(v.read_text() == "keep me\n" for v in victims.iterdir())
