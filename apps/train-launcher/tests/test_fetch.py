@@ -63,6 +63,22 @@ def test_fetch_of_an_unknown_revision_or_a_bad_name_is_exit_2(tmp_path: Path) ->
     assert not out.exists()
 
 
+def test_fetch_streams_up_to_the_limit_and_replaces_a_planted_link(tmp_path: Path) -> None:
+    _mirror(tmp_path / "m", "org/set", SHA, "train", [instance(i) for i in range(5)])
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me\n")
+    out = tmp_path / "data" / "o.jsonl"
+    out.parent.mkdir()
+    out.symlink_to(victim)
+    src = ["--source", str(tmp_path / "m"), "-o", str(out)]
+    assert fetch_main(["--repo-id", "org/set", "--revision", SHA, "--limit", "2", *src]) == 0
+    assert victim.read_text() == "keep me\n"
+    assert not out.is_symlink()
+    assert len(out.read_text().splitlines()) == 2
+    assert json.loads(sidecar(out).read_text())["rows"] == 2
+    assert not out.with_name("o.jsonl.part").exists()
+
+
 def test_the_paper_plan_on_an_empty_node_names_the_fetch_stage(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, b200_node: NodeInfo
 ) -> None:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import os
 import re
 import sys
 from collections.abc import Iterator, Sequence
@@ -198,26 +199,42 @@ def fetch(
     output: Path,
     limit: int | None = None,
 ) -> FetchReport:
-    """Write the split's rows (at most `limit`) to `output` and its sidecar; the report."""
-    from codegrep_records import write_atomically
+    """Write the split's rows (at most `limit`) to `output` and its sidecar; the report.
 
-    lines: list[str] = []
-    for row in rows_from.rows(repo_id, revision, split):
-        if limit is not None and len(lines) >= limit:
-            break
-        lines.append(json.dumps(row, ensure_ascii=False, default=str) + "\n")
-    if not lines:
-        raise FetchInputError(f"{repo_id}@{revision} split {split!r} has no rows")
-    report = FetchReport(
-        repo_id=repo_id,
-        revision=revision,
-        commit=rows_from.resolved(repo_id, revision),
-        split=split,
-        rows=len(lines),
-        output=str(output),
-    )
+    The rows stream to `<output>.part` (a trajectory set is gigabytes), renamed over `output`
+    once complete; the sidecar is written last, so a file without a matching sidecar is never
+    taken as fetched."""
+    from codegrep_records import open_appending, write_atomically
+
     output.parent.mkdir(parents=True, exist_ok=True)
-    write_atomically(output, "".join(lines))
+    part = output.with_name(output.name + ".part")
+    if part.is_symlink() or part.exists():  # our own name: a stale part, or a planted link
+        part.unlink()
+    rows = 0
+    try:
+        with open_appending(part) as fh:
+            for row in rows_from.rows(repo_id, revision, split):
+                if limit is not None and rows >= limit:
+                    break
+                fh.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
+                rows += 1
+        if not rows:
+            raise FetchInputError(f"{repo_id}@{revision} split {split!r} has no rows")
+        report = FetchReport(
+            repo_id=repo_id,
+            revision=revision,
+            commit=rows_from.resolved(repo_id, revision),
+            split=split,
+            rows=rows,
+            output=str(output),
+        )
+        stale = sidecar(output)
+        if stale.is_symlink() or stale.exists():  # our own name: never vouch for new rows
+            stale.unlink()
+        os.replace(part, output)
+    finally:
+        if part.is_symlink() or part.exists():
+            part.unlink()
     write_atomically(sidecar(output), report.to_json())
     return report
 
