@@ -6,7 +6,8 @@
 # repositories, six issues, one OpenHands-style session per training issue:
 # ci/make-cpu-inputs.py --self-contained --no-model).
 #
-# Usage: apps/train-launcher/ci/gpu-smoke.sh [BASE_DIR] (default /tmp/codegrep-gpu-smoke; wiped)
+# Usage: apps/train-launcher/ci/gpu-smoke.sh [BASE_DIR] (default /tmp/codegrep-gpu-smoke; wiped
+#        when an earlier run of this script made it, refused when anything else is there)
 # Env:
 #   MODEL   (required) a local folder of a small chat model with tool calling, e.g. Qwen3-0.6B
 #           (config.json, tokenizer, *.safetensors)
@@ -33,15 +34,25 @@ die() {
 [[ -n ${MODEL:-} ]] || die "set MODEL to a local model folder (nothing is downloaded)"
 [[ -f $MODEL/config.json ]] || die "MODEL=$MODEL has no config.json"
 [[ $steps =~ ^[1-9][0-9]?$ ]] || die "STEPS must be 1..99, got '$steps'"
-python3 -c "import sys; sys.exit(0 if float('$beta') > 0 else 1)" 2>/dev/null \
+[[ $beta =~ ^[0-9]*\.?[0-9]+([eE]-?[0-9]+)?$ ]] && python3 - "$beta" <<'PY' \
   || die "BETA must be a number above 0, got '$beta'"
+import sys
+sys.exit(0 if float(sys.argv[1]) > 0 else 1)
+PY
 
 # nothing leaves the machine
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1 USE_HF=1
 export TOKENIZERS_PARALLELISM=false PIP_NO_INDEX=1 UV_OFFLINE=1
 
-rm -rf "$base"
+# BASE_DIR is wiped only when this script made it (its marker file is there)
+marker="$base/.codegrep-gpu-smoke"
+if [[ -e $base || -L $base ]]; then
+  [[ -d $base && ! -L $base && -f $marker ]] \
+    || die "$base exists and was not made by this script: give a new folder"
+  rm -rf -- "$base"
+fi
 mkdir -p "$base"
+touch "$marker"
 if [[ -n ${WHEELS:-} && -z ${VENV:-} ]]; then
   VENV="$base/venv"
   uv venv --quiet --python 3.11 "$VENV"
