@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import subprocess
 import sys
@@ -77,6 +78,19 @@ def test_fetch_streams_up_to_the_limit_and_replaces_a_planted_link(tmp_path: Pat
     assert len(out.read_text().splitlines()) == 2
     assert json.loads(sidecar(out).read_text())["rows"] == 2
     assert not out.with_name("o.jsonl.part").exists()
+
+
+@pytest.mark.parametrize(
+    "data", [b"not gzip", gzip.compress(b"\xff\xfe\n"), gzip.compress(b"[1]\n"), b"\x1f\x8b"]
+)
+def test_a_hostile_gzip_split_is_exit_2_not_a_traceback(tmp_path: Path, data: bytes) -> None:
+    folder = tmp_path / "m" / "org" / "set" / SHA
+    folder.mkdir(parents=True)
+    (folder / "train.jsonl.gz").write_bytes(data)
+    out = tmp_path / "o.jsonl"
+    argv = ["--repo-id", "org/set", "--revision", SHA, "--source", str(tmp_path / "m")]
+    assert fetch_main([*argv, "-o", str(out)]) == 2
+    assert not out.exists()
 
 
 def test_the_paper_plan_on_an_empty_node_names_the_fetch_stage(

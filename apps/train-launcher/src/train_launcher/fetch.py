@@ -122,17 +122,21 @@ class FolderSource:
 def _gz_rows(path: Path) -> Iterator[dict[str, Any]]:
     from codegrep_records import parse_json
 
-    with gzip.open(path, "rt", encoding="utf-8") as fh:
-        for line, text in enumerate(fh, 1):
-            if not text.strip():
-                continue
-            try:
-                row = parse_json(text)
-            except ValueError as exc:
-                raise FetchInputError(f"{path}:{line}: not JSON ({exc})") from None
-            if not isinstance(row, dict):
-                raise FetchInputError(f"{path}:{line}: not a JSON object row")
-            yield row
+    line = 0
+    try:
+        with gzip.open(path, "rt", encoding="utf-8") as fh:
+            for line, text in enumerate(fh, 1):
+                if not text.strip():
+                    continue
+                try:
+                    row = parse_json(text)
+                except ValueError as exc:
+                    raise FetchInputError(f"{path}:{line}: not JSON ({exc})") from None
+                if not isinstance(row, dict):
+                    raise FetchInputError(f"{path}:{line}: not a JSON object row")
+                yield row
+    except (UnicodeDecodeError, EOFError, gzip.BadGzipFile) as exc:
+        raise FetchInputError(f"{path}:{line + 1}: not gzip'd UTF-8 ({exc})") from None
 
 
 class HubSource:
