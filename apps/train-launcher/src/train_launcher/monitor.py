@@ -1371,6 +1371,8 @@ def _verdict(
         ("clipped_ratio", "clipped", _pct),
         ("calls_per_turn", "calls/turn", _fmt),
         ("parse_failure_rate", "parse failures", _pct),
+        ("frac_reward_zero_std", "zero-std groups", _pct),
+        ("overflow_rate", "overflows", _pct),
     ):
         if name in latest:
             figures.append(f"{label} {fmt(latest[name])}")
