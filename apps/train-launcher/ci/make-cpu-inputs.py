@@ -14,7 +14,7 @@ held out), four and two issues whose gold patches are real `git diff`s of them, 
 OpenHands-style session per training issue. Everything else (the model, the launch) is the same.
 
 Usage: python make-cpu-inputs.py BASE_DIR [--data DIR] [--mirrors DIR|github] [--self-contained]
-                                 [--train N] [--heldout N]
+                                 [--train N] [--heldout N] [--no-model]
 --data defaults to $CODEGREP_SHARED_DATA, else the shared data folder beside the checkout.
 Needs transformers and tokenizers (the ms-swift venv has them). Idempotent: what exists is kept.
 """
@@ -275,20 +275,21 @@ def main() -> int:
     ap.add_argument("--self-contained", action="store_true")
     ap.add_argument("--train", type=int, default=4)
     ap.add_argument("--heldout", type=int, default=2)
+    ap.add_argument("--no-model", action="store_true", help="no tiny model (one is given)")
     a = ap.parse_args()
     inputs = a.base_dir / "inputs"
     inputs.mkdir(parents=True, exist_ok=True)
     if a.self_contained:
         train_rows, held_rows, n_sessions = self_contained(inputs)
         model = inputs / "tiny-qwen3"
-        if not (model / "config.json").is_file():
+        if not a.no_model and not (model / "config.json").is_file():
             corpus = [r["problem_statement"] for r in train_rows + held_rows]
             corpus += list(SHOP.values()) + list(TEXTKIT.values())
             tiny_qwen3(model, corpus)
         print(
             f"self-contained inputs in {inputs}: {len(train_rows)} training instances "
             f"(example/shop), {len(held_rows)} held out (example/textkit), {n_sessions} "
-            f"sessions, model {model}"
+            f"sessions, model {'(given elsewhere)' if a.no_model else model}"
         )
         return 0
     if not (a.data / "swebench" / "lite.jsonl").is_file():

@@ -214,6 +214,10 @@ class FakeRunner:
             out = Path(_flag(argv, "-o") or "")
             write_jsonl(out, [{"messages": []}])
             out.with_name("sft.report.json").write_text(json.dumps({"kept": 1}))
+        elif "-m" in argv and "train_launcher.fetch" in argv:  # the real one, from a mirror
+            from train_launcher.fetch import main as fetch_main
+
+            return fetch_main(list(argv[argv.index("train_launcher.fetch") + 1 :]))
         elif "-m" in argv and "train_launcher.subset" in argv:
             from train_launcher.subset import main
 

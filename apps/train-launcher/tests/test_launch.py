@@ -33,6 +33,7 @@ ALL = [
     "codegrep-model dataset",
     f"{Path(sys.executable).name} -m",
     f"{Path(sys.executable).name} -m",
+    f"{Path(sys.executable).name} -m",  # the capped validation sample (train.val_limit)
     "swift rlhf",
     "swift deploy",
     "swe-eval predict",
@@ -444,3 +445,33 @@ def test_the_subprocess_runner_refuses_a_log_that_is_a_link_or_a_folder_out(
     with pytest.raises(OSError, match="outside"):
         runner.run(command, root / "elsewhere" / "victim.txt")
     assert victim.read_text() == "keep me\n"
+
+
+def test_an_empty_node_goes_from_the_fetch_to_grpo(
+    cpu_config: Callable[..., Path], fake_runner: Any, no_gpu: NodeInfo, tmp_path: Path
+) -> None:
+    """Nothing fetched the inputs the plan named, so `launch` stopped on them (exit 2)."""
+    sha = "a" * 40
+    path = cpu_config(
+        data={
+            "instances": "data/instances.jsonl",
+            "trajectories": ["data/trajectories.jsonl"],
+            "fetch": [
+                {"output": f"data/{name}.jsonl", "repo_id": f"org/{name}", "revision": sha,
+                 "source": f"file://{tmp_path / 'mirror'}"}
+                for name in ("instances", "trajectories", "heldout")
+            ],
+        },
+        evaluation={"instances": "data/heldout.jsonl"},
+    )  # fmt: skip
+    inputs = tmp_path / "inputs"
+    for name in ("instances", "trajectories", "heldout"):
+        mirror = tmp_path / "mirror" / "org" / name / sha
+        mirror.mkdir(parents=True)
+        (inputs / f"{name}.jsonl").rename(mirror / "train.jsonl")
+    config = load_config(path)
+    assert not config.data.instances.exists()
+    result, _ = _launch(path, fake_runner, no_gpu)
+    assert result.ran[:4] == ["fetch", "labels", "prepare", "datasets"]
+    assert "grpo" in result.ran
+    assert config.data.instances.read_text().count("\n") == 3

@@ -555,3 +555,100 @@ def test_a_link_planted_at_the_png_is_replaced_and_its_target_untouched(tmp_path
     assert outside.read_bytes() == b"keep me"
     assert not path.is_symlink()
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+# --- what kills a run, on doctored copies of the real ms-swift 4.6 log ------------------------
+
+
+def _real_lines() -> tuple[Path, list[dict[str, object]]]:
+    (version,) = (SWIFT_CPU).iterdir()
+    lines = (version / "logging.jsonl").read_text().splitlines()
+    return version, [json.loads(x) for x in lines if "global_step/max_steps" in x and "loss" in x]
+
+
+def _doctored(
+    tmp_path: Path, steps: int, edit: dict[int, dict[str, object]], everywhere: dict[str, object]
+) -> Path:
+    """The real log's step lines repeated to `steps` steps, with `everywhere` set on each and
+    `edit[step]` on one; args.json kept. Written with json.dumps, as ms-swift writes it (a NaN
+    is the bare token NaN)."""
+    version, lines = _real_lines()
+    run = tmp_path / "run"
+    folder = run / version.name
+    folder.mkdir(parents=True)
+    shutil.copy(version / "args.json", folder / "args.json")
+    out = []
+    for step in range(1, steps + 1):
+        row = {**lines[(step - 1) % len(lines)], **everywhere, **edit.get(step, {})}
+        row["global_step/max_steps"] = f"{step}/{steps}"
+        out.append(json.dumps(row))
+    (folder / "logging.jsonl").write_text("\n".join(out) + "\n")
+    return run
+
+
+def test_the_real_log_raises_none_of_the_new_alarms() -> None:
+    report = check(read_run(SWIFT_CPU))
+    new = {"nonfinite_loss", "nonfinite_grad_norm", "zero_std_all", "kl_hard"}
+    assert not {a.name for a in report.alarms} & new
+
+
+@pytest.mark.parametrize(("key", "value"), [("loss", float("nan")), ("grad_norm", float("inf"))])
+def test_a_nan_or_infinite_loss_or_grad_norm_fires_at_its_step(
+    tmp_path: Path, key: str, value: float
+) -> None:
+    run = _doctored(tmp_path, 4, {3: {key: value}}, {})
+    text = (next(run.iterdir()) / "logging.jsonl").read_text()
+    assert ("NaN" if key == "loss" else "Infinity") in text
+    report = check(read_run(run))
+    (alarm,) = [a for a in report.alarms if a.name == f"nonfinite_{key}"]
+    assert alarm.step == 3
+    assert report.exit_code == 1
+    assert report.verdict.startswith("ALARM")
+
+
+def test_every_group_at_zero_std_fires_though_the_reward_looks_good(tmp_path: Path) -> None:
+    flat = {"reward": 0.6, "reward_std": 0.0, "frac_reward_zero_std": 1.0}
+    run = _doctored(tmp_path, 6, {}, flat)
+    report = check(read_run(run))
+    (alarm,) = [a for a in report.alarms if a.name == "zero_std_all"]
+    assert alarm.step == MonitorThresholds().zero_std_hard_steps
+    # and the sustained share, once a window is full
+    run = _doctored(tmp_path / "long", 30, {}, {**flat, "frac_reward_zero_std": 0.75})
+    assert "zero_std_groups" in _names(run)
+    assert "zero_std_all" not in _names(run)
+
+
+def test_hard_limits_fire_in_the_first_steps(tmp_path: Path) -> None:
+    # the tester's 6-step log: KL 5.0 and every completion clipped printed "OK"
+    run = _doctored(tmp_path, 6, {}, {"kl": 5.0, "completions/clipped_ratio": 1.0})
+    report = check(read_run(run))
+    steps = {a.name: a.step for a in report.alarms}
+    assert steps["kl_hard"] == 1
+    assert steps["clipped_ratio_hard"] == 1
+    assert "OK" not in report.verdict
+
+
+def test_the_overflow_share_is_read_from_the_rollout_logs_stop_cause(tmp_path: Path) -> None:
+    from codegrep_model.train import RolloutLogEntry
+
+    run = _doctored(tmp_path, 4, {}, {})
+    folder = next(run.iterdir())
+
+    def entry(step: int, index: int, status: str) -> str:
+        return RolloutLogEntry(
+            step=step, index=index, reward=0.5, num_turns=2, tool_calls_per_turn=(2, 0),
+            num_tool_calls=2, cbar=1.0, efficiency=0.5, factor=0.5, advantage_group=0.1,
+            advantage=0.05, episode_status=status,
+        ).to_json_line()  # fmt: skip
+
+    lines = [entry(s, i, "answered") for s in (1, 2) for i in range(8)]
+    lines += [entry(3, i, "overflow" if i < 4 else "answered") for i in range(8)]
+    (folder / "codegrep_rollouts.jsonl").write_text("".join(lines))
+    report = check(read_run(run))
+    (alarm,) = [a for a in report.alarms if a.name == "overflow_high"]
+    assert (alarm.step, alarm.value) == (3, 0.5)
+    # the same rollouts without an overflow: no alarm
+    (folder / "codegrep_rollouts.jsonl").write_text(
+        "".join(x.replace("overflow", "answered") for x in lines)
+    )
+    assert "overflow_high" not in _names(run)

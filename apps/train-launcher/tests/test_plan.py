@@ -33,6 +33,7 @@ def _paper(tmp_path: Path, *extra: str) -> tuple[RunConfig, Path]:
         f"data.instances={instances}",
         f"data.trajectories=[{traj}]",
         f"evaluation.instances={heldout}",
+        "data.fetch=[]",
         *extra,
     ]
     return load_config(path, overrides), path
@@ -87,7 +88,9 @@ def test_the_paper_plan_holds_the_paper_runs_flags(tmp_path: Path, b200_node: No
         "--add_version": "false",
         "--output_dir": str(tmp_path / "runs" / "paper-8xb200" / "grpo"),
         "--dataset": str(tmp_path / "runs" / "paper-8xb200" / "data" / "grpo" / "train.jsonl"),
-        "--val_dataset": str(tmp_path / "runs" / "paper-8xb200" / "data" / "grpo" / "val.jsonl"),
+        "--val_dataset": str(
+            tmp_path / "runs" / "paper-8xb200" / "data" / "grpo" / "val_eval.jsonl"
+        ),
     }
     assert {k: flags.get(k) for k in expected} == expected
     assert "--resume_from_checkpoint" not in grpo.argv
@@ -337,7 +340,15 @@ def test_plan_prints_every_command_and_json_too(tmp_path: Path, b200_node: NodeI
 def test_plan_exits_2_on_errors_and_on_a_bad_node_rank(tmp_path: Path) -> None:
     missing = CliRunner().invoke(
         app,
-        ["plan", "--config", str(CONFIGS / "paper-8xb200.yaml"), "--set", f"base_dir={tmp_path}"],
+        [
+            "plan",
+            "--config",
+            str(CONFIGS / "paper-8xb200.yaml"),
+            "--set",
+            f"base_dir={tmp_path}",
+            "--set",
+            "data.fetch=[]",  # nothing fetches the inputs: they must be there
+        ],
     )
     assert missing.exit_code == 2
     assert "data.instances" in missing.stderr
@@ -348,3 +359,48 @@ def test_plan_exits_2_on_errors_and_on_a_bad_node_rank(tmp_path: Path) -> None:
     )
     assert rank.exit_code == 2
     assert "--node-rank 3: this run has nodes 0..0" in rank.stderr
+
+
+def test_the_estimate_counts_evaluation_and_caps_it(tmp_path: Path, b200_node: NodeInfo) -> None:
+    # 31,977 rows (the paper's) and a 5% validation split: ms-swift's validation of the whole
+    # split every 50 steps was ~1,600 prompts x 8 generations, about 6 h each, and no part of
+    # the 60 h estimate
+    many = tmp_path / "many.jsonl"
+    row = {"repo": "o/r", "base_commit": "a", "problem_statement": "x", "patch": ""}
+    lines = (json.dumps({**row, "instance_id": f"o__r-{i}"}) + "\n" for i in range(31977))
+    many.write_text("".join(lines))
+    whole, _ = _paper(tmp_path, f"data.instances={many}", "train.val_limit=null")
+    t = build_plan(whole, CONFIGS / "paper-8xb200.yaml", node=b200_node).estimates.time
+    assert t is not None
+    per_eval = t.validation_hours / (2000 // 50)
+    assert 5.5 < per_eval < 6.5
+    assert t.total_hours_at_max_steps > t.hours_at_max_steps + t.validation_hours - 0.01
+    capped, _ = _paper(tmp_path, f"data.instances={many}")
+    plan = build_plan(capped, CONFIGS / "paper-8xb200.yaml", node=b200_node)
+    t = plan.estimates.time
+    assert t is not None
+    assert "40 x 64 prompts x 8 generations" in t.eval_rule
+    assert "1 x 1 greedy rollouts" in t.eval_rule  # the held-out file has one instance
+    assert t.total_hours_at_max_steps == pytest.approx(
+        t.hours_at_max_steps + t.validation_hours + t.checkpoint_eval_hours, abs=0.01
+    )
+    assert any("with evaluation" in f.message for f in plan.findings)
+    # GRPO validates on the capped, seeded sample the datasets stage writes
+    (grpo,) = _trainers(plan)
+    sample = [c.argv for c in plan.stage("datasets").commands if "--sample" in c.argv]
+    assert len(sample) == 1
+    assert _pairs(sample[0])["--sample"] == "64"
+    assert _pairs(grpo.argv)["--val_dataset"] == _pairs(sample[0])["-o"]
+
+
+def test_sft_rows_carry_their_weight_into_the_loss(tmp_path: Path, b200_node: NodeInfo) -> None:
+    # the rows' `weight` was written and never read: ms-swift weights a row only through
+    # per-message loss_scale and --is_binary_loss_scale false
+    config, path = _paper(tmp_path, "sft.enabled=true")
+    plan = build_plan(config, path, node=b200_node)
+    rows = [c.argv for c in plan.stage("sft-data").commands if "sft" in c.argv]
+    assert len(rows) == 1
+    assert "--loss-scale" in rows[0]
+    flags = _pairs(_trainers(plan, "sft")[0].argv)
+    assert flags["--loss_scale"] == "default"
+    assert flags["--is_binary_loss_scale"] == "false"

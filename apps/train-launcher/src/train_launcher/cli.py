@@ -189,6 +189,12 @@ def _estimate_lines(est: Estimates) -> list[str]:
             f"max_steps, {duration(t.hours_at_paper_stop * 3600)} at the paper's stop (897/2000)"
         )
         out.append(f"    rule: {t.rule}")
+        out.append(
+            f"  with evaluation: {duration(t.total_hours_at_max_steps * 3600)} at max_steps, "
+            f"{duration(t.total_hours_at_paper_stop * 3600)} at the paper's stop"
+        )
+        if t.eval_rule:
+            out.append(f"    evaluation: {t.eval_rule}")
     return out
 
 

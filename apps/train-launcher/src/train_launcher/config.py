@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -45,6 +46,7 @@ __all__ = [
     "DataSection",
     "EarlyStopping",
     "EvaluationSection",
+    "FetchSource",
     "LoraSection",
     "MiningSection",
     "ModelSection",
@@ -55,6 +57,7 @@ __all__ = [
     "SwiftSection",
     "TrainSection",
     "apply_overrides",
+    "expand_env",
     "load_config",
     "reward_func_name",
 ]
@@ -156,7 +159,51 @@ class LoraSection(_Section):
     target_modules: tuple[str, ...] = Field(("all-linear",), min_length=1)
 
 
+class FetchSource(_Section):
+    """One training input the `fetch` stage downloads: a split of a dataset repository at a
+    pinned revision, written as JSON lines to `output` (see `train_launcher.fetch`)."""
+
+    output: ConfigPath = Field(
+        description="The file it writes: data.instances, one of data.trajectories or "
+        "evaluation.instances."
+    )
+    repo_id: str = Field(description="The dataset repository, OWNER/NAME.")
+    revision: str = Field(
+        description="A commit id (40 hex digits) pins the rows; a branch or tag is recorded "
+        "as the commit it resolved to in <output>.fetch.json."
+    )
+    split: str = "train"
+    source: str = Field(
+        "hub", description="hub (Hugging Face), or a local mirror folder or file:// URL."
+    )
+    limit: int | None = Field(None, ge=1, description="At most this many rows.")
+    stands_for: str = Field("", description="The paper's data this stands in for (docs only).")
+
+    @field_validator("repo_id")
+    @classmethod
+    def _repo_id(cls, value: str) -> str:
+        from train_launcher.fetch import FetchInputError, _check_names
+
+        try:
+            _check_names(value, "main", "train")
+        except FetchInputError as exc:
+            raise ValueError(str(exc)) from None
+        return value
+
+    @field_validator("source")
+    @classmethod
+    def _fetch_source(cls, value: str, info: ValidationInfo) -> str:
+        if value == "hub" or value.startswith("file://"):
+            return value
+        if "://" in value:
+            raise ValueError("use hub, a folder or a file:// URL")
+        return str(_resolve_path(Path(value), info))
+
+
 class DataSection(_Section):
+    fetch: tuple[FetchSource, ...] = Field(
+        (), description="Inputs to download first (the `fetch` stage); none: they are there."
+    )
     instances: ConfigPath = Field(description="SWE-bench-style training instances.")
     trajectories: tuple[ConfigPath, ...] = Field(
         (), description="Agent trajectories for `catm mine`; none: the patch files are the gold."
@@ -257,6 +304,13 @@ class TrainSection(_Section):
     offload_model: bool = True
     deepspeed: str | None = Field("zero3", description="ms-swift --deepspeed, or null.")
     gradient_checkpointing: bool = True
+    val_limit: int | None = Field(
+        64,
+        ge=1,
+        description="Validation prompts ms-swift evaluates every eval_steps (a seeded sample "
+        "of the validation split; each gets num_generations completions). Our choice: the "
+        "whole split (5% of the paper's 31,977 rows) would cost hours per evaluation. None: all.",
+    )
     save_steps: int = Field(50, ge=1, description="Our choice.")
     eval_steps: int = Field(50, ge=1, description="Our choice; keep equal to save_steps.")
     save_total_limit: int | None = Field(None, ge=1)
@@ -319,7 +373,12 @@ class EvaluationSection(_Section):
     jobs: int = Field(8, ge=1, description="Rollouts at a time in `swe-eval predict`.")
     timeout: float = Field(120.0, gt=0.0, description="Seconds per model request.")
     ready_timeout: float = Field(1800.0, gt=0.0, description="Seconds to wait for the server.")
-    limit: int | None = Field(None, ge=0)
+    limit: int | None = Field(
+        100,
+        ge=0,
+        description="Held-out instances per checkpoint: one greedy rollout each (the agent "
+        "policy's temperature is 0). Our choice; None: all of them.",
+    )
     env: dict[str, str] = Field(default_factory=dict)
     extra_args: tuple[str, ...] = Field((), description="Appended to the server command.")
 
@@ -339,7 +398,8 @@ class RunConfig(_Section):
     base_dir: Path | None = Field(
         None,
         description="The folder relative paths start from, relative to the file's folder "
-        "(default: the file's folder). Loaded configs hold it resolved.",
+        "(default: the file's folder); `${NAME:-default}` reads the environment. Loaded "
+        "configs hold it resolved.",
     )
     output_dir: ConfigPath = Field(description="Everything the run writes goes here.")
     seed: int = Field(
@@ -361,6 +421,16 @@ class RunConfig(_Section):
     )
 
     # --- derived figures the plan, the estimates and the checks share -------------------------
+
+    @property
+    def fetched(self) -> tuple[FetchSource, ...]:
+        """The `data.fetch` sources whose output the run reads (data.instances, a
+        trajectories file, evaluation.instances); the others are not fetched (a path
+        overridden with a file of one's own)."""
+        named = {self.data.instances, *self.data.trajectories}
+        if self.evaluation.enabled and self.evaluation.instances is not None:
+            named.add(self.evaluation.instances)
+        return tuple(f for f in self.data.fetch if f.output in named)
 
     @property
     def uses_gpu(self) -> bool:
@@ -445,6 +515,10 @@ def _cross_checks(config: RunConfig) -> list[ConfigProblem]:
             f"{t.per_device_train_batch_size} per device x {t.gradient_accumulation_steps} "
             f"accumulation steps is not a multiple of {t.num_generations} generations",
         )
+    outputs = [f.output for f in config.data.fetch]
+    for i, out_path in enumerate(outputs):
+        if outputs.index(out_path) != i:
+            bad(f"data.fetch.{i}.output", f"{out_path} is fetched twice")
     if config.data.labels is not None and config.data.trajectories:
         bad("data.labels", "give trajectories to mine or labels mined before, not both")
     if t.max_completion_length > t.max_length:
@@ -570,7 +644,16 @@ def load_config(path: str | Path, overrides: Sequence[str] = ()) -> RunConfig:
     base = folder
     raw_base = data.get("base_dir")
     if isinstance(raw_base, str) and raw_base:
-        base = Path(os.path.normpath(folder / Path(raw_base).expanduser()))
+        expanded, unset = expand_env(raw_base)
+        if unset:
+            problems.append(
+                ConfigProblem(
+                    "base_dir",
+                    f"${{{unset}}} is not set and has no default (write ${{{unset}:-FOLDER}})",
+                    None if "base_dir" in overridden else _line_of(root, ["base_dir"]),
+                )
+            )
+        base = Path(os.path.normpath(folder / Path(expanded).expanduser()))
     if raw_base is None or isinstance(raw_base, str):
         data["base_dir"] = str(base)
     try:
@@ -590,6 +673,36 @@ def load_config(path: str | Path, overrides: Sequence[str] = ()) -> RunConfig:
         )
         for p in _cross_checks(config)
     ]
+    for field, where in (("base_dir", base), ("output_dir", config.output_dir)):
+        if where.is_absolute() and where == Path(where.anchor):
+            problems.append(
+                ConfigProblem(
+                    field,
+                    f"resolves to {where}, the file system's root: runs are written under "
+                    "base_dir, so set it (or $CODEGREP_HOME) to a folder of your own",
+                    None if field in overridden else _line_of(root, [field]),
+                )
+            )
     if problems:
         raise ConfigError(path, problems)
     return config
+
+
+_ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+def expand_env(text: str, environ: Mapping[str, str] | None = None) -> tuple[str, str | None]:
+    """`${NAME}` and `${NAME:-default}` in `text` from the environment (an empty value counts
+    as unset); the text, and the first name that is unset with no default (else None)."""
+    env = os.environ if environ is None else environ
+    unset: list[str] = []
+
+    def one(match: re.Match[str]) -> str:
+        name, default = match.group(1), match.group(2)
+        value = env.get(name) or default
+        if value is None:
+            unset.append(name)
+            return ""
+        return value
+
+    return _ENV.sub(one, text), (unset[0] if unset else None)

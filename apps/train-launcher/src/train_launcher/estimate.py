@@ -31,6 +31,13 @@ Every figure is a documented rule, not a measurement of the run:
   per step, by parameters, by 8 / the run's GPUs (trainer and rollout) and by the GPU's speed
   relative to a B200 (`GPU_SPEED`). On CPU: 1.75 s per completion (a tiny Qwen3 on 2 cores:
   7 s per 4-completion step, integration notes).
+- **Evaluation time.** At the same seconds per completion as a training step (generation
+  dominates a GRPO step): ms-swift's validation every `eval_steps`, `train.val_limit` prompts x
+  `num_generations` completions each (the whole split when there is no cap: 5% of the
+  instances); and each checkpoint evaluation (`evaluation.checkpoints`: every `save_steps`, or
+  the last), one greedy rollout for each of `evaluation.limit` held-out instances on a server
+  of `evaluation.tensor_parallel_size` GPUs, so x GPUs / that size. Both are added to the
+  training hours in the totals.
 """
 
 from __future__ import annotations
@@ -194,6 +201,11 @@ class TimeEstimate(_Record):
     hours_at_max_steps: float
     hours_at_paper_stop: float
     rule: str
+    validation_hours: float = 0.0
+    checkpoint_eval_hours: float = 0.0
+    total_hours_at_max_steps: float = 0.0
+    total_hours_at_paper_stop: float = 0.0
+    eval_rule: str = ""
 
 
 class Estimates(_Record):
@@ -489,7 +501,13 @@ def _gpu_speed(kind: str) -> float | None:
     return None
 
 
-def _time(config: RunConfig, size: ModelSize, node: NodeInfo) -> tuple[TimeEstimate, list[Finding]]:
+def _time(
+    config: RunConfig,
+    size: ModelSize,
+    node: NodeInfo,
+    instances: int | None = None,
+    held_out: int | None = None,
+) -> tuple[TimeEstimate, list[Finding]]:
     findings: list[Finding] = []
     t = config.train
     completions = config.completions_per_step
@@ -525,15 +543,63 @@ def _time(config: RunConfig, size: ModelSize, node: NodeInfo) -> tuple[TimeEstim
         )
     hours = per_step * t.max_steps / 3600
     stop = hours * 897 / 2000
+    val_h, ckpt_h, eval_rule = _eval_time(config, per_step / completions, instances, held_out)
     return (
         TimeEstimate(
             seconds_per_step=round(per_step, 1),
             hours_at_max_steps=round(hours, 3),
             hours_at_paper_stop=round(stop, 3),
             rule=rule,
+            validation_hours=round(val_h, 3),
+            checkpoint_eval_hours=round(ckpt_h, 3),
+            total_hours_at_max_steps=round(hours + val_h + ckpt_h, 3),
+            total_hours_at_paper_stop=round((hours + val_h + ckpt_h) * 897 / 2000, 3),
+            eval_rule=eval_rule,
         ),
         findings,
     )
+
+
+def _eval_time(
+    config: RunConfig, per_completion: float, instances: int | None, held_out: int | None
+) -> tuple[float, float, str]:
+    """Hours of ms-swift's validation and of the checkpoint evaluations over max_steps, and
+    the rule in words (see the module docstring)."""
+    t, e, d = config.train, config.evaluation, config.data
+    parts: list[str] = []
+    val_h = 0.0
+    validates = t.early_stopping is not None and (d.val_fraction > 0 or bool(d.val_repos))
+    if validates:
+        whole = None if instances is None else max(1, round(instances * d.val_fraction))
+        prompts = t.val_limit if t.val_limit is not None else whole
+        if prompts is not None and whole is not None:
+            prompts = min(prompts, whole)
+        runs = t.max_steps // t.eval_steps
+        if prompts is None:
+            parts.append("validation: unknown (the split's size is unknown; set train.val_limit)")
+        else:
+            val_h = runs * prompts * t.num_generations * per_completion / 3600
+            parts.append(
+                f"validation: {runs} x {prompts} prompts x {t.num_generations} generations x "
+                f"{per_completion:.2f} s = {duration(val_h * 3600)}"
+            )
+    ckpt_h = 0.0
+    if e.enabled:
+        count = t.max_steps // t.save_steps if e.checkpoints == "all" else 1
+        rollouts = e.limit if e.limit is not None else held_out
+        if rollouts is not None and held_out is not None:
+            rollouts = min(rollouts, held_out)
+        if rollouts is None:
+            parts.append("checkpoints: unknown (set evaluation.limit)")
+        else:
+            gpus = max(1, config.cluster.gpus_per_node) * config.cluster.nodes
+            scale = gpus / e.tensor_parallel_size if config.uses_gpu else 1.0
+            ckpt_h = count * rollouts * per_completion * scale / 3600
+            parts.append(
+                f"checkpoints: {count} x {rollouts} greedy rollouts x {per_completion:.2f} s x "
+                f"{scale:g} (GPUs / eval tensor parallel) = {duration(ckpt_h * 3600)}"
+            )
+    return val_h, ckpt_h, "; ".join(parts)
 
 
 def duration(seconds: float) -> str:
@@ -666,7 +732,15 @@ def estimate(
     findings += _disk_findings(config, disk, node)
     gpu, gpu_findings = _gpu(config, size, node)
     findings += gpu_findings
-    time, time_findings = _time(config, size, node)
+    counted = _instance_commits([config.data.instances], config.data.limit)
+    instances = sum(n for n, _ in counted.values()) or None
+    held_out: int | None = None
+    if eval_instances is not None:
+        found = _instance_commits([eval_instances], None)
+        held_out = sum(n for n, _ in found.values()) or None
+    elif instances is not None:
+        held_out = max(1, round(instances * config.data.val_fraction))
+    time, time_findings = _time(config, size, node, instances, held_out)
     findings += time_findings
     if math.isfinite(time.hours_at_max_steps):
         findings.append(
@@ -677,6 +751,16 @@ def estimate(
                 f"{duration(time.hours_at_max_steps * 3600)} for {config.train.max_steps} steps, "
                 f"{duration(time.hours_at_paper_stop * 3600)} if it stops where the paper's did "
                 "(897/2000)",
+            )
+        )
+        findings.append(
+            Finding(
+                level="info",
+                topic="time",
+                message=f"with evaluation: {duration(time.total_hours_at_max_steps * 3600)} "
+                f"for {config.train.max_steps} steps, "
+                f"{duration(time.total_hours_at_paper_stop * 3600)} at the paper's stop "
+                f"({time.eval_rule or 'no evaluation'})",
             )
         )
     return Estimates(model=size, disk=disk, gpu=gpu, time=time), findings

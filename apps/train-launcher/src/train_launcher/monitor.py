@@ -11,13 +11,17 @@ to the same files; either way a resumed launch's steps replace those of the laun
   `"global_step/max_steps": "12/2000"`; then a `train_runtime` line when training ends and, last, a
   summary record (`log_history`, `global_step`) that is written even when training fails;
 - `codegrep_rollouts.jsonl`, our plugin's per-rollout log (`codegrep_model.train.RolloutLogEntry`):
-  calls per turn (c̄) and the parsed answer or why there is none;
+  calls per turn (c̄), the parsed answer or why there is none, and the episode's stop cause
+  (`episode_status`: answered, fallback, unanswered, error, overflow);
 - `completions.jsonl` (`--log_completions true`): one table of columns per logging step; used for
   the rollouts' turns and, when there is no per-rollout log, for answer-parse failures.
 
 `check` turns the series into alarms (`MonitorThresholds`, defaults from the CodeGrep paper's failed
-runs) and a short verdict; `plot` draws them (needs the `plot` extra). Bad lines are counted and
-reported with file and line, never dropped in silence. This module prints nothing; the CLI does.
+runs) and a short verdict. Sustained checks wait for a full window; the checks of what kills a run
+(a NaN or infinite loss or gradient norm, KL, clipping or context overflow past a hard limit, every
+group's rewards equal) apply from the first logged step; `plot` draws them (needs the `plot` extra).
+Bad lines are counted and reported with file and line, never dropped in silence. This module
+prints nothing; the CLI does.
 """
 
 from __future__ import annotations
@@ -86,8 +90,13 @@ _METRIC_KEYS: dict[str, tuple[str, ...]] = {
     "frac_reward_zero_std": ("frac_reward_zero_std",),
     "ppo_clip_ratio": ("clip_ratio/region_mean", "clip_ratio"),
     "loss": ("loss",),
+    "grad_norm": ("grad_norm",),
     "learning_rate": ("learning_rate",),
 }
+#: logging.jsonl keys whose NaN or infinite value is an alarm (elsewhere a NaN is a gap).
+_FINITE_KEYS = ("loss", "grad_norm")
+#: The rollout log's stop cause (RolloutLogEntry.episode_status) of a context overflow.
+OVERFLOW_STATUS = "overflow"
 _STEP_KEYS = ("global_step/max_steps", "iteration")  # "12/2000"; Megatron: iteration
 _SUMMARY_KEYS = ("log_history", "model_parameter_info")  # sft.py's record after training
 # A bad line's message shows a bounded part of the value (a log line may hold megabytes).
@@ -236,6 +245,41 @@ class MonitorThresholds(BaseModel):
         "window reaches further back when needed): one step of 8 prompts x 8 generations.",
     )
 
+    kl_hard_max: float = Field(
+        1.0,
+        gt=0,
+        description="Hard KL limit, from the first step: one logged step above this. Five "
+        "times kl_max; a policy this far from its reference in one step has broken.",
+    )
+    clipped_ratio_hard_max: float = Field(
+        0.5,
+        ge=0,
+        le=1,
+        description="Hard clipping limit, from the first step: half of one step's completions "
+        "cut at the length limit.",
+    )
+    overflow_rate_max: float = Field(
+        0.2,
+        ge=0,
+        le=1,
+        description="Hard overflow limit, from the first step: the share of one step's "
+        "rollouts that stopped on a context overflow (episode_status 'overflow' in the "
+        "rollout log) above this. Their tokens past the limit never reach the loss.",
+    )
+    zero_std_max: float = Field(
+        0.5,
+        ge=0,
+        le=1,
+        description="Zero-variance groups: rolling share of groups whose rewards are all equal "
+        "(frac_reward_zero_std) above this. Such groups have advantage 0 and teach nothing.",
+    )
+    zero_std_hard_steps: int = Field(
+        3,
+        ge=1,
+        description="From the first step: this many logged steps in a row with every group's "
+        "rewards equal (frac_reward_zero_std = 1): no step of them moved the policy.",
+    )
+
     @model_validator(mode="after")
     def _windows(self) -> MonitorThresholds:
         if self.trend_window_steps < self.window_steps:
@@ -306,6 +350,8 @@ class RunData:
     #: The first logged step of each launch after the first (a resume from a checkpoint).
     resumed_at: tuple[int, ...] = ()
     notes: tuple[str, ...] = ()
+    #: Steps whose loss or grad_norm was NaN or infinite: step -> {key: value}.
+    nonfinite: dict[int, dict[str, float]] = field(default_factory=dict)
 
     @property
     def finished(self) -> bool:
@@ -329,6 +375,8 @@ class _StepAgg:
     turns_n: int = 0
     answers_known: int = 0
     answers_failed: int = 0
+    status_known: int = 0
+    overflows: int = 0
 
     def add(self, other: _StepAgg) -> None:
         self.rollouts += other.rollouts
@@ -338,6 +386,8 @@ class _StepAgg:
         self.turns_n += other.turns_n
         self.answers_known += other.answers_known
         self.answers_failed += other.answers_failed
+        self.status_known += other.status_known
+        self.overflows += other.overflows
 
 
 Kind = Literal["metrics", "rollouts", "completions"]
@@ -355,6 +405,7 @@ class _FileState:
     bad: list[BadLine] = field(default_factory=list)
     # metrics
     steps: dict[int, dict[str, float]] = field(default_factory=dict)
+    nonfinite: dict[int, dict[str, float]] = field(default_factory=dict)
     max_steps: int | None = None
     ended: bool = False
     # rollouts / completions
@@ -439,6 +490,7 @@ class _FileState:
             self.launch_starts.append(step)
         self.last_step = step
         values = self.steps.setdefault(step, {})
+        self.nonfinite.pop(step, None)  # a resumed launch's step replaces the old one
         wrong: list[str] = []
         for key, value in obj.items():
             if key in _STEP_KEYS or key == "step":
@@ -449,6 +501,8 @@ class _FileState:
                 continue
             if math.isfinite(value):  # NaN (e.g. no rollout scored) is a gap, not a bad line
                 values[key] = float(value)
+            elif key in _FINITE_KEYS:  # ... but a NaN loss or gradient norm kills the run
+                self.nonfinite.setdefault(step, {})[key] = float(value)
         if wrong:
             self._bad("not numbers: " + ", ".join(wrong)[:200])
 
@@ -472,6 +526,9 @@ class _FileState:
         failed = _answer_failed(obj)
         if failed is not None:
             agg.answers_known, agg.answers_failed = 1, int(failed)
+        status = obj.get("episode_status")
+        if isinstance(status, str):
+            agg.status_known, agg.overflows = 1, int(status == OVERFLOW_STATUS)
         self._add(step, agg)
 
     def _add(self, step: int, agg: _StepAgg) -> None:
@@ -669,10 +726,14 @@ def _assemble(
     final: bool,
 ) -> RunData:
     by_step: dict[int, dict[str, float]] = {}
+    nonfinite: dict[int, dict[str, float]] = {}
     max_steps: int | None = None
     for state in metric_states:  # launch order: a resumed launch's steps replace the old ones
         for step, values in state.steps.items():
             by_step.setdefault(step, {}).update(values)
+            nonfinite.pop(step, None)
+        for step, bad_values in state.nonfinite.items():
+            nonfinite[step] = dict(bad_values)
         max_steps = state.max_steps if state.max_steps is not None else max_steps
     ended = bool(metric_states) and metric_states[-1].ended
     steps = sorted(by_step)
@@ -711,6 +772,9 @@ def _assemble(
                 [(s, float(w)) for (s, _), w in zip(pts, weights, strict=True)], where
             )
             break
+    pts = [(s, a.overflows / a.status_known) for s, a in rollouts.items() if a.status_known]
+    if pts:
+        metrics["overflow_rate"] = _series(pts, f"{ROLLOUT_LOG_FILE} episode_status")
 
     bad: list[BadLine] = []
     for state in (*metric_states, *record_states, *completion_states):
@@ -747,6 +811,7 @@ def _assemble(
         beta=float(beta) if _is_number(beta) else None,
         resumed_at=tuple(starts[1:]),
         notes=tuple(notes),
+        nonfinite=dict(sorted(nonfinite.items())),
     )
 
 
@@ -948,6 +1013,103 @@ class _Checks:
                 self.fire(name, metric, row, row[1], limit, text, **values)
                 break
         return rows
+
+    def hard_limit(self, name: str, metric: str, limit: float, message: str) -> None:
+        """Fire at the first logged step whose own value (not a rolling mean) is above
+        `limit`, from the first step on; `message` is formatted with `value`."""
+        series = self.run.series(metric)
+        if not series:
+            return
+        self.rolling(metric)
+        for step, value in zip(series.steps, series.values, strict=True):
+            if value > limit:
+                self.fire(
+                    name, metric, (step, value, True), value, limit, message.format(value=value)
+                )
+                return
+
+    def nonfinite(self) -> None:
+        """A NaN or infinite loss or gradient norm at any step: the weights it touched are
+        lost, and every later step builds on them."""
+        first: dict[str, tuple[int, float]] = {}
+        count: dict[str, int] = {}
+        for step, bad in self.run.nonfinite.items():
+            for key, value in bad.items():
+                first.setdefault(key, (step, value))
+                count[key] = count.get(key, 0) + 1
+        for key, (step, value) in first.items():
+            n = count[key]
+            self.alarms.append(
+                Alarm(
+                    name=f"nonfinite_{key}",
+                    metric=key,
+                    step=step,
+                    value=float(n),
+                    threshold=0.0,
+                    values={"first_value": value},
+                    last_step=self.run.last_step if self.run.last_step is not None else step,
+                    last_value=float(n),
+                    message=f"{key} is {value} at step {step} ({n} step(s) with a NaN or "
+                    "infinite value): the update of that step is garbage; stop and resume from "
+                    "the checkpoint before it",
+                )
+            )
+
+    def zero_std(self) -> None:
+        th, share = self.th, self.run.series("frac_reward_zero_std")
+        if not share:
+            self.notes.append("no frac_reward_zero_std logged: zero-variance checks skipped")
+            return
+        self.crosses(
+            "zero_std_groups",
+            "frac_reward_zero_std",
+            th.zero_std_max,
+            "zero-variance groups: {mean:.1%} of the groups of the last {w} steps had all "
+            + f"rewards equal (advantage 0, nothing learned) > {_pct(th.zero_std_max)}",
+        )  # fmt: skip
+        streak = 0
+        for step, value in zip(share.steps, share.values, strict=True):
+            streak = streak + 1 if value >= 1.0 - 1e-9 else 0
+            if streak >= th.zero_std_hard_steps:
+                self.fire(
+                    "zero_std_all",
+                    "frac_reward_zero_std",
+                    (step, value, True),
+                    float(streak),
+                    float(th.zero_std_hard_steps),
+                    f"every group's rewards were equal for {streak} steps in a row (to step "
+                    f"{step}): the advantages are all 0 and the policy does not move",
+                )
+                return
+
+    def hard_limits(self) -> None:
+        th = self.th
+        self.hard_limit(
+            "kl_hard",
+            "kl",
+            th.kl_hard_max,
+            "KL {value:.3g} at one step > the hard limit " + _fmt(th.kl_hard_max),
+        )  # fmt: skip
+        self.hard_limit(
+            "clipped_ratio_hard",
+            "clipped_ratio",
+            th.clipped_ratio_hard_max,
+            "{value:.1%} of one step's completions cut at the length limit > the hard limit "
+            + _pct(th.clipped_ratio_hard_max),
+        )  # fmt: skip
+        if not self.run.series("overflow_rate"):
+            self.notes.append(
+                "no episode_status in the rollout log (codegrep_rollouts.jsonl): overflow "
+                "check skipped"
+            )
+            return
+        self.hard_limit(
+            "overflow_high",
+            "overflow_rate",
+            th.overflow_rate_max,
+            "{value:.1%} of one step's rollouts stopped on a context overflow > "
+            + _pct(th.overflow_rate_max),
+        )  # fmt: skip
 
     def kl(self) -> None:
         th, kl = self.th, self.run.series("kl")
@@ -1156,6 +1318,9 @@ def check(run: RunData, thresholds: MonitorThresholds | None = None) -> MonitorR
     checks.reward()
     checks.calls()
     checks.parse_failures()
+    checks.nonfinite()
+    checks.zero_std()
+    checks.hard_limits()
     for name in ("num_turns", "ppo_clip_ratio"):
         checks.rolling(name)
     notes = checks.notes
@@ -1165,7 +1330,7 @@ def check(run: RunData, thresholds: MonitorThresholds | None = None) -> MonitorR
         if span < th.window_steps:
             notes.append(
                 f"only {span:g} steps logged, fewer than window_steps ({th.window_steps}): "
-                "no sustained check could fire yet"
+                "no sustained check could fire yet (the hard limits and the NaN checks apply)"
             )
     stopped = run.last_step is not None and run.max_steps is not None
     if run.ended and stopped and (run.last_step or 0) < (run.max_steps or 0):
@@ -1206,6 +1371,8 @@ def _verdict(
         ("clipped_ratio", "clipped", _pct),
         ("calls_per_turn", "calls/turn", _fmt),
         ("parse_failure_rate", "parse failures", _pct),
+        ("frac_reward_zero_std", "zero-std groups", _pct),
+        ("overflow_rate", "overflows", _pct),
     ):
         if name in latest:
             figures.append(f"{label} {fmt(latest[name])}")

@@ -95,8 +95,10 @@ def monitor(
 ) -> None:
     """Watch a GRPO run for the failures of the CodeGrep paper's v1 and v2 runs: KL drift,
     completion length and clipping growth, a reward plateau or collapse, calls per turn
-    falling toward 0, answer-parse failures. Prints a verdict, writes PNG plots and a JSON
-    report; exit 0 no alarm, 1 an alarm fired, 2 bad input.
+    falling toward 0, answer-parse failures, groups with all rewards equal; and, from the first
+    step, a NaN or infinite loss or gradient norm and hard limits on KL, clipping and context
+    overflow. Prints a verdict, writes PNG plots and a JSON report; exit 0 no alarm, 1 an alarm
+    fired, 2 bad input.
 
     Example:
       codegrep-train monitor runs/paper-8xb200/grpo --config configs/paper-8xb200.yaml

@@ -39,6 +39,7 @@ __all__ = [
     "Layout",
     "Validity",
     "check_eval",
+    "check_fetch",
     "check_grpo_data",
     "check_labels",
     "check_prepare",
@@ -106,6 +107,11 @@ class Layout:
     @property
     def grpo_data(self) -> Path:
         return self.root / "data" / "grpo"
+
+    @property
+    def val_eval(self) -> Path:
+        """The validation rows GRPO evaluates (a capped sample of val.jsonl)."""
+        return self.root / "data" / "grpo" / "val_eval.jsonl"
 
     @property
     def train_instances(self) -> Path:
@@ -249,6 +255,28 @@ def check_labels(labels: Path, stats: Path) -> Validity:
     if not loaded.records:
         return Validity(False, f"{labels} holds no label")
     return Validity(True, f"{len(loaded.records)} labels")
+
+
+def check_fetch(wanted: list[tuple[Path, str, str, str]]) -> Validity:
+    """Each (output, repo_id, revision, split) is there, with a sidecar that names that very
+    repository, revision and split, and as many rows as the sidecar says (>= 1)."""
+    from train_launcher.fetch import sidecar
+
+    for output, repo_id, revision, split in wanted:
+        try:
+            data = _read_json(sidecar(output))
+        except RecordError as exc:
+            return Validity(False, str(exc))
+        got = (data.get("repo_id"), data.get("revision"), data.get("split"))
+        if got != (repo_id, revision, split):
+            return Validity(
+                False,
+                f"{output} holds {got[0]}@{got[1]} {got[2]}, not {repo_id}@{revision} {split}",
+            )
+        rows = data.get("rows")
+        if not isinstance(rows, int) or rows < 1 or count_rows(output) != rows:
+            return Validity(False, f"{output} does not have the {rows!r} rows its sidecar says")
+    return Validity(True, f"{len(wanted)} input(s) fetched at their revisions")
 
 
 def check_prepare(reports: list[Path]) -> Validity:

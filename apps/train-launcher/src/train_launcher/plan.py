@@ -5,6 +5,8 @@ with its commands (argv, the environment they add, the node they run on), its ou
 rule that says those outputs are valid (`stage_validity`), plus the estimates and every finding
 of the checks against this node. Stages:
 
+0. `fetch` (only with `data.fetch`): `python -m train_launcher.fetch` for each input a dataset
+   hub holds (instances, trajectories, held-out instances), at its pinned revision.
 1. `labels` (only with trajectories): `catm mine` -> labels.
 2. `prepare`: `worktree-sandbox prepare` for the training (and held-out) instances: every bare
    clone and commit, with a disk report. It comes before the datasets because the dataset
@@ -43,11 +45,13 @@ from pydantic import BaseModel, ConfigDict, Field
 from train_launcher.config import RunConfig, reward_func_name
 from train_launcher.errors import PlanError
 from train_launcher.estimate import Estimates, Finding, estimate
+from train_launcher.fetch import is_commit, sidecar
 from train_launcher.node import NodeInfo
 from train_launcher.outputs import (
     Layout,
     Validity,
     check_eval,
+    check_fetch,
     check_grpo_data,
     check_labels,
     check_prepare,
@@ -74,9 +78,10 @@ __all__ = [
 ]
 
 #: The stages in the order they run; `eval` stands for every `eval:*` stage and `eval-summary`.
-STAGE_ORDER = ("labels", "prepare", "datasets", "sft-data", "sft", "grpo", "eval")
+STAGE_ORDER = ("fetch", "labels", "prepare", "datasets", "sft-data", "sft", "grpo", "eval")
 SCHEDULER = "codegrep_tools"
 SUBSET_MODULE = "train_launcher.subset"
+FETCH_MODULE = "train_launcher.fetch"
 SERVED_NAME = "codegrep"
 LATE_SFT = "sft checkpoint"
 LATE_CHECKPOINT = "grpo checkpoints"
@@ -221,6 +226,31 @@ def _clones(config: RunConfig) -> dict[str, Value]:
 # --- stage builders --------------------------------------------------------------------------
 
 
+def _fetch_stage(config: RunConfig) -> Stage:
+    commands = []
+    for f in config.fetched:
+        argv = [sys.executable, "-m", FETCH_MODULE]
+        argv += _opts(
+            {
+                "--repo-id": f.repo_id,
+                "--revision": f.revision,
+                "--split": f.split,
+                "--source": f.source,
+                "--limit": f.limit,
+                "-o": f.output,
+            }
+        )
+        commands.append(Command(argv=tuple(argv), env=dict(config.env)))
+    return Stage(
+        name="fetch",
+        title="download the training inputs at their pinned revisions",
+        commands=tuple(commands),
+        outputs=tuple(f.output for f in config.fetched),
+        check="each file has a .fetch.json naming its repository, revision and split, "
+        "and that many rows (>= 1)",
+    )
+
+
 def _labels_stage(config: RunConfig, layout: Layout) -> Stage:
     m, d = config.mining, config.data
     argv = [_tool("catm"), "mine", *map(str, d.trajectories)]
@@ -241,6 +271,7 @@ def _labels_stage(config: RunConfig, layout: Layout) -> Stage:
         commands=(Command(argv=tuple(argv), env=dict(config.env)),),
         outputs=(layout.labels, layout.labels_stats),
         check="labels.jsonl reads with no bad row and >= 1 label; its .stats.json is JSON",
+        requires=("fetch",),
     )
 
 
@@ -260,6 +291,7 @@ def _prepare_stage(config: RunConfig, layout: Layout) -> Stage:
         commands=tuple(commands),
         outputs=tuple(report for _, report, _ in sets),
         check="each report is JSON, with no failure or skipped row and every commit present",
+        requires=("fetch",),
     )
 
 
@@ -285,6 +317,19 @@ def _datasets_stage(config: RunConfig, layout: Layout) -> Stage:
         sub = [sys.executable, "-m", SUBSET_MODULE]
         sub += _opts({"--rows": rows, "-i": d.instances, "-o": out})
         commands.append(Command(argv=tuple(sub), env=dict(config.env)))
+    outputs: tuple[Path, ...] = ()
+    if config.train.val_limit is not None:
+        sample = [sys.executable, "-m", SUBSET_MODULE]
+        sample += _opts(
+            {
+                "--rows": layout.grpo_data / "val.jsonl",
+                "--sample": config.train.val_limit,
+                "--seed": config.seed,
+                "-o": layout.val_eval,
+            }
+        )
+        commands.append(Command(argv=tuple(sample), env=dict(config.env)))
+        outputs = (layout.val_eval,)
     return Stage(
         name="datasets",
         title="GRPO rows split by repository, and each split's instances",
@@ -295,9 +340,10 @@ def _datasets_stage(config: RunConfig, layout: Layout) -> Stage:
             layout.grpo_data / "report.json",
             layout.train_instances,
             layout.val_instances,
+            *outputs,
         ),
         check="report.json is JSON and train/val.jsonl have its row counts (train >= 1); "
-        "the split instance files match",
+        "the split instance files match; the capped validation sample is there",
         requires=("labels", "prepare"),
     )
 
@@ -333,6 +379,8 @@ def _sft_data_stage(config: RunConfig, layout: Layout) -> Stage:
             "--reward": config.train.reward,
         }
     )
+    # each row's weight (its reward) on its trained messages, which `swift sft` reads below
+    rows.append("--loss-scale")
     commands.append(Command(argv=tuple(rows), env=dict(config.env)))
     teacher = "given rollouts" if s.rollouts else (s.teacher_base_url or "the lexical policy")
     return Stage(
@@ -416,6 +464,10 @@ def _sft_stage(config: RunConfig, layout: Layout, node_rank: int | None) -> Stag
             "--seed": config.seed,
             "--output_dir": layout.sft_dir,
             "--add_version": False,
+            # the rows' per-message loss_scale (the reward, in (0, 1]) weights the loss; a scale
+            # other than 0 and 1 needs is_binary_loss_scale false (codegrep_model.datasets)
+            "--loss_scale": "default",
+            "--is_binary_loss_scale": False,
         }
     )
     argv += [*config.swift.extra_args, *s.extra_args]
@@ -492,7 +544,11 @@ def _grpo_stage(config: RunConfig, layout: Layout, node_rank: int | None) -> Sta
             "--max_turns": None if config.server_mode else t.max_turns,
             "--reward_funcs": reward_func_name(t.reward),
             "--dataset": layout.grpo_data / "train.jsonl",
-            "--val_dataset": layout.grpo_data / "val.jsonl" if validate else None,
+            "--val_dataset": (
+                (layout.val_eval if t.val_limit is not None else layout.grpo_data / "val.jsonl")
+                if validate
+                else None
+            ),
             "--split_dataset_ratio": "0",
             **_vllm_args(config),
             "--offload_optimizer": t.offload_optimizer if config.uses_gpu else None,
@@ -724,9 +780,10 @@ def _eval_stages(config: RunConfig, layout: Layout) -> list[Stage]:
 
 def _input_findings(config: RunConfig, plugin: Path) -> list[Finding]:
     out: list[Finding] = []
+    fetched = {f.output for f in config.fetched}
 
     def missing(what: str, path: Path) -> None:
-        if not path.exists():
+        if path not in fetched and not path.exists():
             out.append(
                 Finding(level="error", topic="inputs", message=f"{what}: {path} does not exist")
             )
@@ -747,6 +804,27 @@ def _input_findings(config: RunConfig, plugin: Path) -> list[Finding]:
     if config.model.is_local:
         missing("model.path", Path(config.model.path))
     missing("the ms-swift plugin (train.plugin)", plugin)
+    for f in d.fetch:
+        if f not in config.fetched:
+            out.append(
+                Finding(
+                    level="info",
+                    topic="inputs",
+                    message=f"data.fetch: {f.repo_id} is not fetched: nothing reads "
+                    f"{f.output} (data.instances, data.trajectories and evaluation.instances "
+                    "name other files)",
+                )
+            )
+        elif not is_commit(f.revision):
+            out.append(
+                Finding(
+                    level="warning",
+                    topic="inputs",
+                    message=f"{f.repo_id} at {f.revision!r} is not a commit id: the rows may "
+                    f"change; the fetch records the commit it got in {sidecar(f.output).name}, "
+                    "put that in data.fetch to pin it",
+                )
+            )
     if d.trajectories and config.mining.judge == "none":
         out.append(
             Finding(
@@ -870,6 +948,8 @@ def build_plan(
     layout = Layout(config.output_dir)
     plugin = plugin_path(config)
     stages: list[Stage] = []
+    if config.fetched:
+        stages.append(_fetch_stage(config))
     if config.data.trajectories:
         stages.append(_labels_stage(config, layout))
     stages.append(_prepare_stage(config, layout))
@@ -912,14 +992,19 @@ def stage_validity(stage: Stage, config: RunConfig) -> Validity:
     name = stage.name
     if stage.late:
         return Validity(False, f"waits for {', '.join(stage.late)}")
+    if name == "fetch":
+        return check_fetch([(f.output, f.repo_id, f.revision, f.split) for f in config.data.fetch])
     if name == "labels":
         return check_labels(layout.labels, layout.labels_stats)
     if name == "prepare":
         return check_prepare(list(stage.outputs))
     if name == "datasets":
-        return check_grpo_data(
+        found = check_grpo_data(
             layout.grpo_data, {"train": layout.train_instances, "val": layout.val_instances}
         )
+        if found.ok and config.train.val_limit is not None and not layout.val_eval.is_file():
+            return Validity(False, f"{layout.val_eval}: no such file")
+        return found
     if name == "sft-data":
         return check_sft_data(layout.sft_data, layout.sft_report)
     if name == "sft":
