@@ -647,6 +647,19 @@ def test_the_overflow_share_is_read_from_the_rollout_logs_stop_cause(tmp_path: P
     report = check(read_run(run))
     (alarm,) = [a for a in report.alarms if a.name == "overflow_high"]
     assert (alarm.step, alarm.value) == (3, 0.5)
+    # as RolloutLogEntry.of writes them: the episode's own status, stop_cause 'overflow'
+    written = [
+        RolloutLogEntry(
+            step=3, index=i, reward=0.0, num_turns=2, tool_calls_per_turn=(2, 0),
+            num_tool_calls=2, cbar=1.0, efficiency=0.5, factor=0.5, advantage_group=0.0,
+            advantage=0.0, episode_status="unanswered", stop_cause="overflow",
+            overflow="max_length",
+        ).to_json_line() if i < 4 else entry(3, i, "answered")
+        for i in range(8)
+    ]  # fmt: skip
+    (folder / "codegrep_rollouts.jsonl").write_text("".join(lines[:16] + written))
+    (alarm,) = [a for a in check(read_run(run)).alarms if a.name == "overflow_high"]
+    assert (alarm.step, alarm.value) == (3, 0.5)
     # the same rollouts without an overflow: no alarm
     (folder / "codegrep_rollouts.jsonl").write_text(
         "".join(x.replace("overflow", "answered") for x in lines)

@@ -11,8 +11,9 @@ to the same files; either way a resumed launch's steps replace those of the laun
   `"global_step/max_steps": "12/2000"`; then a `train_runtime` line when training ends and, last, a
   summary record (`log_history`, `global_step`) that is written even when training fails;
 - `codegrep_rollouts.jsonl`, our plugin's per-rollout log (`codegrep_model.train.RolloutLogEntry`):
-  calls per turn (c̄), the parsed answer or why there is none, and the episode's stop cause
-  (`episode_status`: answered, fallback, unanswered, error, overflow);
+  calls per turn (c̄), the parsed answer or why there is none, and the rollout's stop cause
+  (`stop_cause`: overflow when its token budget ended it, else the episode's status; logs
+  written before `stop_cause` existed are read through `episode_status`);
 - `completions.jsonl` (`--log_completions true`): one table of columns per logging step; used for
   the rollouts' turns and, when there is no per-rollout log, for answer-parse failures.
 
@@ -95,7 +96,7 @@ _METRIC_KEYS: dict[str, tuple[str, ...]] = {
 }
 #: logging.jsonl keys whose NaN or infinite value is an alarm (elsewhere a NaN is a gap).
 _FINITE_KEYS = ("loss", "grad_norm")
-#: The rollout log's stop cause (RolloutLogEntry.episode_status) of a context overflow.
+#: The rollout log's stop cause (RolloutLogEntry.stop_cause) of a context overflow.
 OVERFLOW_STATUS = "overflow"
 _STEP_KEYS = ("global_step/max_steps", "iteration")  # "12/2000"; Megatron: iteration
 _SUMMARY_KEYS = ("log_history", "model_parameter_info")  # sft.py's record after training
@@ -263,7 +264,7 @@ class MonitorThresholds(BaseModel):
         ge=0,
         le=1,
         description="Hard overflow limit, from the first step: the share of one step's "
-        "rollouts that stopped on a context overflow (episode_status 'overflow' in the "
+        "rollouts that stopped on a context overflow (stop_cause 'overflow' in the "
         "rollout log) above this. Their tokens past the limit never reach the loss.",
     )
     zero_std_max: float = Field(
@@ -526,7 +527,9 @@ class _FileState:
         failed = _answer_failed(obj)
         if failed is not None:
             agg.answers_known, agg.answers_failed = 1, int(failed)
-        status = obj.get("episode_status")
+        status = obj.get("stop_cause")
+        if not isinstance(status, str):  # a log from before stop_cause was written
+            status = obj.get("episode_status")
         if isinstance(status, str):
             agg.status_known, agg.overflows = 1, int(status == OVERFLOW_STATUS)
         self._add(step, agg)
@@ -774,7 +777,7 @@ def _assemble(
             break
     pts = [(s, a.overflows / a.status_known) for s, a in rollouts.items() if a.status_known]
     if pts:
-        metrics["overflow_rate"] = _series(pts, f"{ROLLOUT_LOG_FILE} episode_status")
+        metrics["overflow_rate"] = _series(pts, f"{ROLLOUT_LOG_FILE} stop_cause")
 
     bad: list[BadLine] = []
     for state in (*metric_states, *record_states, *completion_states):
@@ -1099,8 +1102,7 @@ class _Checks:
         )  # fmt: skip
         if not self.run.series("overflow_rate"):
             self.notes.append(
-                "no episode_status in the rollout log (codegrep_rollouts.jsonl): overflow "
-                "check skipped"
+                "no stop_cause in the rollout log (codegrep_rollouts.jsonl): overflow check skipped"
             )
             return
         self.hard_limit(
