@@ -22,9 +22,12 @@ from codegrep_records import (
 from swe_eval.downstream.analysis import (
     ConfigRun,
     PairedComparison,
+    PooledComparison,
     build_config,
     case_rows,
     compare,
+    compare_pooled,
+    failure_ids,
     precision_benefit,
     retrieval_precision,
     summarize_config,
@@ -117,7 +120,8 @@ def report(
         typer.Option(
             "--run",
             help="NAME=OUTPUT[,report=PATH][,system=S][,predictions=PATH][,precision=P]; "
-            "NAME=report=PATH for a report-only run. Repeat for more. A path holding ',' "
+            "NAME=report=PATH for a report-only run. Repeat for more; a NAME given again is "
+            "a repeated run of the same arm (pooled per instance). A path holding ',' "
             "or '=' needs --manifest.",
             show_default=False,
         ),
@@ -177,11 +181,21 @@ def report(
         specs = [*(loaded.runs if loaded else ()), *(parse_run_option(r) for r in run or [])]
     if not specs:
         raise base._fail("give at least one --run NAME=PATH (or a --manifest)")
-    names = [s.name for s in specs]
-    twice = sorted({n for n in names if names.count(n) > 1})
-    if twice:
-        raise base._fail(f"run name(s) given twice: {', '.join(twice)}")
-    baseline = baseline or (loaded.baseline if loaded else None) or specs[0].name
+    arms: dict[str, list[RunSpec]] = {}
+    for s in specs:
+        arms.setdefault(s.name, []).append(s)
+    names = list(arms)
+    repeated = any(len(v) > 1 for v in arms.values())
+    runs_of: dict[str, list[str]] = {arm: [] for arm in arms}
+    renamed: list[RunSpec] = []
+    for s in specs:  # each run of a repeated arm under its own name: NAME#1, NAME#2, ...
+        name = f"{s.name}#{len(runs_of[s.name]) + 1}" if len(arms[s.name]) > 1 else s.name
+        if name in arms and name != s.name:
+            raise base._fail(f"run name {name} is both an arm and a repeat of {s.name}")
+        runs_of[s.name].append(name)
+        renamed.append(s.model_copy(update={"name": name}))
+    specs = renamed
+    baseline = baseline or (loaded.baseline if loaded else None) or names[0]
     if baseline not in names:
         raise base._fail(f"--baseline {baseline}: no run of that name ({', '.join(names)})")
     instances = instances or (loaded.instances if loaded else None)
@@ -234,19 +248,42 @@ def report(
                     )
             if spec.precision is not None:
                 precisions[spec.name] = (spec.precision, "given")
-            configs.append(build_config(spec.name, ids, outputs, rep, injected=injected))
+            built = build_config(spec.name, ids, outputs, rep, injected=injected)
+            if not built.matched:
+                raise base._fail(
+                    f"run {spec.name}: its outputs and report share no instance id with the "
+                    f"denominator ({source}); a different dataset?"
+                )
+            configs.append(built)
         by_name = {c.name: c for c in configs}
         summaries = [summarize_config(c, n_resamples=resamples, seed=seed) for c in configs]
-        pairs: list[tuple[ConfigRun, ConfigRun]]
+        arm_pairs: list[tuple[str, str]]
         if all_pairs:
-            pairs = [(a, b) for i, a in enumerate(configs) for b in configs[i + 1 :]]
+            arm_pairs = [(a, b) for i, a in enumerate(names) for b in names[i + 1 :]]
         else:
-            pairs = [(by_name[baseline], c) for c in configs if c.name != baseline]
-        paired: list[PairedComparison] = [
-            compare(a, b, n_resamples=resamples, seed=seed) for a, b in pairs
-        ]
+            arm_pairs = [(baseline, n) for n in names if n != baseline]
+        paired: list[PairedComparison] = []
+        pooled: list[PooledComparison] = []
+        if repeated:
+            pooled = [
+                compare_pooled(
+                    [by_name[r] for r in runs_of[a]],
+                    [by_name[r] for r in runs_of[b]],
+                    names=(a, b),
+                    n_resamples=resamples,
+                    seed=seed,
+                )
+                for a, b in arm_pairs
+            ]
+        else:
+            paired = [
+                compare(by_name[a], by_name[b], n_resamples=resamples, seed=seed)
+                for a, b in arm_pairs
+            ]
         benefit = []
-        if any(name in precisions for name in names if name != baseline):
+        if any(name in precisions for name in names if name != baseline) and repeated:
+            notes.append("precision vs benefit is left out when an arm has repeated runs")
+        elif any(name in precisions for name in names if name != baseline):
             done = {(p.a, p.b): p for p in paired}
             vs_baseline = [
                 done.get((baseline, c.name))
@@ -267,6 +304,8 @@ def report(
         precision_benefit=benefit,
         cases=case_rows(configs) if cases else [],
         notes=report_notes(summaries, paired) + notes,
+        pooled=pooled,
+        failure_ids={c.name: failure_ids(c) for c in configs},
         resamples=resamples,
         seed=seed,
         confidence=0.95,
