@@ -55,7 +55,8 @@ def test_mde_is_where_the_power_reaches_the_target() -> None:
 
 def test_repeats_needed_is_the_fewest() -> None:
     k = repeats_needed(500, 0.063, 0.012)
-    assert k is not None and k > 1
+    assert k is not None
+    assert k > 1
     assert power_at(500, 0.063, 0.012, k_a=k, k_b=k) >= 0.8
     assert power_at(500, 0.063, 0.012, k_a=k - 1, k_b=k - 1) < 0.8
 
@@ -126,7 +127,8 @@ def test_report_pools_repeats_of_the_acr_runs(shared_data: Path) -> None:
         2,
         1,
     )
-    assert pooled["resolved_a"] == [54, 57] and pooled["resolved_b"] == [57]
+    assert pooled["resolved_a"] == [54, 57]
+    assert pooled["resolved_b"] == [57]
     assert pooled["rate_a"] == pytest.approx(111 / 600)
     assert pooled["delta"]["value"] == pytest.approx(57 / 300 - 111 / 600)
     assert pooled["flip_rate"] == pytest.approx(35 / 300)  # runs 1 and 2, within the arm
