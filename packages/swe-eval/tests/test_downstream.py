@@ -255,7 +255,7 @@ def test_swebench_4_and_5_run_reports(tmp_path: Path) -> None:
         "a": Verdict(True),
         "e": Verdict(False, Failure.HARNESS_ERROR),
         "d": Verdict(False, Failure.EMPTY_PATCH),
-        "f": Verdict(False, Failure.NOT_EVALUATED),
+        "f": Verdict(False, Failure.MISSING),  # swebench: a dataset instance with no prediction
         "b": Verdict(False),
         "c": Verdict(False),
     }

@@ -145,6 +145,10 @@ def build_config(
         if verdict is not None:
             resolved = verdict.resolved
             failure = verdict.failure
+            if failure is Failure.MISSING and run is not None:
+                failure = Failure.NOT_EVALUATED  # an output the harness did not evaluate
+            elif failure is Failure.NOT_EVALUATED and outputs is not None and run is None:
+                failure = Failure.MISSING  # nothing to evaluate: no agent output
             if run is not None and run.resolved is not None and run.resolved != resolved:
                 disagreements.append(iid)
         elif report is not None and report.covers_all:

@@ -164,6 +164,9 @@ class HarnessReport:
     claimed: Mapping[str, int] = field(default_factory=dict)  # totals the report states
     problems: tuple[RowProblem, ...] = ()
     system: str | None = None  # the system picked from a resolved-by list
+    # ids listed resolved and also in a failure list (error_ids, ...): counted resolved, as
+    # swebench's own resolved total counts them, and named in the report
+    conflicts: tuple[str, ...] = ()
 
 
 class RunSpec(BaseModel):

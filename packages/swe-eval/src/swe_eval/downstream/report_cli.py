@@ -227,6 +227,12 @@ def report(
             claim = _claims(rep) if rep else None
             if claim:
                 notes.append(claim)
+            if rep is not None and rep.conflicts:
+                notes.append(
+                    f"{rep.path}: {len(rep.conflicts)} id(s) listed both resolved and in a "
+                    "failure list; counted resolved, as swebench's resolved total counts "
+                    f"them: {', '.join(rep.conflicts)}"
+                )
         gold = _gold(instances)
         configs: list[ConfigRun] = []
         precisions: dict[str, tuple[float, str]] = {}
