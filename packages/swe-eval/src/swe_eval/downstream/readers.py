@@ -77,6 +77,7 @@ __all__ = [
     "read_harness_report",
     "read_instance_ids",
     "read_manifest",
+    "read_run_manifest",
 ]
 
 _MAX_ITERATIONS = re.compile(r"maximum iteration|max(imum)?[_ ]?iterations? ?reached", re.I)
@@ -651,7 +652,7 @@ def read_instance_ids(path: str | Path) -> tuple[list[str], list[RowProblem]]:
     return list(ids), problems
 
 
-_RUN_KEYS = ("output", "report", "system", "predictions", "precision")
+_RUN_KEYS = ("output", "report", "system", "predictions", "precision", "manifest")
 
 
 def parse_run_option(text: str) -> RunSpec:
@@ -681,6 +682,31 @@ def parse_run_option(text: str) -> RunSpec:
         first = exc.errors()[0]
         where = ".".join(str(x) for x in first["loc"]) or "run"
         raise ValueError(f"--run {name}: {where}: {first['msg']}") from exc
+
+
+@dataclass(frozen=True)
+class RunManifest:
+    """A run's manifest.json (written by `plan`): what must be equal across compared runs
+    (`frozen`) and what may differ (`arm`)."""
+
+    path: str
+    frozen: Mapping[str, Any]
+    arm: Mapping[str, Any]
+
+
+def read_run_manifest(path: str | Path) -> RunManifest:
+    """A run's manifest.json through the records' hardened reader; `DatasetError` if it is not
+    one."""
+    p = Path(path)
+    data = _load_json(p)
+    if (
+        not isinstance(data, dict)
+        or data.get("kind") != "swe-eval-downstream-run"
+        or not isinstance(data.get("frozen"), dict)
+        or not isinstance(data.get("arm"), dict)
+    ):
+        raise DatasetError(f"{p}: not a run manifest (kind swe-eval-downstream-run, frozen, arm)")
+    return RunManifest(str(p), data["frozen"], data["arm"])
 
 
 @dataclass(frozen=True)
@@ -719,7 +745,7 @@ def read_manifest(path: str | Path) -> Manifest:
     for i, entry in enumerate(data["runs"], start=1):
         if not isinstance(entry, dict):
             raise DatasetError(f"{p}: runs[{i}] is not a table")
-        fixed = {k: resolve(v) if k in ("output", "report", "predictions") else v
+        fixed = {k: resolve(v) if k in ("output", "report", "predictions", "manifest") else v
                  for k, v in entry.items()}  # fmt: skip
         try:
             runs.append(RunSpec.model_validate(fixed))

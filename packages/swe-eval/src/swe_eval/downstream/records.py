@@ -185,6 +185,7 @@ class RunSpec(BaseModel):
     system: str | None = None  # which system of a resolved-by list
     predictions: Path | None = None
     precision: float | None = Field(default=None, ge=0.0, le=1.0)
+    manifest: Path | None = None  # the run's manifest.json from `plan`
 
     @model_validator(mode="after")
     def _has_a_source(self) -> RunSpec:

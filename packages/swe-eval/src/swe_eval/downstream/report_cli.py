@@ -6,6 +6,7 @@ rows go to stderr, the report to stdout (or `-o`). Exit 2 for bad input, in one 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Annotated
 
@@ -38,6 +39,7 @@ from swe_eval.downstream.readers import (
     read_harness_report,
     read_instance_ids,
     read_manifest,
+    read_run_manifest,
 )
 from swe_eval.downstream.records import AgentOutputs, HarnessReport, RunSpec
 from swe_eval.downstream.render import (
@@ -102,6 +104,52 @@ def _read_run(
     return outputs, report
 
 
+def _manifest_differences(specs: list[RunSpec]) -> tuple[list[str], list[str]]:
+    """(differences, notes): the `frozen` keys whose values differ between runs' manifests,
+    and what could not be checked."""
+    manifests = {s.name: read_run_manifest(s.manifest) for s in specs if s.manifest is not None}
+    notes = []
+    without = [s.name for s in specs if s.manifest is None]
+    if manifests and without:
+        notes.append(f"no manifest for {', '.join(without)}: its settings are not checked")
+    if len(manifests) < 2:
+        return [], notes
+    keys = sorted({k for m in manifests.values() for k in m.frozen})
+    differences = []
+    for key in keys:
+        values = {json.dumps(m.frozen.get(key), sort_keys=True) for m in manifests.values()}
+        if len(values) > 1:
+            shown = "; ".join(
+                f"{name}: {json.dumps(m.frozen.get(key), sort_keys=True)}"
+                for name, m in manifests.items()
+            )
+            differences.append(f"{key} ({shown})")
+    return differences, notes
+
+
+def _over_cap(specs: list[RunSpec], configs: list[ConfigRun]) -> list[str]:
+    """Runs with more LLM calls than their manifest's total round cap."""
+    notes = []
+    by_name = {c.name: c for c in configs}
+    for s in specs:
+        if s.manifest is None:
+            continue
+        cap = read_run_manifest(s.manifest).frozen.get("round_cap")
+        if not isinstance(cap, int) or isinstance(cap, bool):
+            continue
+        over = [
+            o.instance_id
+            for o in by_name[s.name].outcomes
+            if o.rounds is not None and o.rounds > cap
+        ]
+        if over:
+            notes.append(
+                f"{s.name}: {len(over)} run(s) above the total round cap {cap} (continuations): "
+                + ", ".join(over)
+            )
+    return notes
+
+
 def _gold(instances: Path | None) -> dict[str, GoldLabel] | None:
     """Gold files from the instance file's patches, when it holds instances with patches."""
     if instances is None or instances.suffix.lower() == ".txt":
@@ -158,6 +206,13 @@ def report(
         int, typer.Option(min=0, help="Bootstrap resamples (0: no intervals).")
     ] = 2000,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the bootstrap resampling.")] = 0,
+    allow_manifest_diff: Annotated[
+        bool,
+        typer.Option(
+            "--allow-manifest-diff",
+            help="Compare runs whose manifests differ in more than the arm (said in the report).",
+        ),
+    ] = False,
     title: Annotated[str | None, typer.Option(help="Report title.")] = None,
 ) -> None:
     """Resolve rates on a fixed denominator, rounds/tokens per resolved instance, and paired
@@ -202,8 +257,19 @@ def report(
     title = title or (loaded.title if loaded else None)
 
     try:
+        differences, notes = _manifest_differences(specs)
+        if differences and not allow_manifest_diff:
+            raise base._fail(
+                "the runs' manifests differ in more than the arm: "
+                + " | ".join(differences)
+                + " (--allow-manifest-diff to compare them anyway)"
+            )
+        if differences:
+            notes.append(
+                "--allow-manifest-diff: these runs differ in more than the arm, so a difference "
+                "between them is not the injection's alone: " + " | ".join(differences)
+            )
         read = {s.name: _read_run(s, skipped) for s in specs}
-        notes: list[str] = []
         if instances is not None:
             ids, problems = read_instance_ids(instances)
             skipped.extend(problems)
@@ -261,6 +327,7 @@ def report(
                     f"denominator ({source}); a different dataset?"
                 )
             configs.append(built)
+        notes += _over_cap(specs, configs)
         by_name = {c.name: c for c in configs}
         summaries = [summarize_config(c, n_resamples=resamples, seed=seed) for c in configs]
         arm_pairs: list[tuple[str, str]]
