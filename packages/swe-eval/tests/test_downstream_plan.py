@@ -90,6 +90,8 @@ def planned(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
             "50",
             "--limit",
             "5",
+            "--prompt",
+            "gate",  # the stock template is in test_downstream_stock.py
             "-o",
             str(out),
         ],

@@ -57,6 +57,7 @@ __all__ = [
     "BENCHMARKS_COMMIT",
     "BENCHMARKS_PLACEHOLDER",
     "PLAN_KIND",
+    "STOCK_TEMPLATE",
     "AgentSettings",
     "BuiltConfig",
     "Command",
@@ -103,6 +104,8 @@ HARNESS_MODEL_NAME = "OpenHands"
 HARNESS_TIMEOUT_S = 1800  # swebench's own default per instance, written out so it is seen
 DEFAULT_HARNESS_DATASET = "princeton-nlp/SWE-bench_Verified"
 TEMPLATE_NAME = "prompt.j2"  # not `default.j2`: the runner resolves a bare name in its prompts/
+# The runner's own SWE-bench template, in its checkout (read when the run starts).
+STOCK_TEMPLATE = "benchmarks/swebench/prompts/default.j2"
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 # swebench 4.1.0's make_test_spec reads these (version through its repo/version spec table).
@@ -153,6 +156,12 @@ WHY = {
     "llm": (
         "one LLM config for every configuration: the same model at temperature 0; no API key is "
         "written (LiteLLM reads the provider's key from the environment)"
+    ),
+    "prompt_stock": (
+        "the paper's baseline is the unmodified agent: the runner's own template, byte for byte, "
+        "read from the pinned checkout when the run starts; an injected run gets the same "
+        "template with one block after the issue that prints the row's `injection` column "
+        "(render(files, 'openhands')), so the two differ in that section only"
     ),
     "prompt": (
         "codegrep-gate's template: the SWE-bench instruction plus, when the row's candidate_files "
@@ -719,6 +728,11 @@ class AgentSettings(BaseModel):
         "max_iterations); `report` flags a run above it.",
     )
     repeats: int = Field(default=1, ge=1, description="Runs per configuration, seeds apart.")
+    prompt: Literal["stock", "gate"] = Field(
+        default="stock",
+        description="stock: the runner's own template (+ the section for injected runs); "
+        "gate: codegrep-gate's short template for every run.",
+    )
     backend: Literal["local", "modal"] = Field(
         default="local",
         description="Where the harness grades: this host's Docker, or swebench's Modal sandboxes.",
@@ -758,7 +772,7 @@ class Command(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    step: Literal["infer", "link", "convert", "harness", "report"]
+    step: Literal["template", "infer", "link", "convert", "harness", "report"]
     argv: list[str]
     cwd: str | None = None
     shell: str
@@ -831,11 +845,15 @@ def _version(dist: str) -> str:
 
 def _word(arg: str) -> str:
     """One shell word; the checkout placeholder stays a variable the shell expands."""
-    return f'"{arg}"' if arg == BENCHMARKS_PLACEHOLDER else shlex.quote(arg)
+    if arg == BENCHMARKS_PLACEHOLDER:
+        return f'"{arg}"'
+    if arg.startswith(BENCHMARKS_PLACEHOLDER + "/"):
+        return f'"{BENCHMARKS_PLACEHOLDER}"' + shlex.quote(arg[len(BENCHMARKS_PLACEHOLDER) :])
+    return shlex.quote(arg)
 
 
 def _command(
-    step: Literal["infer", "link", "convert", "harness", "report"],
+    step: Literal["template", "infer", "link", "convert", "harness", "report"],
     argv: list[str],
     cwd: Path | None = None,
 ) -> Command:
@@ -861,15 +879,16 @@ def run_names(name: str, repeats: int) -> list[str]:
     return [name] if repeats == 1 else [f"{name}-r{r}" for r in range(1, repeats + 1)]
 
 
-def target_files(specs: Sequence[ConfigSpec], repeats: int = 1) -> list[str]:
-    """The files a plan for `specs` writes, relative to its folder."""
+def target_files(specs: Sequence[ConfigSpec], repeats: int = 1, prompt: str = "stock") -> list[str]:
+    """The files a plan for `specs` writes, relative to its folder (with the stock prompt,
+    each run's prompt.j2 is written when the run starts, from the runner's checkout)."""
     files = [f for f in _TOP_LEVEL if f != "table3.md"]  # the report writes table3.md
     for s in specs:
         for run in run_names(s.name, repeats):
             files += [
                 f"{run}/dataset.jsonl",
                 f"{run}/gate.jsonl",
-                f"{run}/{TEMPLATE_NAME}",
+                *([f"{run}/{TEMPLATE_NAME}"] if prompt == "gate" else []),
                 f"{run}/llm_config.json",
                 f"{run}/manifest.json",
             ]
@@ -954,7 +973,14 @@ def _planned_run(
                "--run-id", run_id, "--output-file", str(preds)]  # fmt: skip
     harness = [*uv, "python", "-m", "swebench.harness.run_evaluation",
                *_harness_args(dataset, preds, run_id, settings)]  # fmt: skip
-    commands = [
+    commands = []
+    if settings.prompt == "stock":
+        stock = f"{settings.benchmarks}/{STOCK_TEMPLATE}"
+        inject = "--inject" if b.spec.kind != "baseline" else "--unchanged"
+        template = ["swe-eval", "downstream", "template", stock, inject,
+                    "-o", str(folder / TEMPLATE_NAME)]  # fmt: skip
+        commands.append(_command("template", template))
+    commands += [
         _command("infer", infer),
         _command("link", link),
         _command("convert", convert),
@@ -1037,8 +1063,11 @@ def make_plan(
         ),
         Pin(
             name="prompt",
-            value=f"codegrep_gate.openhands_template_path() -> {TEMPLATE_NAME}",
-            why=WHY["prompt"],
+            value=f"the runner's {STOCK_TEMPLATE}: unchanged for the baseline, with the "
+            "injected section after the issue otherwise (swe-eval downstream template)"
+            if settings.prompt == "stock"
+            else f"codegrep_gate.openhands_template_path() -> {TEMPLATE_NAME}",
+            why=WHY["prompt_stock" if settings.prompt == "stock" else "prompt"],
         ),
         Pin(name="instances", value="--select instances.txt", why=WHY["select"]),
         Pin(name="attempts", value="--n-critic-runs 1", why=WHY["critic"]),
@@ -1124,7 +1153,7 @@ def make_plan(
         setup=setup,
         configs=configs,
         report=_command("report", report),
-        files=target_files([b.spec for b in built], settings.repeats),
+        files=target_files([b.spec for b in built], settings.repeats, settings.prompt),
         notes=notes,
     )
 
@@ -1172,7 +1201,10 @@ def run_manifest(plan: Plan, run: PlannedConfig) -> dict[str, object]:
         "swebench": SWEBENCH_VERSION,
         "harness_timeout_s": HARNESS_TIMEOUT_S,
         "harness_model_name": HARNESS_MODEL_NAME,
-        "template_sha256": hashlib.sha256(openhands_template_path().read_bytes()).hexdigest(),
+        "template": f"{BENCHMARKS_COMMIT}:{STOCK_TEMPLATE} (+ section when injected)"
+        if plan.agent.prompt == "stock"
+        else "codegrep-gate sha256 "
+        + hashlib.sha256(openhands_template_path().read_bytes()).hexdigest(),
         "instances_sha256": plan.instances.sha256,
         "instances": plan.instances.chosen,
         "order": plan.instances.order,
@@ -1324,7 +1356,8 @@ def write_plan(plan: Plan, built: Sequence[BuiltConfig]) -> list[Path]:
         b = by_arm[c.arm]
         put(f"{c.name}/dataset.jsonl", "".join(r.json_line() for r in b.rows))
         put(f"{c.name}/gate.jsonl", "".join(g.model_dump_json() + "\n" for g in b.gate_lines))
-        put(f"{c.name}/{TEMPLATE_NAME}", template)
+        if plan.agent.prompt == "gate":
+            put(f"{c.name}/{TEMPLATE_NAME}", template)
         put(f"{c.name}/llm_config.json", plan.agent.llm_config(c.repeat))
         put(f"{c.name}/manifest.json", json.dumps(run_manifest(plan, c), indent=2) + "\n")
         if b.spec.kind != "baseline":

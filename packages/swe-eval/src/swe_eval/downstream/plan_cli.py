@@ -31,6 +31,11 @@ from swe_eval.downstream.plan import (
 __all__ = ["plan"]
 
 
+class Prompt(StrEnum):
+    STOCK = "stock"
+    GATE = "gate"
+
+
 class Backend(StrEnum):
     LOCAL = "local"
     MODAL = "modal"
@@ -168,6 +173,14 @@ def plan(
     repeats: Annotated[
         int, typer.Option("--repeats", "-k", min=1, help="Runs per configuration, seeds apart.")
     ] = 1,
+    prompt: Annotated[
+        Prompt,
+        typer.Option(
+            "--prompt",
+            help="stock: the runner's own template (the baseline unchanged, the section added "
+            "for injected runs); gate: codegrep-gate's short template for every run.",
+        ),
+    ] = Prompt.STOCK,
     backend: Annotated[
         Backend,
         typer.Option("--backend", help="Where the harness grades: local Docker or Modal."),
@@ -228,10 +241,11 @@ def plan(
             total_rounds=total_rounds,
             repeats=repeats,
             backend=backend.value,
+            prompt=prompt.value,
             # absolute: the harness runs from the plan's folders, not from here
             **({"benchmarks": str(Path(benchmarks).expanduser().absolute())} if benchmarks else {}),
         )
-        notes = check_output(output, target_files(specs, repeats), force=force)
+        notes = check_output(output, target_files(specs, repeats, prompt.value), force=force)
         selection = load_selection(
             instances, repos=repo or (), exclude_repos=exclude_repo or (), seed=seed, limit=limit
         )
