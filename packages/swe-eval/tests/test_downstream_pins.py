@@ -50,7 +50,7 @@ def _plan(small: dict[str, Path], *extra: str, out: str = "out") -> Any:
 
 _PINNED = (
     "--model-revision", "abc123", "--server", "vllm 0.10.1", "--tool-parser", "hermes",
-    "--skills", "OpenHands/skills@0123abc", "--top-k", "20", "--total-rounds", "120",
+    "--skills", "0123abc", "--top-k", "20", "--total-rounds", "120",
 )  # fmt: skip
 
 
@@ -77,13 +77,14 @@ def test_repeats_are_runs_of_the_same_arm_with_distinct_seeds(small: dict[str, P
     assert len({json.dumps(m["frozen"], sort_keys=True) for m in manifests}) == 1
     frozen = manifests[0]["frozen"]
     for key, value in (("model_revision", "abc123"), ("server", "vllm 0.10.1"),
-                       ("tool_parser", "hermes"), ("skills", "OpenHands/skills@0123abc"),
+                       ("tool_parser", "hermes"), ("skills", "0123abc"),
                        ("max_retries", 0), ("round_cap", 120), ("top_p", 1.0), ("top_k", 20),
                        ("max_output_tokens", 8192), ("swebench", "4.1.0")):  # fmt: skip
         assert frozen[key] == value, key
     assert [m["arm"]["seed"] for m in manifests] == [7, 8, 9, 7, 8, 9]
     infer = next(c for c in plan.configs[0].commands if c.step == "infer")
     assert infer.argv[infer.argv.index("--max-retries") + 1] == "0"
+    assert infer.argv[:2] == ["env", "EXTENSIONS_REF=0123abc"]  # the skills at a commit
 
 
 def test_what_is_not_given_is_said(small: dict[str, Path]) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -71,8 +72,12 @@ def test_the_only_difference_is_the_section_on_the_runners_template() -> None:
     real = Path(checkout) / STOCK_TEMPLATE if checkout else None
     if real is None or not real.is_file():
         pytest.skip("set BENCHMARKS to an OpenHands/benchmarks checkout to diff its template")
+    text = real.read_text(encoding="utf-8")
     for trim in (False, True):
-        _only_difference(real.read_text(encoding="utf-8"), trim)
+        _only_difference(text, trim)
+    # the derived skeleton keeps the real template's expressions, in order
+    expressions = re.compile(r"{{.*?}}")
+    assert expressions.findall(SKELETON.read_text()) == expressions.findall(text)
 
 
 def test_a_template_without_one_issue_block_is_refused() -> None:

@@ -180,8 +180,9 @@ WHY = {
         "`report` compares across runs"
     ),
     "skills": (
-        "the runner loads public skills from another repository at run time; recorded as "
-        "REPO@COMMIT so two runs can be shown to have read the same ones"
+        "the runner loads public skills from another repository at run time, at the ref its "
+        "EXTENSIONS_REF environment variable names (main when unset): --skills COMMIT sets it "
+        "on the runner's command, so every run reads the same skills"
     ),
     "retries": (
         "--max-retries 0: the runner re-runs an instance that crashed (3 times by default), a "
@@ -718,7 +719,10 @@ class AgentSettings(BaseModel):
     server: str | None = None
     tool_parser: str | None = None
     skills: str | None = Field(
-        default=None, description="The public skills the runner loads, as REPO@COMMIT."
+        default=None,
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,99}$",
+        description="The ref (a commit) of the public skills the runner loads: its "
+        "EXTENSIONS_REF, `main` when unset.",
     )
     max_retries: int = Field(default=0, ge=0, description="Runner re-runs of a crashed instance.")
     total_rounds: int | None = Field(
@@ -967,7 +971,9 @@ def _planned_run(
     preds = folder / "predictions.swebench.jsonl"
     report_file = folder / "harness" / f"{HARNESS_MODEL_NAME}.{run_id}.json"
     dataset = str(folder / "dataset.jsonl") if local else hub_dataset
-    infer = [*uv, "swebench-infer", *_infer_args(folder, select, settings)]
+    # the runner loads public skills at the ref EXTENSIONS_REF names (its default: main)
+    pin = ["env", f"EXTENSIONS_REF={settings.skills}"] if settings.skills else []
+    infer = [*pin, *uv, "swebench-infer", *_infer_args(folder, select, settings)]
     link = ["bash", "-c", _LINK, "link", str(folder / "infer"), str(output)]
     convert = [*uv, "swebench-eval", str(output), "--skip-evaluation",
                "--run-id", run_id, "--output-file", str(preds)]  # fmt: skip
@@ -1087,7 +1093,13 @@ def make_plan(
             f"{settings.server or 'NOT GIVEN'}; tool parser {settings.tool_parser or 'NOT GIVEN'}",
             why=WHY["serving"],
         ),
-        Pin(name="skills", value=settings.skills or "NOT GIVEN", why=WHY["skills"]),
+        Pin(
+            name="skills",
+            value=f"EXTENSIONS_REF={settings.skills}"
+            if settings.skills
+            else "NOT GIVEN (the runner reads main)",
+            why=WHY["skills"],
+        ),
         Pin(name="retries", value=f"--max-retries {settings.max_retries}", why=WHY["retries"]),
         Pin(
             name="round_cap",

@@ -157,7 +157,10 @@ def plan(
         str | None, typer.Option("--tool-parser", help="The server's tool-call parser.")
     ] = None,
     skills: Annotated[
-        str | None, typer.Option("--skills", help="The runner's public skills, REPO@COMMIT.")
+        str | None,
+        typer.Option(
+            "--skills", help="The commit of the runner's public skills (its EXTENSIONS_REF)."
+        ),
     ] = None,
     max_retries: Annotated[
         int, typer.Option("--max-retries", min=0, help="Runner re-runs of a crashed instance.")
