@@ -101,6 +101,7 @@ BENCHMARKS_PLACEHOLDER = "$BENCHMARKS"
 # benchmarks.utils.constants.MODEL_NAME_OR_PATH: the converter writes it into every prediction,
 # and swebench 4.1.0 names its run report `<model_name_or_path>.<run_id>.json` in the cwd.
 HARNESS_MODEL_NAME = "OpenHands"
+HARNESS_IMAGES = "swebench defaults: namespace swebench, instance image tag latest"
 HARNESS_TIMEOUT_S = 1800  # swebench's own default per instance, written out so it is seen
 DEFAULT_HARNESS_DATASET = "princeton-nlp/SWE-bench_Verified"
 TEMPLATE_NAME = "prompt.j2"  # not `default.j2`: the runner resolves a bare name in its prompts/
@@ -197,8 +198,9 @@ WHY = {
         "report; the runner's --workspace remote runs the agent off this host"
     ),
     "images": (
-        "swebench builds its environment and instance images from the repo/version spec table "
-        "of the pinned version; no digest is pinned"
+        "the harness's own image defaults, written down: a moving tag, so two runs months apart "
+        "may grade in different images; no digest is pinned (record `docker images --digests` "
+        "beside a run to show which)"
     ),
     "run_id": (
         "<config>-<hash of its dataset and LLM settings>: the harness caches verdicts per "
@@ -1113,7 +1115,7 @@ def make_plan(
             else "this host's Docker",
             why=WHY["backend"],
         ),
-        Pin(name="harness_images", value="built by swebench at run time", why=WHY["images"]),
+        Pin(name="harness_images", value=HARNESS_IMAGES, why=WHY["images"]),
         Pin(name="run_id", value="<config>-<8 hex>", why=WHY["run_id"]),
         Pin(name="columns", value=", ".join(DatasetRow.model_fields), why=WHY["columns"]),
     ]
@@ -1212,6 +1214,7 @@ def run_manifest(plan: Plan, run: PlannedConfig) -> dict[str, object]:
         "sdk": SDK_COMMIT,
         "swebench": SWEBENCH_VERSION,
         "harness_timeout_s": HARNESS_TIMEOUT_S,
+        "harness_images": HARNESS_IMAGES,
         "harness_model_name": HARNESS_MODEL_NAME,
         "template": f"{BENCHMARKS_COMMIT}:{STOCK_TEMPLATE} (+ section when injected)"
         if plan.agent.prompt == "stock"
