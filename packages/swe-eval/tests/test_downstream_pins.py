@@ -183,3 +183,9 @@ def test_a_bad_manifest_is_a_clear_error(small: dict[str, Path]) -> None:
     res = runner.invoke(app, [*plan.report.argv[1:], "--resamples", "0"])
     assert res.exit_code == 2, res.output
     assert "manifest.json" in res.stderr
+
+
+def test_a_repeat_name_that_clashes_with_a_configuration_is_refused(small: dict[str, Path]) -> None:
+    res = _plan(small, "--repeats", "2", "--config", f"lex-r1={small['pred']}")
+    assert res.exit_code == 2, res.output
+    assert "run name(s) lex-r1 would name two runs" in res.stderr

@@ -24,6 +24,7 @@ from swe_eval.downstream.plan import (
     make_plan,
     parse_config_option,
     render_commands,
+    run_names,
     target_files,
     write_plan,
 )
@@ -223,6 +224,13 @@ def plan(
         twice = sorted({n for n in names if names.count(n) > 1})
         if twice:
             raise PlanError(f"configuration name(s) given twice: {', '.join(twice)}")
+        runs = [r for s in specs for r in run_names(s.name, repeats)]
+        clash = sorted({r for r in runs if runs.count(r) > 1 or (r in names and repeats > 1)})
+        if clash:
+            raise PlanError(
+                f"--repeats {repeats}: run name(s) {', '.join(clash)} would name two runs; "
+                "rename the configuration"
+            )
         settings = AgentSettings(
             model=model,
             base_url=base_url,
