@@ -109,6 +109,9 @@ def test_modal_backend_on_a_dry_run(small: dict[str, Path]) -> None:
     infer = next(c for c in plan.configs[0].commands if c.step == "infer")
     assert infer.argv[infer.argv.index("--workspace") + 1] == "remote"
     assert "--modal true" in modal.stdout
+    assert "remote workspace (RUNTIME_API_KEY, RUNTIME_API_URL)" in modal.stdout
+    assert "the harness in Modal sandboxes" in modal.stdout
+    assert "the harness in this host's Docker" in local.stdout
     # the same manifest but for where the run goes
     m_local = json.loads((small["tmp"] / "local" / "lex" / "manifest.json").read_text())
     m_modal = json.loads((small["tmp"] / "modal" / "lex" / "manifest.json").read_text())

@@ -1238,6 +1238,21 @@ def run_manifest(plan: Plan, run: PlannedConfig) -> dict[str, object]:
     return {"kind": MANIFEST_KIND, "schema_version": 1, "frozen": frozen, "arm": arm}
 
 
+def _where(agent: AgentSettings) -> str:
+    """What the host running commands.sh needs, from where the agent and the harness run."""
+    agent_needs = (
+        "the agent in the runner's remote workspace (RUNTIME_API_KEY, RUNTIME_API_URL)"
+        if agent.workspace == "remote"
+        else f"the agent in {agent.workspace}"
+    )
+    harness_needs = (
+        "the harness in Modal sandboxes (a Modal token)"
+        if agent.backend == "modal"
+        else "the harness in this host's Docker"
+    )
+    return f"Runs {agent_needs}, {harness_needs}."
+
+
 def render_commands(plan: Plan) -> str:
     """commands.sh: the setup (as comments), then per configuration the runner, the link to its
     output, the converter and the harness, then the report; a progress line before each."""
@@ -1247,7 +1262,8 @@ def render_commands(plan: Plan) -> str:
         f"# Written by `swe-eval downstream plan` (swe-eval {plan.written_by['swe-eval']}); "
         "plan.json says why each flag is there.",
         f"# {len(plan.configs)} configuration(s) x {plan.instances.chosen} instance(s), "
-        f"model {plan.agent.model}, max {plan.agent.max_iterations} iterations. Needs Docker.",
+        f"model {plan.agent.model}, max {plan.agent.max_iterations} iterations. "
+        + _where(plan.agent),
         "#",
         "# One-time setup (not run here): a checkout of the runner at its pinned commit.",
         *(f"#   {s}" for s in plan.setup),
