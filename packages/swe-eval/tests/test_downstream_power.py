@@ -160,3 +160,21 @@ def test_power_bad_input_exits_2(argv: list[str], message: str) -> None:
     res = runner.invoke(app, ["downstream", "power", *argv])
     assert res.exit_code == 2, res.output
     assert message in res.stderr
+
+
+def test_every_difference_states_its_mde(shared_data: Path) -> None:
+    """One run per arm: the MDE comes from the two runs' discordance (an upper bound on the
+    flip rate), in the paired table and in the precision-benefit table."""
+    lite, (r1, r2, _) = _acr(shared_data)
+    argv = [
+        "downstream", "report", "--run", f"acr1=report={r1}",
+        "--run", f"acr2=report={r2},precision=0.5", "-i", str(lite), "--resamples", "0",
+    ]  # fmt: skip
+    body = json.loads(runner.invoke(app, [*argv, "-f", "json"]).stdout)
+    expected = minimum_detectable_effect(300, 35 / 300)
+    (paired,) = body["paired"]
+    assert paired["mde"] == pytest.approx(expected)
+    (benefit,) = body["precision_benefit"]
+    assert benefit["mde"] == pytest.approx(expected)
+    md = runner.invoke(app, [*argv, "-f", "markdown"]).stdout
+    assert md.count(f"±{100 * expected:.1f} pp") == 2

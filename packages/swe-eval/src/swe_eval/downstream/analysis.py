@@ -663,6 +663,7 @@ class PrecisionBenefit(BaseModel):
     precision: float | None
     precision_source: str | None  # "predictions" (measured here) or "given"
     resolve_delta: Estimate
+    mde: float | None = None  # of the comparison behind resolve_delta
     mcnemar_p: float
     rounds_relative: Estimate | None
     tokens_relative: Estimate | None
@@ -682,6 +683,7 @@ def precision_benefit(
                 precision=prec[0] if prec else None,
                 precision_source=prec[1] if prec else None,
                 resolve_delta=c.delta,
+                mde=c.mde,
                 mcnemar_p=c.mcnemar_p,
                 rounds_relative=c.rounds.relative if c.rounds else None,
                 tokens_relative=c.tokens.relative if c.tokens else None,

@@ -279,12 +279,21 @@ def _failure_rows(
 
 
 def _benefit_rows(rows: Sequence[PrecisionBenefit]) -> tuple[list[str], list[list[str]]]:
-    header = ["config", "precision", "Δ resolve [95% CI]", "McNemar p", "Δ rounds", "Δ tokens"]
+    header = [
+        "config",
+        "precision",
+        "Δ resolve [95% CI]",
+        "MDE (80%)",
+        "McNemar p",
+        "Δ rounds",
+        "Δ tokens",
+    ]
     out = [
         [
             r.config,
             f"{r.precision:.3f} ({r.precision_source})" if r.precision is not None else "–",
             _pp(r.resolve_delta),
+            _mde(r.mde),
             _p(r.mcnemar_p),
             _rel(r.rounds_relative),
             _rel(r.tokens_relative),
