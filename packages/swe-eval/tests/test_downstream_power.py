@@ -178,3 +178,16 @@ def test_every_difference_states_its_mde(shared_data: Path) -> None:
     assert benefit["mde"] == pytest.approx(expected)
     md = runner.invoke(app, [*argv, "-f", "markdown"]).stdout
     assert md.count(f"±{100 * expected:.1f} pp") == 2
+
+
+def test_power_reads_a_run_list(shared_data: Path, tmp_path: Path) -> None:
+    lite, reports = _acr(shared_data)
+    runs = tmp_path / "runs.json"
+    runs.write_text(json.dumps({
+        "instances": str(lite),
+        "runs": [{"name": f"r{i}", "report": r} for i, r in enumerate(reports, 1)],
+    }))  # fmt: skip
+    res = runner.invoke(app, ["downstream", "power", "--manifest", str(runs), "-n", "500",
+                              "--effect", "0.012", "--json"])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    assert len(json.loads(res.stdout)["pairs"]) == 3

@@ -23,7 +23,7 @@ from swe_eval.downstream.power import (
     power_at,
     repeats_needed,
 )
-from swe_eval.downstream.readers import parse_run_option, read_instance_ids
+from swe_eval.downstream.readers import parse_run_option, read_instance_ids, read_manifest
 from swe_eval.downstream.records import RunSpec
 from swe_eval.errors import SweEvalError
 
@@ -59,6 +59,13 @@ def power(
             help="NAME=OUTPUT[,report=PATH] or NAME=report=PATH: a run of one arm (repeat: "
             "at least two). The flip rate is measured between every pair of them.",
             show_default=False,
+        ),
+    ] = None,
+    manifest: Annotated[
+        Path | None,
+        typer.Option(
+            "--manifest",
+            help="A run list (JSON or TOML, as `report --manifest`) of runs of one arm.",
         ),
     ] = None,
     instances: Annotated[
@@ -109,7 +116,9 @@ def power(
     denominator: int | None = None
     try:
         with base._clear_errors():
-            specs = [parse_run_option(r) for r in run or []]
+            loaded = read_manifest(manifest) if manifest is not None else None
+            specs = [*(loaded.runs if loaded else ()), *(parse_run_option(r) for r in run or [])]
+        instances = instances or (loaded.instances if loaded else None)
         names = [s.name for s in specs]
         twice = sorted({x for x in names if names.count(x) > 1})
         if twice:
