@@ -190,8 +190,11 @@ WHY = {
         "second chance that is not the same across configurations; a crash is a failure"
     ),
     "round_cap": (
-        "--max-iterations is a cap per segment and the runner may continue a run; `report` "
-        "counts every LLM call of a run and flags a run above this total"
+        "--max-iterations caps each run of the conversation, and the runner answers an agent "
+        "that stops without finishing with up to 10 'please continue' messages "
+        "(run_conversation_with_fake_user_response, max_fake_responses=10, no flag), each "
+        "starting a new segment; `report` counts every LLM call of a run and names the runs "
+        "above this total"
     ),
     "backend": (
         "swebench 4.x grades in Modal sandboxes with --modal true, the same test specs and "
