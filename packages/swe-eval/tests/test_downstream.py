@@ -255,7 +255,7 @@ def test_swebench_4_and_5_run_reports(tmp_path: Path) -> None:
         "a": Verdict(True),
         "e": Verdict(False, Failure.HARNESS_ERROR),
         "d": Verdict(False, Failure.EMPTY_PATCH),
-        "f": Verdict(False, Failure.NOT_EVALUATED),
+        "f": Verdict(False, Failure.MISSING),  # swebench: a dataset instance with no prediction
         "b": Verdict(False),
         "c": Verdict(False),
     }
@@ -654,8 +654,12 @@ def test_without_instances_the_denominator_is_the_ids_seen(files: dict[str, Path
         (["downstream", "report", "--run", "a={base}"],
          "output but no verdict (e.g. o__r-0); give the harness report with report=PATH"),
         (["downstream", "report", "--run", "a={tmp}/nope.jsonl"], "nope.jsonl: no such file"),
+        # a name given again is a repeat of the arm: each repeat needs its verdicts too
         (["downstream", "report", "--run", "a={base},report={rb}", "--run", "a={base}"],
-         "error: run name(s) given twice: a"),
+         "run a#2: 7 instance(s) have an output but no verdict"),
+        (["downstream", "report", "--run", "a={base},report={rb}", "--run",
+          "a={base},report={rb}", "--run", "a#2={base},report={rb}"],
+         "run name a#2 is both an arm and a repeat of a"),
         (["downstream", "report", "--run", "a=report={inst}"], "not a harness report"),
         (["downstream", "report", "--run", "a={inst},report={rb}"],
          "no valid agent output row (8 bad)"),

@@ -90,6 +90,8 @@ def planned(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
             "50",
             "--limit",
             "5",
+            "--prompt",
+            "gate",  # the stock template is in test_downstream_stock.py
             "-o",
             str(out),
         ],
@@ -163,7 +165,14 @@ def test_one_llm_config_for_every_configuration(planned: dict[str, Any]) -> None
     configs = {(planned["out"] / c / "llm_config.json").read_text() for c in CONFIGS}
     assert len(configs) == 1
     llm = json.loads(configs.pop())
-    assert llm == {"model": "openai/qwen3-30b-a3b", "temperature": 0.0}  # no key is written
+    assert llm == {  # every sampling knob written out; no key is written
+        "model": "openai/qwen3-30b-a3b",
+        "temperature": 0.0,
+        "top_p": 1.0,
+        "max_output_tokens": 8192,
+        "seed": 0,
+        "drop_params": False,
+    }
 
 
 def test_the_commands_and_plan_json(planned: dict[str, Any]) -> None:

@@ -28,6 +28,12 @@ from codegrep_records import GoldLabel, Prediction
 from numpy.typing import NDArray
 from pydantic import BaseModel, ConfigDict
 
+from swe_eval.downstream.power import (
+    flip_rate,
+    minimum_detectable_effect,
+    pairwise_flip_rates,
+    sign_flip_test,
+)
 from swe_eval.downstream.readers import classify_error
 from swe_eval.downstream.records import (
     AgentOutputs,
@@ -44,12 +50,15 @@ __all__ = [
     "ConfigSummary",
     "InstanceOutcome",
     "PairedComparison",
+    "PooledComparison",
     "PrecisionBenefit",
     "RelativeDelta",
     "Spread",
     "build_config",
     "case_rows",
     "compare",
+    "compare_pooled",
+    "failure_ids",
     "mcnemar_exact",
     "paired_bootstrap",
     "precision_benefit",
@@ -90,6 +99,7 @@ class ConfigRun:
     outside: tuple[str, ...] = ()  # ids in the outputs or report that the denominator lacks
     disagreements: tuple[str, ...] = ()  # the output's own verdict differs from the report's
     token_basis: TokenBasis | None = None
+    matched: int = 0  # denominator ids that the outputs or the report name
 
     @property
     def ids(self) -> tuple[str, ...]:
@@ -135,6 +145,10 @@ def build_config(
         if verdict is not None:
             resolved = verdict.resolved
             failure = verdict.failure
+            if failure is Failure.MISSING and run is not None:
+                failure = Failure.NOT_EVALUATED  # an output the harness did not evaluate
+            elif failure is Failure.NOT_EVALUATED and outputs is not None and run is None:
+                failure = Failure.MISSING  # nothing to evaluate: no agent output
             if run is not None and run.resolved is not None and run.resolved != resolved:
                 disagreements.append(iid)
         elif report is not None and report.covers_all:
@@ -177,7 +191,17 @@ def build_config(
         outside=tuple(sorted(seen - denominator)),
         disagreements=tuple(disagreements),
         token_basis=bases.pop() if bases else None,
+        matched=len(seen & denominator),
     )
+
+
+def failure_ids(cfg: ConfigRun) -> dict[str, list[str]]:
+    """The unresolved instances whose cause is known (missing included), by cause: every id."""
+    out: dict[str, list[str]] = {}
+    for o in cfg.outcomes:
+        if not o.resolved and o.failure is not None:
+            out.setdefault(o.failure.value, []).append(o.instance_id)
+    return dict(sorted(out.items()))
 
 
 # -- one configuration --------------------------------------------------------------------------
@@ -384,6 +408,9 @@ class PairedComparison(BaseModel):
     rounds: RelativeDelta | None
     tokens: RelativeDelta | None
     note: str | None = None
+    # the smallest delta this comparison finds with 80% power at alpha 0.05, from the flip
+    # rate of the two runs' own discordance (an upper bound on the flip rate: conservative)
+    mde: float | None = None
 
 
 def _relative(
@@ -448,7 +475,12 @@ def compare(
             for x, y in co
             if x.tokens is not None and y.tokens is not None
         ]
+    discordant = a_only + b_only
+    mde = (
+        minimum_detectable_effect(len(ra), discordant / len(ra)) if discordant and len(ra) else None
+    )
     return PairedComparison(
+        mde=mde,
         a=a.name,
         b=b.name,
         n=len(ra),
@@ -462,6 +494,102 @@ def compare(
         rounds=_relative(rounds_pairs, n_resamples, confidence, seed),
         tokens=_relative(tokens_pairs, n_resamples, confidence, seed),
         note=note,
+    )
+
+
+class PooledComparison(BaseModel):
+    """Arm B against arm A, each with one or more runs (repeats) on the same instances.
+
+    Per instance, the share of an arm's runs that resolve it; `delta` is the mean of B's share
+    minus A's, with a bootstrap interval over instances (all repeats of an instance drawn
+    together: a cluster bootstrap); `p_value` is the paired sign-flip permutation test on the
+    per-instance differences (McNemar's exact test when both arms have one run).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    a: str
+    b: str
+    repeats_a: int
+    repeats_b: int
+    n: int
+    resolved_a: list[int]  # per run
+    resolved_b: list[int]
+    rate_a: float
+    rate_b: float
+    delta: Estimate
+    p_value: float
+    instances_differ: int  # instances whose shares differ
+    flip_rate: float | None
+    flip_source: str
+    mde: float | None  # 80% power, alpha 0.05, from flip_rate
+
+
+def compare_pooled(
+    a: Sequence[ConfigRun],
+    b: Sequence[ConfigRun],
+    *,
+    names: tuple[str, str] | None = None,
+    n_resamples: int = 10_000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> PooledComparison:
+    """Arm B's runs vs arm A's runs: pooled per instance, tested with the pairing kept.
+
+    The flip rate behind the MDE is measured between the repeats within each arm when an arm
+    has two or more; with one run per arm, the discordance between the arms (an upper bound).
+    """
+    if not a or not b:
+        raise ValueError("each arm needs at least one run")
+    ids = a[0].ids
+    for run in (*a, *b):
+        if run.ids != ids:
+            raise ValueError(f"{run.name} and {a[0].name} are not on the same instances")
+    name_a, name_b = names or (a[0].name, b[0].name)
+    share_a = np.mean([[o.resolved for o in r.outcomes] for r in a], axis=0, dtype=float)
+    share_b = np.mean([[o.resolved for o in r.outcomes] for r in b], axis=0, dtype=float)
+    diff = share_b - share_a
+    delta = paired_bootstrap(
+        [share_a, share_b],
+        lambda ma, mb: mb - ma,
+        n_resamples=n_resamples,
+        confidence=confidence,
+        seed=seed,
+    )
+    within = [
+        rate
+        for arm in (a, b)
+        for rate in pairwise_flip_rates([(r.name, [o.resolved for o in r.outcomes]) for r in arm])
+    ]
+    n = len(ids)
+    if within:
+        f: float | None = flip_rate(within)
+        source = f"within-arm repeats ({len(within)} pair(s))"
+    else:
+        between = pairwise_flip_rates(
+            [(r.name, [o.resolved for o in r.outcomes]) for r in (a[0], b[0])]
+        )
+        f = flip_rate(between)
+        source = "between the arms (an upper bound: no repeats measured)"
+    mde = minimum_detectable_effect(n, f, k_a=len(a), k_b=len(b)) if f and n else None
+    return PooledComparison(
+        a=name_a,
+        b=name_b,
+        repeats_a=len(a),
+        repeats_b=len(b),
+        n=n,
+        resolved_a=[sum(o.resolved for o in r.outcomes) for r in a],
+        resolved_b=[sum(o.resolved for o in r.outcomes) for r in b],
+        rate_a=float(share_a.mean()) if n else math.nan,
+        rate_b=float(share_b.mean()) if n else math.nan,
+        delta=delta,
+        p_value=sign_flip_test(
+            diff, scale=len(a) * len(b), n_resamples=max(n_resamples, 10_000), seed=seed
+        ),
+        instances_differ=int((diff != 0).sum()),
+        flip_rate=f if f else None,
+        flip_source=source,
+        mde=mde,
     )
 
 
@@ -535,6 +663,7 @@ class PrecisionBenefit(BaseModel):
     precision: float | None
     precision_source: str | None  # "predictions" (measured here) or "given"
     resolve_delta: Estimate
+    mde: float | None = None  # of the comparison behind resolve_delta
     mcnemar_p: float
     rounds_relative: Estimate | None
     tokens_relative: Estimate | None
@@ -554,6 +683,7 @@ def precision_benefit(
                 precision=prec[0] if prec else None,
                 precision_source=prec[1] if prec else None,
                 resolve_delta=c.delta,
+                mde=c.mde,
                 mcnemar_p=c.mcnemar_p,
                 rounds_relative=c.rounds.relative if c.rounds else None,
                 tokens_relative=c.tokens.relative if c.tokens else None,

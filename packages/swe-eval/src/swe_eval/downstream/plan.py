@@ -57,6 +57,7 @@ __all__ = [
     "BENCHMARKS_COMMIT",
     "BENCHMARKS_PLACEHOLDER",
     "PLAN_KIND",
+    "STOCK_TEMPLATE",
     "AgentSettings",
     "BuiltConfig",
     "Command",
@@ -78,6 +79,8 @@ __all__ = [
     "parse_config_option",
     "render_commands",
     "report_manifest",
+    "run_manifest",
+    "run_names",
     "target_files",
     "write_plan",
 ]
@@ -98,9 +101,12 @@ BENCHMARKS_PLACEHOLDER = "$BENCHMARKS"
 # benchmarks.utils.constants.MODEL_NAME_OR_PATH: the converter writes it into every prediction,
 # and swebench 4.1.0 names its run report `<model_name_or_path>.<run_id>.json` in the cwd.
 HARNESS_MODEL_NAME = "OpenHands"
+HARNESS_IMAGES = "swebench defaults: namespace swebench, instance image tag latest"
 HARNESS_TIMEOUT_S = 1800  # swebench's own default per instance, written out so it is seen
 DEFAULT_HARNESS_DATASET = "princeton-nlp/SWE-bench_Verified"
 TEMPLATE_NAME = "prompt.j2"  # not `default.j2`: the runner resolves a bare name in its prompts/
+# The runner's own SWE-bench template, in its checkout (read when the run starts).
+STOCK_TEMPLATE = "benchmarks/swebench/prompts/default.j2"
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 # swebench 4.1.0's make_test_spec reads these (version through its repo/version spec table).
@@ -152,10 +158,52 @@ WHY = {
         "one LLM config for every configuration: the same model at temperature 0; no API key is "
         "written (LiteLLM reads the provider's key from the environment)"
     ),
+    "prompt_stock": (
+        "the paper's baseline is the unmodified agent: the runner's own template, byte for byte, "
+        "read from the pinned checkout when the run starts; an injected run gets the same "
+        "template with one block after the issue that prints the row's `injection` column "
+        "(render(files, 'openhands')), so the two differ in that section only"
+    ),
     "prompt": (
         "codegrep-gate's template: the SWE-bench instruction plus, when the row's candidate_files "
         "is not empty, the section render(files, 'openhands') writes; the baseline uses it too, "
         "so configurations differ only in that section"
+    ),
+    "sampling": (
+        "every sampling knob the server reads is written out, so nothing falls to a provider "
+        "default that can change: openhands-sdk's LLM sends temperature, top_p, top_k, "
+        "max_output_tokens and seed; drop_params false turns a parameter the provider refuses "
+        "into an error instead of a silent drop; repeats differ only in the seed"
+    ),
+    "serving": (
+        "a self-hosted model's weights revision, server version and tool-call parser change "
+        "the agent as much as a prompt does; recorded in each run's manifest.json, which "
+        "`report` compares across runs"
+    ),
+    "skills": (
+        "the runner loads public skills from another repository at run time, at the ref its "
+        "EXTENSIONS_REF environment variable names (main when unset): --skills COMMIT sets it "
+        "on the runner's command, so every run reads the same skills"
+    ),
+    "retries": (
+        "--max-retries 0: the runner re-runs an instance that crashed (3 times by default), a "
+        "second chance that is not the same across configurations; a crash is a failure"
+    ),
+    "round_cap": (
+        "--max-iterations caps each run of the conversation, and the runner answers an agent "
+        "that stops without finishing with up to 10 'please continue' messages "
+        "(run_conversation_with_fake_user_response, max_fake_responses=10, no flag), each "
+        "starting a new segment; `report` counts every LLM call of a run and names the runs "
+        "above this total"
+    ),
+    "backend": (
+        "swebench 4.x grades in Modal sandboxes with --modal true, the same test specs and "
+        "report; the runner's --workspace remote runs the agent off this host"
+    ),
+    "images": (
+        "the harness's own image defaults, written down: a moving tag, so two runs months apart "
+        "may grade in different images; no digest is pinned (record `docker images --digests` "
+        "beside a run to show which)"
     ),
     "run_id": (
         "<config>-<hash of its dataset and LLM settings>: the harness caches verdicts per "
@@ -666,13 +714,66 @@ class AgentSettings(BaseModel):
     benchmarks: str = Field(
         default=BENCHMARKS_PLACEHOLDER, description="The OpenHands/benchmarks checkout."
     )
+    # sampling: every knob the server reads, written out (openhands-sdk `LLM` field names)
+    seed: int = Field(default=0, ge=0, description="LLM seed of repeat 1; repeat r: seed + r - 1.")
+    top_p: float = Field(default=1.0, ge=0, le=1)
+    top_k: int | None = Field(default=None, ge=1, description="None: not sent.")
+    max_output_tokens: int = Field(default=8192, ge=1)
+    # the serving stack, recorded (the plan cannot check it; `report` compares it across runs)
+    model_revision: str | None = None
+    server: str | None = None
+    tool_parser: str | None = None
+    skills: str | None = Field(
+        default=None,
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,99}$",
+        description="The ref (a commit) of the public skills the runner loads: its "
+        "EXTENSIONS_REF, `main` when unset.",
+    )
+    max_retries: int = Field(default=0, ge=0, description="Runner re-runs of a crashed instance.")
+    total_rounds: int | None = Field(
+        default=None,
+        ge=1,
+        description="LLM calls allowed over a whole run, continuations included (default: "
+        "max_iterations); `report` flags a run above it.",
+    )
+    repeats: int = Field(default=1, ge=1, description="Runs per configuration, seeds apart.")
+    prompt: Literal["stock", "gate"] = Field(
+        default="stock",
+        description="stock: the runner's own template (+ the section for injected runs); "
+        "gate: codegrep-gate's short template for every run.",
+    )
+    backend: Literal["local", "modal"] = Field(
+        default="local",
+        description="Where the harness grades: this host's Docker, or swebench's Modal sandboxes.",
+    )
 
-    def llm_config(self) -> str:
-        """The runner's LLM config (openhands-sdk `LLM` JSON), the same for every config."""
-        body: dict[str, object] = {"model": self.model, "temperature": self.temperature}
+    @property
+    def round_cap(self) -> int:
+        return self.total_rounds or self.max_iterations
+
+    def llm_config(self, repeat: int = 1) -> str:
+        """The runner's LLM config (openhands-sdk `LLM` JSON), the same for every config but
+        for the seed of the repeat."""
+        body: dict[str, object] = {
+            "model": self.model,
+            "temperature": self.temperature,
+            "top_p": self.top_p,
+            "max_output_tokens": self.max_output_tokens,
+            "seed": self.seed + repeat - 1,
+            # an unsupported parameter is an error, not silently dropped (LiteLLM's default
+            # would drop a seed the provider does not take, and the run would not be pinned)
+            "drop_params": False,
+        }
+        if self.top_k is not None:
+            body["top_k"] = self.top_k
         if self.base_url:
             body["base_url"] = self.base_url
         return json.dumps(body, indent=2) + "\n"
+
+    def frozen(self) -> dict[str, object]:
+        """What every run of a plan shares: the settings less the seed, the repeats and where
+        things run on this host (workers, the checkout's path)."""
+        return self.model_dump(mode="json", exclude={"jobs", "benchmarks", "seed", "repeats"})
 
 
 class Command(BaseModel):
@@ -680,7 +781,7 @@ class Command(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    step: Literal["infer", "link", "convert", "harness", "report"]
+    step: Literal["template", "infer", "link", "convert", "harness", "report"]
     argv: list[str]
     cwd: str | None = None
     shell: str
@@ -695,9 +796,14 @@ class Pin(BaseModel):
 
 
 class PlannedConfig(BaseModel):
+    """One run: a configuration (its arm) at one repeat, with its own seed and folder."""
+
     model_config = ConfigDict(frozen=True)
 
     name: str
+    arm: str
+    repeat: int
+    seed: int
     kind: Literal["baseline", "ungated", "gated"]
     predictions: str | None
     gate: GateRef | None
@@ -748,11 +854,15 @@ def _version(dist: str) -> str:
 
 def _word(arg: str) -> str:
     """One shell word; the checkout placeholder stays a variable the shell expands."""
-    return f'"{arg}"' if arg == BENCHMARKS_PLACEHOLDER else shlex.quote(arg)
+    if arg == BENCHMARKS_PLACEHOLDER:
+        return f'"{arg}"'
+    if arg.startswith(BENCHMARKS_PLACEHOLDER + "/"):
+        return f'"{BENCHMARKS_PLACEHOLDER}"' + shlex.quote(arg[len(BENCHMARKS_PLACEHOLDER) :])
+    return shlex.quote(arg)
 
 
 def _command(
-    step: Literal["infer", "link", "convert", "harness", "report"],
+    step: Literal["template", "infer", "link", "convert", "harness", "report"],
     argv: list[str],
     cwd: Path | None = None,
 ) -> Command:
@@ -773,18 +883,26 @@ _LINK = (
 )
 
 
-def target_files(specs: Sequence[ConfigSpec]) -> list[str]:
-    """The files a plan for `specs` writes, relative to its folder."""
+def run_names(name: str, repeats: int) -> list[str]:
+    """The runs of a configuration: its name, or NAME-r1 ... NAME-rK for K repeats."""
+    return [name] if repeats == 1 else [f"{name}-r{r}" for r in range(1, repeats + 1)]
+
+
+def target_files(specs: Sequence[ConfigSpec], repeats: int = 1, prompt: str = "stock") -> list[str]:
+    """The files a plan for `specs` writes, relative to its folder (with the stock prompt,
+    each run's prompt.j2 is written when the run starts, from the runner's checkout)."""
     files = [f for f in _TOP_LEVEL if f != "table3.md"]  # the report writes table3.md
     for s in specs:
-        files += [
-            f"{s.name}/dataset.jsonl",
-            f"{s.name}/gate.jsonl",
-            f"{s.name}/{TEMPLATE_NAME}",
-            f"{s.name}/llm_config.json",
-        ]
-        if s.kind != "baseline":
-            files.append(f"{s.name}/injected.jsonl")
+        for run in run_names(s.name, repeats):
+            files += [
+                f"{run}/dataset.jsonl",
+                f"{run}/gate.jsonl",
+                *([f"{run}/{TEMPLATE_NAME}"] if prompt == "gate" else []),
+                f"{run}/llm_config.json",
+                f"{run}/manifest.json",
+            ]
+            if s.kind != "baseline":
+                files.append(f"{run}/injected.jsonl")
     return files
 
 
@@ -798,11 +916,12 @@ def _local_harness(selection: Selection) -> bool:
     return True
 
 
-def _run_id(name: str, rows: Sequence[DatasetRow], settings: AgentSettings) -> str:
+def _run_id(name: str, rows: Sequence[DatasetRow], settings: AgentSettings, seed: int) -> str:
     digest = hashlib.sha256()
     for row in rows:
         digest.update(row.json_line().encode())
-    digest.update(settings.model_dump_json(exclude={"jobs", "benchmarks"}).encode())
+    digest.update(json.dumps(settings.frozen(), sort_keys=True).encode())
+    digest.update(str(seed).encode())
     return f"{name}-{digest.hexdigest()[:8]}"
 
 
@@ -820,6 +939,7 @@ def _infer_args(folder: Path, select: Path, settings: AgentSettings) -> list[str
         "--output-dir", str(folder / "infer"),
         "--note", folder.name,
         "--n-critic-runs", "1",
+        "--max-retries", str(settings.max_retries),
         "--enable-condenser" if settings.condenser else "--disable-condenser",
     ]  # fmt: skip
 
@@ -833,7 +953,76 @@ def _harness_args(dataset: str, preds: Path, run_id: str, settings: AgentSetting
         "--max_workers", str(settings.jobs),
         "--timeout", str(HARNESS_TIMEOUT_S),
         "--run_id", run_id,
+        *(["--modal", "true"] if settings.backend == "modal" else []),
     ]  # fmt: skip
+
+
+def _planned_run(
+    b: BuiltConfig,
+    name: str,
+    repeat: int,
+    out: Path,
+    select: Path,
+    settings: AgentSettings,
+    uv: list[str],
+    local: bool,
+    hub_dataset: str,
+) -> PlannedConfig:
+    """One run of one configuration: its folder, run id (the seed in it) and commands."""
+    folder = out / name
+    seed = settings.seed + repeat - 1
+    run_id = _run_id(name, b.rows, settings, seed)
+    output = folder / "output.jsonl"
+    preds = folder / "predictions.swebench.jsonl"
+    report_file = folder / "harness" / f"{HARNESS_MODEL_NAME}.{run_id}.json"
+    dataset = str(folder / "dataset.jsonl") if local else hub_dataset
+    # the runner loads public skills at the ref EXTENSIONS_REF names (its default: main)
+    pin = ["env", f"EXTENSIONS_REF={settings.skills}"] if settings.skills else []
+    infer = [*pin, *uv, "swebench-infer", *_infer_args(folder, select, settings)]
+    link = ["bash", "-c", _LINK, "link", str(folder / "infer"), str(output)]
+    convert = [*uv, "swebench-eval", str(output), "--skip-evaluation",
+               "--run-id", run_id, "--output-file", str(preds)]  # fmt: skip
+    harness = [*uv, "python", "-m", "swebench.harness.run_evaluation",
+               *_harness_args(dataset, preds, run_id, settings)]  # fmt: skip
+    commands = []
+    if settings.prompt == "stock":
+        stock = f"{settings.benchmarks}/{STOCK_TEMPLATE}"
+        inject = "--inject" if b.spec.kind != "baseline" else "--unchanged"
+        template = ["swe-eval", "downstream", "template", stock, inject,
+                    "-o", str(folder / TEMPLATE_NAME)]  # fmt: skip
+        commands.append(_command("template", template))
+    commands += [
+        _command("infer", infer),
+        _command("link", link),
+        _command("convert", convert),
+        _command("harness", harness, cwd=folder / "harness"),
+    ]
+    files = {
+        "dataset": f"{name}/dataset.jsonl",
+        "gate": f"{name}/gate.jsonl",
+        "prompt": f"{name}/{TEMPLATE_NAME}",
+        "llm_config": f"{name}/llm_config.json",
+        "manifest": f"{name}/manifest.json",
+        "agent_output": f"{name}/output.jsonl",
+        "predictions": f"{name}/predictions.swebench.jsonl",
+        "harness_report": f"{name}/harness/{report_file.name}",
+    }
+    if b.spec.kind != "baseline":
+        files["injected"] = f"{name}/injected.jsonl"
+    return PlannedConfig(
+        name=name,
+        arm=b.spec.name,
+        repeat=repeat,
+        seed=seed,
+        kind=b.spec.kind,
+        predictions=str(b.spec.predictions) if b.spec.predictions else None,
+        gate=b.gate,
+        stats=b.stats,
+        run_id=run_id,
+        files=files,
+        commands=commands,
+        notes=list(b.notes),
+    )
 
 
 def make_plan(
@@ -854,49 +1043,10 @@ def make_plan(
     select = out / "instances.txt"
     configs: list[PlannedConfig] = []
     for b in built:
-        name = b.spec.name
-        folder = out / name
-        run_id = _run_id(name, b.rows, settings)
-        output = folder / "output.jsonl"
-        preds = folder / "predictions.swebench.jsonl"
-        report_file = folder / "harness" / f"{HARNESS_MODEL_NAME}.{run_id}.json"
-        dataset = str(folder / "dataset.jsonl") if local else hub_dataset
-        infer = [*uv, "swebench-infer", *_infer_args(folder, select, settings)]
-        link = ["bash", "-c", _LINK, "link", str(folder / "infer"), str(output)]
-        convert = [*uv, "swebench-eval", str(output), "--skip-evaluation",
-                   "--run-id", run_id, "--output-file", str(preds)]  # fmt: skip
-        harness = [*uv, "python", "-m", "swebench.harness.run_evaluation",
-                   *_harness_args(dataset, preds, run_id, settings)]  # fmt: skip
-        commands = [
-            _command("infer", infer),
-            _command("link", link),
-            _command("convert", convert),
-            _command("harness", harness, cwd=folder / "harness"),
-        ]
-        files = {
-            "dataset": f"{name}/dataset.jsonl",
-            "gate": f"{name}/gate.jsonl",
-            "prompt": f"{name}/{TEMPLATE_NAME}",
-            "llm_config": f"{name}/llm_config.json",
-            "agent_output": f"{name}/output.jsonl",
-            "predictions": f"{name}/predictions.swebench.jsonl",
-            "harness_report": f"{name}/harness/{report_file.name}",
-        }
-        if b.spec.kind != "baseline":
-            files["injected"] = f"{name}/injected.jsonl"
-        configs.append(
-            PlannedConfig(
-                name=name,
-                kind=b.spec.kind,
-                predictions=str(b.spec.predictions) if b.spec.predictions else None,
-                gate=b.gate,
-                stats=b.stats,
-                run_id=run_id,
-                files=files,
-                commands=commands,
-                notes=list(b.notes),
+        for repeat, name in enumerate(run_names(b.spec.name, settings.repeats), start=1):
+            configs.append(
+                _planned_run(b, name, repeat, out, select, settings, uv, local, hub_dataset)
             )
-        )
     report = ["swe-eval", "downstream", "report", "--manifest", str(out / "report-runs.json"),
               "-f", "markdown", "-o", str(out / "table3.md")]  # fmt: skip
     pins = [
@@ -924,12 +1074,51 @@ def make_plan(
         ),
         Pin(
             name="prompt",
-            value=f"codegrep_gate.openhands_template_path() -> {TEMPLATE_NAME}",
-            why=WHY["prompt"],
+            value=f"the runner's {STOCK_TEMPLATE}: unchanged for the baseline, with the "
+            "injected section after the issue otherwise (swe-eval downstream template)"
+            if settings.prompt == "stock"
+            else f"codegrep_gate.openhands_template_path() -> {TEMPLATE_NAME}",
+            why=WHY["prompt_stock" if settings.prompt == "stock" else "prompt"],
         ),
         Pin(name="instances", value="--select instances.txt", why=WHY["select"]),
         Pin(name="attempts", value="--n-critic-runs 1", why=WHY["critic"]),
         Pin(name="condenser", value="on" if settings.condenser else "off", why=WHY["condenser"]),
+        Pin(
+            name="sampling",
+            value=f"temperature {settings.temperature:g}, top_p {settings.top_p:g}, top_k "
+            f"{settings.top_k if settings.top_k is not None else 'not sent'}, "
+            f"max_output_tokens {settings.max_output_tokens}, seed {settings.seed}"
+            + (f" + repeat - 1 ({settings.repeats} repeats)" if settings.repeats > 1 else "")
+            + ", drop_params false",
+            why=WHY["sampling"],
+        ),
+        Pin(
+            name="serving",
+            value=f"model revision {settings.model_revision or 'NOT GIVEN'}; server "
+            f"{settings.server or 'NOT GIVEN'}; tool parser {settings.tool_parser or 'NOT GIVEN'}",
+            why=WHY["serving"],
+        ),
+        Pin(
+            name="skills",
+            value=f"EXTENSIONS_REF={settings.skills}"
+            if settings.skills
+            else "NOT GIVEN (the runner reads main)",
+            why=WHY["skills"],
+        ),
+        Pin(name="retries", value=f"--max-retries {settings.max_retries}", why=WHY["retries"]),
+        Pin(
+            name="round_cap",
+            value=f"{settings.round_cap} LLM calls per run, continuations included",
+            why=WHY["round_cap"],
+        ),
+        Pin(
+            name="backend",
+            value="swebench --modal true (Modal sandboxes)"
+            if settings.backend == "modal"
+            else "this host's Docker",
+            why=WHY["backend"],
+        ),
+        Pin(name="harness_images", value=HARNESS_IMAGES, why=WHY["images"]),
         Pin(name="run_id", value="<config>-<8 hex>", why=WHY["run_id"]),
         Pin(name="columns", value=", ".join(DatasetRow.model_fields), why=WHY["columns"]),
     ]
@@ -940,6 +1129,21 @@ def make_plan(
         f'cd "{BENCHMARKS_PLACEHOLDER}" && uv sync   # Python >= 3.12; swebench {SWEBENCH_VERSION}',
     ]
     notes = [n for b in built for n in b.notes]
+    unpinned = [
+        what
+        for what, value in (
+            ("--model-revision", settings.model_revision),
+            ("--server", settings.server),
+            ("--tool-parser", settings.tool_parser),
+            ("--skills", settings.skills),
+        )
+        if not value
+    ]
+    if unpinned:
+        notes.append(
+            f"not pinned, recorded as NOT GIVEN in every manifest: {', '.join(unpinned)}; "
+            "runs planned apart cannot be shown to share them"
+        )
     if selection.without_commit:
         notes.append(
             f"{len(selection.without_commit)} instance(s) without base_commit left out: "
@@ -966,7 +1170,7 @@ def make_plan(
         setup=setup,
         configs=configs,
         report=_command("report", report),
-        files=target_files([b.spec for b in built]),
+        files=target_files([b.spec for b in built], settings.repeats, settings.prompt),
         notes=notes,
     )
 
@@ -977,9 +1181,10 @@ def report_manifest(plan: Plan) -> str:
     runs: list[dict[str, object]] = []
     for c in plan.configs:
         run: dict[str, object] = {
-            "name": c.name,
+            "name": c.arm,  # repeats of an arm share its name: the report pools them
             "output": c.files["agent_output"],
             "report": c.files["harness_report"],
+            "manifest": c.files["manifest"],
         }
         if c.kind != "baseline" and c.stats.injected_instances:
             run["predictions"] = c.files["injected"]
@@ -998,6 +1203,59 @@ def report_manifest(plan: Plan) -> str:
     return json.dumps(body, indent=2) + "\n"
 
 
+MANIFEST_KIND = "swe-eval-downstream-run"
+
+
+def run_manifest(plan: Plan, run: PlannedConfig) -> dict[str, object]:
+    """<run>/manifest.json: everything that can move between runs, in two parts. `frozen` must
+    be equal across every run a report compares (`report` checks it); `arm` is what may differ
+    (the configuration, its injection and gate, the repeat and its seed)."""
+    frozen: dict[str, object] = {
+        **plan.agent.frozen(),
+        "round_cap": plan.agent.round_cap,
+        "runner": f"{BENCHMARKS_REPO}@{BENCHMARKS_COMMIT}",
+        "sdk": SDK_COMMIT,
+        "swebench": SWEBENCH_VERSION,
+        "harness_timeout_s": HARNESS_TIMEOUT_S,
+        "harness_images": HARNESS_IMAGES,
+        "harness_model_name": HARNESS_MODEL_NAME,
+        "template": f"{BENCHMARKS_COMMIT}:{STOCK_TEMPLATE} (+ section when injected)"
+        if plan.agent.prompt == "stock"
+        else "codegrep-gate sha256 "
+        + hashlib.sha256(openhands_template_path().read_bytes()).hexdigest(),
+        "instances_sha256": plan.instances.sha256,
+        "instances": plan.instances.chosen,
+        "order": plan.instances.order,
+        "written_by": plan.written_by,
+    }
+    arm: dict[str, object] = {
+        "name": run.arm,
+        "run": run.name,
+        "kind": run.kind,
+        "repeat": run.repeat,
+        "seed": run.seed,
+        "predictions": run.predictions,
+        "gate": run.gate.model_dump(mode="json") if run.gate else None,
+        "injected_instances": run.stats.injected_instances,
+    }
+    return {"kind": MANIFEST_KIND, "schema_version": 1, "frozen": frozen, "arm": arm}
+
+
+def _where(agent: AgentSettings) -> str:
+    """What the host running commands.sh needs, from where the agent and the harness run."""
+    agent_needs = (
+        "the agent in the runner's remote workspace (RUNTIME_API_KEY, RUNTIME_API_URL)"
+        if agent.workspace == "remote"
+        else f"the agent in {agent.workspace}"
+    )
+    harness_needs = (
+        "the harness in Modal sandboxes (a Modal token)"
+        if agent.backend == "modal"
+        else "the harness in this host's Docker"
+    )
+    return f"Runs {agent_needs}, {harness_needs}."
+
+
 def render_commands(plan: Plan) -> str:
     """commands.sh: the setup (as comments), then per configuration the runner, the link to its
     output, the converter and the harness, then the report; a progress line before each."""
@@ -1007,7 +1265,8 @@ def render_commands(plan: Plan) -> str:
         f"# Written by `swe-eval downstream plan` (swe-eval {plan.written_by['swe-eval']}); "
         "plan.json says why each flag is there.",
         f"# {len(plan.configs)} configuration(s) x {plan.instances.chosen} instance(s), "
-        f"model {plan.agent.model}, max {plan.agent.max_iterations} iterations. Needs Docker.",
+        f"model {plan.agent.model}, max {plan.agent.max_iterations} iterations. "
+        + _where(plan.agent),
         "#",
         "# One-time setup (not run here): a checkout of the runner at its pinned commit.",
         *(f"#   {s}" for s in plan.setup),
@@ -1126,15 +1385,18 @@ def write_plan(plan: Plan, built: Sequence[BuiltConfig]) -> list[Path]:
     put("plan.json", plan.model_dump_json(indent=2) + "\n")
     ids = [i.instance_id for i in built[0].rows] if built else []
     put("instances.txt", "".join(f"{i}\n" for i in ids))
-    for b in built:
-        name = b.spec.name
-        put(f"{name}/dataset.jsonl", "".join(r.json_line() for r in b.rows))
-        put(f"{name}/gate.jsonl", "".join(g.model_dump_json() + "\n" for g in b.gate_lines))
-        put(f"{name}/{TEMPLATE_NAME}", template)
-        put(f"{name}/llm_config.json", plan.agent.llm_config())
+    by_arm = {b.spec.name: b for b in built}
+    for c in plan.configs:
+        b = by_arm[c.arm]
+        put(f"{c.name}/dataset.jsonl", "".join(r.json_line() for r in b.rows))
+        put(f"{c.name}/gate.jsonl", "".join(g.model_dump_json() + "\n" for g in b.gate_lines))
+        if plan.agent.prompt == "gate":
+            put(f"{c.name}/{TEMPLATE_NAME}", template)
+        put(f"{c.name}/llm_config.json", plan.agent.llm_config(c.repeat))
+        put(f"{c.name}/manifest.json", json.dumps(run_manifest(plan, c), indent=2) + "\n")
         if b.spec.kind != "baseline":
             put(
-                f"{name}/injected.jsonl",
+                f"{c.name}/injected.jsonl",
                 "".join(p.model_dump_json(exclude_none=True) + "\n" for p in b.injected),
             )
     put("report-runs.json", report_manifest(plan))

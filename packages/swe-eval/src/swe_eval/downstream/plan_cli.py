@@ -24,11 +24,22 @@ from swe_eval.downstream.plan import (
     make_plan,
     parse_config_option,
     render_commands,
+    run_names,
     target_files,
     write_plan,
 )
 
 __all__ = ["plan"]
+
+
+class Prompt(StrEnum):
+    STOCK = "stock"
+    GATE = "gate"
+
+
+class Backend(StrEnum):
+    LOCAL = "local"
+    MODAL = "modal"
 
 
 class Workspace(StrEnum):
@@ -129,6 +140,55 @@ def plan(
             show_default=False,
         ),
     ] = None,
+    llm_seed: Annotated[
+        int, typer.Option("--llm-seed", min=0, help="The LLM's seed (repeat r: seed + r - 1).")
+    ] = 0,
+    top_p: Annotated[float, typer.Option("--top-p", min=0.0, max=1.0)] = 1.0,
+    top_k: Annotated[
+        int | None, typer.Option("--top-k", min=1, help="Not sent when not given.")
+    ] = None,
+    max_output_tokens: Annotated[int, typer.Option("--max-output-tokens", min=1)] = 8192,
+    model_revision: Annotated[
+        str | None, typer.Option("--model-revision", help="The served weights' revision.")
+    ] = None,
+    server: Annotated[
+        str | None, typer.Option("--server", help="The serving stack, e.g. 'vllm 0.10.1'.")
+    ] = None,
+    tool_parser: Annotated[
+        str | None, typer.Option("--tool-parser", help="The server's tool-call parser.")
+    ] = None,
+    skills: Annotated[
+        str | None,
+        typer.Option(
+            "--skills", help="The commit of the runner's public skills (its EXTENSIONS_REF)."
+        ),
+    ] = None,
+    max_retries: Annotated[
+        int, typer.Option("--max-retries", min=0, help="Runner re-runs of a crashed instance.")
+    ] = 0,
+    total_rounds: Annotated[
+        int | None,
+        typer.Option(
+            "--total-rounds",
+            min=1,
+            help="LLM calls per run, continuations included (default: --max-iterations).",
+        ),
+    ] = None,
+    repeats: Annotated[
+        int, typer.Option("--repeats", "-k", min=1, help="Runs per configuration, seeds apart.")
+    ] = 1,
+    prompt: Annotated[
+        Prompt,
+        typer.Option(
+            "--prompt",
+            help="stock: the runner's own template (the baseline unchanged, the section added "
+            "for injected runs); gate: codegrep-gate's short template for every run.",
+        ),
+    ] = Prompt.STOCK,
+    backend: Annotated[
+        Backend,
+        typer.Option("--backend", help="Where the harness grades: local Docker or Modal."),
+    ] = Backend.LOCAL,
     force: Annotated[
         bool,
         typer.Option(
@@ -164,6 +224,13 @@ def plan(
         twice = sorted({n for n in names if names.count(n) > 1})
         if twice:
             raise PlanError(f"configuration name(s) given twice: {', '.join(twice)}")
+        runs = [r for s in specs for r in run_names(s.name, repeats)]
+        clash = sorted({r for r in runs if runs.count(r) > 1 or (r in names and repeats > 1)})
+        if clash:
+            raise PlanError(
+                f"--repeats {repeats}: run name(s) {', '.join(clash)} would name two runs; "
+                "rename the configuration"
+            )
         settings = AgentSettings(
             model=model,
             base_url=base_url,
@@ -173,10 +240,23 @@ def plan(
             condenser=condenser,
             harness_dataset=harness_dataset,
             harness_split=harness_split,
+            seed=llm_seed,
+            top_p=top_p,
+            top_k=top_k,
+            max_output_tokens=max_output_tokens,
+            model_revision=model_revision,
+            server=server,
+            tool_parser=tool_parser,
+            skills=skills,
+            max_retries=max_retries,
+            total_rounds=total_rounds,
+            repeats=repeats,
+            backend=backend.value,
+            prompt=prompt.value,
             # absolute: the harness runs from the plan's folders, not from here
             **({"benchmarks": str(Path(benchmarks).expanduser().absolute())} if benchmarks else {}),
         )
-        notes = check_output(output, target_files(specs), force=force)
+        notes = check_output(output, target_files(specs, repeats, prompt.value), force=force)
         selection = load_selection(
             instances, repos=repo or (), exclude_repos=exclude_repo or (), seed=seed, limit=limit
         )

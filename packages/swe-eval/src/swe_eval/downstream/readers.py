@@ -77,9 +77,10 @@ __all__ = [
     "read_harness_report",
     "read_instance_ids",
     "read_manifest",
+    "read_run_manifest",
 ]
 
-_MAX_ITERATIONS = re.compile(r"maximum iteration|max(imum)?[_ ]iterations? reached", re.I)
+_MAX_ITERATIONS = re.compile(r"maximum iteration|max(imum)?[_ ]?iterations? ?reached", re.I)
 _TIMEOUT = re.compile(r"time ?out|timed out", re.I)
 
 
@@ -204,6 +205,15 @@ def _finished_v1(history: list[Any]) -> bool:
     )
 
 
+def _v1_stop(history: list[Any]) -> tuple[str, str] | None:
+    """The last `ConversationErrorEvent` (code, detail): openhands-sdk ends a run that hits
+    its iteration cap with code `MaxIterationsReached` and leaves the output's `error` null."""
+    for e in reversed(history):
+        if isinstance(e, dict) and e.get("kind") == "ConversationErrorEvent":
+            return str(e.get("code") or "ConversationError"), str(e.get("detail") or "")
+    return None
+
+
 def _openhands(row: Mapping[str, Any], fmt: OutputFormat, iid: str, source: str) -> AgentRun:
     history = row.get("history") if isinstance(row.get("history"), list) else []
     assert isinstance(history, list)
@@ -232,6 +242,11 @@ def _openhands(row: Mapping[str, Any], fmt: OutputFormat, iid: str, source: str)
         rounds = rounds or _v1_rounds_from_events(history)
         finished = _finished_v1(history) if history else None
     error = row.get("error")
+    stop = _v1_stop(history) if fmt is OutputFormat.OPENHANDS_V1 else None
+    if stop is not None:
+        error = error or f"{stop[0]}: {stop[1]}"
+        if failure is None and stop[0] == "MaxIterationsReached":
+            failure = Failure.MAX_ITERATIONS
     attempt = _int(row.get("attempt")) or 0
     return AgentRun(
         instance_id=iid,
@@ -369,13 +384,15 @@ _SWEBENCH_FAILURES: tuple[tuple[str, Failure], ...] = (
     ("infra_failure_ids", Failure.HARNESS_ERROR),
     ("ambiguous_failure_ids", Failure.HARNESS_ERROR),
     ("empty_patch_ids", Failure.EMPTY_PATCH),
-    ("incomplete_ids", Failure.NOT_EVALUATED),
+    # swebench's make_run_report puts here the instances of the dataset with no prediction
+    # at all: no agent output (build_config keeps not_evaluated when an output exists)
+    ("incomplete_ids", Failure.MISSING),
     ("skipped_ids", Failure.NOT_EVALUATED),
 )
 _MD_SECTIONS: dict[str, Failure | None] = {
     "error instances": Failure.HARNESS_ERROR,
     "empty patch instances": Failure.EMPTY_PATCH,
-    "incomplete instances": Failure.NOT_EVALUATED,
+    "incomplete instances": Failure.MISSING,
     "unresolved instances": None,
 }
 _MD_ITEM = re.compile(r"^\s*[-*]\s+\[?([A-Za-z0-9_.\-/]+?__[A-Za-z0-9_.\-]+)\]?(?:\(.*\))?\s*$")
@@ -401,8 +418,11 @@ def _swebench_summary(p: Path, data: dict[str, Any]) -> HarnessReport:
     verdicts: dict[str, Verdict] = {}
     for iid in _ids(data.get("resolved_ids")):
         verdicts[iid] = Verdict(True)
+    conflicts: dict[str, None] = {}
     for key, failure in _SWEBENCH_FAILURES:
         for iid in _ids(data.get(key)):
+            if iid in verdicts and verdicts[iid].resolved:
+                conflicts[iid] = None
             verdicts.setdefault(iid, Verdict(False, failure))
     for key in ("unresolved_ids", "completed_ids", "submitted_ids"):
         for iid in _ids(data.get(key)):
@@ -412,7 +432,9 @@ def _swebench_summary(p: Path, data: dict[str, Any]) -> HarnessReport:
     claimed = {k: v for k, v in data.items() if k.endswith("_instances") and _int(v) is not None}
     totals = _dict(data.get("totals"))  # OpenHands V1's derived output.report.json
     claimed.update({k: v for k, v in totals.items() if _int(v) is not None})
-    return HarnessReport(str(p), ReportKind.SWEBENCH_SUMMARY, verdicts, True, claimed)
+    return HarnessReport(
+        str(p), ReportKind.SWEBENCH_SUMMARY, verdicts, True, claimed, conflicts=tuple(conflicts)
+    )
 
 
 def _instance_verdict(entry: dict[str, Any]) -> Verdict:
@@ -630,7 +652,7 @@ def read_instance_ids(path: str | Path) -> tuple[list[str], list[RowProblem]]:
     return list(ids), problems
 
 
-_RUN_KEYS = ("output", "report", "system", "predictions", "precision")
+_RUN_KEYS = ("output", "report", "system", "predictions", "precision", "manifest")
 
 
 def parse_run_option(text: str) -> RunSpec:
@@ -660,6 +682,31 @@ def parse_run_option(text: str) -> RunSpec:
         first = exc.errors()[0]
         where = ".".join(str(x) for x in first["loc"]) or "run"
         raise ValueError(f"--run {name}: {where}: {first['msg']}") from exc
+
+
+@dataclass(frozen=True)
+class RunManifest:
+    """A run's manifest.json (written by `plan`): what must be equal across compared runs
+    (`frozen`) and what may differ (`arm`)."""
+
+    path: str
+    frozen: Mapping[str, Any]
+    arm: Mapping[str, Any]
+
+
+def read_run_manifest(path: str | Path) -> RunManifest:
+    """A run's manifest.json through the records' hardened reader; `DatasetError` if it is not
+    one."""
+    p = Path(path)
+    data = _load_json(p)
+    if (
+        not isinstance(data, dict)
+        or data.get("kind") != "swe-eval-downstream-run"
+        or not isinstance(data.get("frozen"), dict)
+        or not isinstance(data.get("arm"), dict)
+    ):
+        raise DatasetError(f"{p}: not a run manifest (kind swe-eval-downstream-run, frozen, arm)")
+    return RunManifest(str(p), data["frozen"], data["arm"])
 
 
 @dataclass(frozen=True)
@@ -698,7 +745,7 @@ def read_manifest(path: str | Path) -> Manifest:
     for i, entry in enumerate(data["runs"], start=1):
         if not isinstance(entry, dict):
             raise DatasetError(f"{p}: runs[{i}] is not a table")
-        fixed = {k: resolve(v) if k in ("output", "report", "predictions") else v
+        fixed = {k: resolve(v) if k in ("output", "report", "predictions", "manifest") else v
                  for k, v in entry.items()}  # fmt: skip
         try:
             runs.append(RunSpec.model_validate(fixed))

@@ -164,6 +164,9 @@ class HarnessReport:
     claimed: Mapping[str, int] = field(default_factory=dict)  # totals the report states
     problems: tuple[RowProblem, ...] = ()
     system: str | None = None  # the system picked from a resolved-by list
+    # ids listed resolved and also in a failure list (error_ids, ...): counted resolved, as
+    # swebench's own resolved total counts them, and named in the report
+    conflicts: tuple[str, ...] = ()
 
 
 class RunSpec(BaseModel):
@@ -182,6 +185,7 @@ class RunSpec(BaseModel):
     system: str | None = None  # which system of a resolved-by list
     predictions: Path | None = None
     precision: float | None = Field(default=None, ge=0.0, le=1.0)
+    manifest: Path | None = None  # the run's manifest.json from `plan`
 
     @model_validator(mode="after")
     def _has_a_source(self) -> RunSpec:

@@ -19,6 +19,7 @@ from swe_eval.downstream.analysis import (
     CaseRow,
     ConfigSummary,
     PairedComparison,
+    PooledComparison,
     PrecisionBenefit,
     Spread,
 )
@@ -61,6 +62,9 @@ class DownstreamReport(BaseModel):
     precision_benefit: list[PrecisionBenefit]
     cases: list[CaseRow]
     notes: list[str]
+    pooled: list[PooledComparison] = []
+    # per configuration, the unresolved instances by cause (missing included): every id
+    failure_ids: dict[str, dict[str, list[str]]] = {}
     resamples: int
     seed: int
     confidence: float
@@ -200,6 +204,7 @@ def _paired_rows(paired: Sequence[PairedComparison]) -> tuple[list[str], list[li
         "neither",
         "McNemar p",
         "Δ resolve [95% CI]",
+        "MDE (80%)",
         "co-resolved",
         "Δ rounds (co-resolved)",
         "Δ tokens (co-resolved)",
@@ -214,6 +219,7 @@ def _paired_rows(paired: Sequence[PairedComparison]) -> tuple[list[str], list[li
             str(p.neither),
             _p(p.mcnemar_p),
             _pp(p.delta),
+            _mde(p.mde),
             str(p.co_resolved),
             _rel(p.rounds.relative if p.rounds else None),
             _rel(p.tokens.relative if p.tokens else None),
@@ -221,17 +227,73 @@ def _paired_rows(paired: Sequence[PairedComparison]) -> tuple[list[str], list[li
         for p in paired
     ]
     # the co-resolved columns when no pair has a figure for them (report-only runs)
-    keep = [j for j, h in enumerate(header) if j < 9 or any(r[j] != "–" for r in rows)]
+    keep = [j for j, h in enumerate(header) if j < 10 or any(r[j] != "–" for r in rows)]
     return [header[j] for j in keep], [[r[j] for j in keep] for r in rows]
 
 
+def _mde(mde: float | None) -> str:
+    return f"±{100 * mde:.1f} pp" if mde is not None else "–"
+
+
+def _pooled_rows(pooled: Sequence[PooledComparison]) -> tuple[list[str], list[list[str]]]:
+    header = [
+        "B vs A",
+        "n",
+        "runs A · B",
+        "resolved per run A · B",
+        "rate A",
+        "rate B",
+        "Δ resolve [95% CI]",
+        "sign-flip p",
+        "flip rate",
+        "MDE (80%)",
+    ]
+    rows = [
+        [
+            f"{p.b} vs {p.a}",
+            str(p.n),
+            f"{p.repeats_a} · {p.repeats_b}",
+            f"{'/'.join(map(str, p.resolved_a))} · {'/'.join(map(str, p.resolved_b))}",
+            f"{100 * p.rate_a:.1f}%",
+            f"{100 * p.rate_b:.1f}%",
+            _pp(p.delta),
+            _p(p.p_value),
+            f"{100 * p.flip_rate:.1f}% ({p.flip_source})" if p.flip_rate is not None else "–",
+            _mde(p.mde),
+        ]
+        for p in pooled
+    ]
+    return header, rows
+
+
+def _failure_rows(
+    failure_ids: dict[str, dict[str, list[str]]],
+) -> tuple[list[str], list[list[str]]]:
+    rows = [
+        [config, cause, str(len(ids)), " ".join(ids)]
+        for config, causes in failure_ids.items()
+        for cause, ids in causes.items()
+        if ids
+    ]
+    return ["config", "cause", "n", "instances"], rows
+
+
 def _benefit_rows(rows: Sequence[PrecisionBenefit]) -> tuple[list[str], list[list[str]]]:
-    header = ["config", "precision", "Δ resolve [95% CI]", "McNemar p", "Δ rounds", "Δ tokens"]
+    header = [
+        "config",
+        "precision",
+        "Δ resolve [95% CI]",
+        "MDE (80%)",
+        "McNemar p",
+        "Δ rounds",
+        "Δ tokens",
+    ]
     out = [
         [
             r.config,
             f"{r.precision:.3f} ({r.precision_source})" if r.precision is not None else "–",
             _pp(r.resolve_delta),
+            _mde(r.mde),
             _p(r.mcnemar_p),
             _rel(r.rounds_relative),
             _rel(r.tokens_relative),
@@ -294,6 +356,10 @@ def _sections(report: DownstreamReport) -> list[tuple[str, list[str], list[list[
     sections = [("configurations", *_config_rows(report.configs))]
     if report.paired:
         sections.append(("paired (B vs A, same instances)", *_paired_rows(report.paired)))
+    if report.pooled:
+        sections.append(
+            ("pooled over repeats (B vs A, same instances)", *_pooled_rows(report.pooled))
+        )
     if report.precision_benefit:
         sections.append(
             (
@@ -303,6 +369,9 @@ def _sections(report: DownstreamReport) -> list[tuple[str, list[str], list[list[
         )
     if report.cases:
         sections.append(("cases", *_case_rows(report.cases)))
+    header, rows = _failure_rows(report.failure_ids)
+    if rows:
+        sections.append(("failures by cause (every id)", header, rows))
     return sections
 
 
@@ -314,7 +383,15 @@ def _footer(report: DownstreamReport) -> list[str]:
         f"intervals: {ci} percentile bootstrap over instances ({report.resamples} resamples, "
         f"seed {report.seed}); Δ rounds/tokens = mean(B) / mean(A) − 1 on co-resolved instances; "
         "McNemar: exact two-sided binomial test on the discordant pairs",
+        "MDE: the smallest Δ resolve found with 80% power at α 0.05 (swe-eval downstream "
+        "power; the model is in the README); a Δ inside ±MDE is not evidence of no effect",
     ]
+    if report.pooled:
+        lines.append(
+            "pooled: per instance the share of an arm's runs that resolve it; Δ = mean of B's "
+            "share − A's, bootstrap over instances with all repeats of an instance drawn "
+            "together; p: paired sign-flip permutation test on the per-instance differences"
+        )
     return lines + report.notes
 
 

@@ -6,6 +6,7 @@ rows go to stderr, the report to stdout (or `-o`). Exit 2 for bad input, in one 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Annotated
 
@@ -22,9 +23,12 @@ from codegrep_records import (
 from swe_eval.downstream.analysis import (
     ConfigRun,
     PairedComparison,
+    PooledComparison,
     build_config,
     case_rows,
     compare,
+    compare_pooled,
+    failure_ids,
     precision_benefit,
     retrieval_precision,
     summarize_config,
@@ -35,6 +39,7 @@ from swe_eval.downstream.readers import (
     read_harness_report,
     read_instance_ids,
     read_manifest,
+    read_run_manifest,
 )
 from swe_eval.downstream.records import AgentOutputs, HarnessReport, RunSpec
 from swe_eval.downstream.render import (
@@ -99,6 +104,52 @@ def _read_run(
     return outputs, report
 
 
+def _manifest_differences(specs: list[RunSpec]) -> tuple[list[str], list[str]]:
+    """(differences, notes): the `frozen` keys whose values differ between runs' manifests,
+    and what could not be checked."""
+    manifests = {s.name: read_run_manifest(s.manifest) for s in specs if s.manifest is not None}
+    notes = []
+    without = [s.name for s in specs if s.manifest is None]
+    if manifests and without:
+        notes.append(f"no manifest for {', '.join(without)}: its settings are not checked")
+    if len(manifests) < 2:
+        return [], notes
+    keys = sorted({k for m in manifests.values() for k in m.frozen})
+    differences = []
+    for key in keys:
+        values = {json.dumps(m.frozen.get(key), sort_keys=True) for m in manifests.values()}
+        if len(values) > 1:
+            shown = "; ".join(
+                f"{name}: {json.dumps(m.frozen.get(key), sort_keys=True)}"
+                for name, m in manifests.items()
+            )
+            differences.append(f"{key} ({shown})")
+    return differences, notes
+
+
+def _over_cap(specs: list[RunSpec], configs: list[ConfigRun]) -> list[str]:
+    """Runs with more LLM calls than their manifest's total round cap."""
+    notes = []
+    by_name = {c.name: c for c in configs}
+    for s in specs:
+        if s.manifest is None:
+            continue
+        cap = read_run_manifest(s.manifest).frozen.get("round_cap")
+        if not isinstance(cap, int) or isinstance(cap, bool):
+            continue
+        over = [
+            o.instance_id
+            for o in by_name[s.name].outcomes
+            if o.rounds is not None and o.rounds > cap
+        ]
+        if over:
+            notes.append(
+                f"{s.name}: {len(over)} run(s) above the total round cap {cap} (continuations): "
+                + ", ".join(over)
+            )
+    return notes
+
+
 def _gold(instances: Path | None) -> dict[str, GoldLabel] | None:
     """Gold files from the instance file's patches, when it holds instances with patches."""
     if instances is None or instances.suffix.lower() == ".txt":
@@ -117,7 +168,8 @@ def report(
         typer.Option(
             "--run",
             help="NAME=OUTPUT[,report=PATH][,system=S][,predictions=PATH][,precision=P]; "
-            "NAME=report=PATH for a report-only run. Repeat for more. A path holding ',' "
+            "NAME=report=PATH for a report-only run. Repeat for more; a NAME given again is "
+            "a repeated run of the same arm (pooled per instance). A path holding ',' "
             "or '=' needs --manifest.",
             show_default=False,
         ),
@@ -154,6 +206,13 @@ def report(
         int, typer.Option(min=0, help="Bootstrap resamples (0: no intervals).")
     ] = 2000,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the bootstrap resampling.")] = 0,
+    allow_manifest_diff: Annotated[
+        bool,
+        typer.Option(
+            "--allow-manifest-diff",
+            help="Compare runs whose manifests differ in more than the arm (said in the report).",
+        ),
+    ] = False,
     title: Annotated[str | None, typer.Option(help="Report title.")] = None,
 ) -> None:
     """Resolve rates on a fixed denominator, rounds/tokens per resolved instance, and paired
@@ -177,19 +236,40 @@ def report(
         specs = [*(loaded.runs if loaded else ()), *(parse_run_option(r) for r in run or [])]
     if not specs:
         raise base._fail("give at least one --run NAME=PATH (or a --manifest)")
-    names = [s.name for s in specs]
-    twice = sorted({n for n in names if names.count(n) > 1})
-    if twice:
-        raise base._fail(f"run name(s) given twice: {', '.join(twice)}")
-    baseline = baseline or (loaded.baseline if loaded else None) or specs[0].name
+    arms: dict[str, list[RunSpec]] = {}
+    for s in specs:
+        arms.setdefault(s.name, []).append(s)
+    names = list(arms)
+    repeated = any(len(v) > 1 for v in arms.values())
+    runs_of: dict[str, list[str]] = {arm: [] for arm in arms}
+    renamed: list[RunSpec] = []
+    for s in specs:  # each run of a repeated arm under its own name: NAME#1, NAME#2, ...
+        name = f"{s.name}#{len(runs_of[s.name]) + 1}" if len(arms[s.name]) > 1 else s.name
+        if name in arms and name != s.name:
+            raise base._fail(f"run name {name} is both an arm and a repeat of {s.name}")
+        runs_of[s.name].append(name)
+        renamed.append(s.model_copy(update={"name": name}))
+    specs = renamed
+    baseline = baseline or (loaded.baseline if loaded else None) or names[0]
     if baseline not in names:
         raise base._fail(f"--baseline {baseline}: no run of that name ({', '.join(names)})")
     instances = instances or (loaded.instances if loaded else None)
     title = title or (loaded.title if loaded else None)
 
     try:
+        differences, notes = _manifest_differences(specs)
+        if differences and not allow_manifest_diff:
+            raise base._fail(
+                "the runs' manifests differ in more than the arm: "
+                + " | ".join(differences)
+                + " (--allow-manifest-diff to compare them anyway)"
+            )
+        if differences:
+            notes.append(
+                "--allow-manifest-diff: these runs differ in more than the arm, so a difference "
+                "between them is not the injection's alone: " + " | ".join(differences)
+            )
         read = {s.name: _read_run(s, skipped) for s in specs}
-        notes: list[str] = []
         if instances is not None:
             ids, problems = read_instance_ids(instances)
             skipped.extend(problems)
@@ -213,6 +293,12 @@ def report(
             claim = _claims(rep) if rep else None
             if claim:
                 notes.append(claim)
+            if rep is not None and rep.conflicts:
+                notes.append(
+                    f"{rep.path}: {len(rep.conflicts)} id(s) listed both resolved and in a "
+                    "failure list; counted resolved, as swebench's resolved total counts "
+                    f"them: {', '.join(rep.conflicts)}"
+                )
         gold = _gold(instances)
         configs: list[ConfigRun] = []
         precisions: dict[str, tuple[float, str]] = {}
@@ -234,19 +320,43 @@ def report(
                     )
             if spec.precision is not None:
                 precisions[spec.name] = (spec.precision, "given")
-            configs.append(build_config(spec.name, ids, outputs, rep, injected=injected))
+            built = build_config(spec.name, ids, outputs, rep, injected=injected)
+            if not built.matched:
+                raise base._fail(
+                    f"run {spec.name}: its outputs and report share no instance id with the "
+                    f"denominator ({source}); a different dataset?"
+                )
+            configs.append(built)
+        notes += _over_cap(specs, configs)
         by_name = {c.name: c for c in configs}
         summaries = [summarize_config(c, n_resamples=resamples, seed=seed) for c in configs]
-        pairs: list[tuple[ConfigRun, ConfigRun]]
+        arm_pairs: list[tuple[str, str]]
         if all_pairs:
-            pairs = [(a, b) for i, a in enumerate(configs) for b in configs[i + 1 :]]
+            arm_pairs = [(a, b) for i, a in enumerate(names) for b in names[i + 1 :]]
         else:
-            pairs = [(by_name[baseline], c) for c in configs if c.name != baseline]
-        paired: list[PairedComparison] = [
-            compare(a, b, n_resamples=resamples, seed=seed) for a, b in pairs
-        ]
+            arm_pairs = [(baseline, n) for n in names if n != baseline]
+        paired: list[PairedComparison] = []
+        pooled: list[PooledComparison] = []
+        if repeated:
+            pooled = [
+                compare_pooled(
+                    [by_name[r] for r in runs_of[a]],
+                    [by_name[r] for r in runs_of[b]],
+                    names=(a, b),
+                    n_resamples=resamples,
+                    seed=seed,
+                )
+                for a, b in arm_pairs
+            ]
+        else:
+            paired = [
+                compare(by_name[a], by_name[b], n_resamples=resamples, seed=seed)
+                for a, b in arm_pairs
+            ]
         benefit = []
-        if any(name in precisions for name in names if name != baseline):
+        if any(name in precisions for name in names if name != baseline) and repeated:
+            notes.append("precision vs benefit is left out when an arm has repeated runs")
+        elif any(name in precisions for name in names if name != baseline):
             done = {(p.a, p.b): p for p in paired}
             vs_baseline = [
                 done.get((baseline, c.name))
@@ -267,6 +377,8 @@ def report(
         precision_benefit=benefit,
         cases=case_rows(configs) if cases else [],
         notes=report_notes(summaries, paired) + notes,
+        pooled=pooled,
+        failure_ids={c.name: failure_ids(c) for c in configs},
         resamples=resamples,
         seed=seed,
         confidence=0.95,

@@ -1,0 +1,53 @@
+"""`swe-eval downstream template`: the stock agent's prompt for one run, from the runner's own
+template (read from its checkout when the run starts; see `stock`)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from codegrep_records import RecordFileError, read_text_file
+
+from swe_eval.downstream.stock import StockTemplateError, stock_template, treatment_template
+
+__all__ = ["template"]
+
+
+def template(
+    stock: Annotated[Path, typer.Argument(help="The runner's template (prompts/default.j2).")],
+    output: Annotated[Path, typer.Option("-o", "--output", help="Write the template here.")],
+    inject: Annotated[
+        bool,
+        typer.Option(
+            "--inject/--unchanged",
+            help="Add the injected section after the issue (a treatment), or copy the "
+            "template unchanged (the baseline).",
+        ),
+    ] = False,
+) -> None:
+    """The runner's own template, unchanged (baseline) or with the injected section after the
+    issue (treatment): the only difference between the two.
+
+    Example: swe-eval downstream template "$BENCHMARKS/benchmarks/swebench/prompts/default.j2"
+    --inject -o plans/verified/lexical/prompt.j2
+    """
+    from swe_eval import cli as base
+
+    base._check_output("-o", output)
+    try:
+        text = read_text_file(stock, refuse_links=True)
+    except RecordFileError as exc:
+        raise base._fail(str(exc)) from exc
+    try:
+        out = treatment_template(text) if inject else stock_template(text)
+    except StockTemplateError as exc:
+        raise base._fail(f"{stock}: {exc}") from exc
+    tmp = output.with_name(f".{output.name}.template-tmp")
+    try:  # replaced in one step; a link at -o is replaced, never followed
+        tmp.write_text(out, encoding="utf-8")
+        os.replace(tmp, output)
+    except OSError as exc:
+        raise base._fail(f"cannot write -o {output}: {exc.strerror or exc}") from exc
+    base._say(f"wrote {output} ({'with' if inject else 'without'} the injected section)")
