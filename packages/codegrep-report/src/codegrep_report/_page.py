@@ -64,8 +64,15 @@ def _attr(text: str) -> str:
     )
 
 
-def render_page(kind: str, title: str, payload: Mapping[str, object]) -> str:
-    """The whole self-contained HTML document of one report."""
+def render_page(
+    kind: str,
+    title: str,
+    payload: Mapping[str, object],
+    blocks: Mapping[str, object] | None = None,
+) -> str:
+    """The whole self-contained HTML document of one report. `blocks`: more JSON, one
+    `<script type="application/json" id="NAME">` each, which the page parses only when it
+    needs them (a big run's rollout turns, per step)."""
     script = _asset("report.js")
     style = _asset("report.css")
     csp = (
@@ -85,7 +92,11 @@ def render_page(kind: str, title: str, payload: Mapping[str, object]) -> str:
         "<noscript>This report is drawn by its inline script; allow it to run.</noscript>\n"
         '<main id="app"></main>\n'
         f'<script type="application/json" id="report-data">{data}</script>\n'
-        f"<script>{script}</script>\n</body>\n</html>\n"
+        + "".join(
+            f'<script type="application/json" id="{_attr(name)}">{embed_json(value)}</script>\n'
+            for name, value in (blocks or {}).items()
+        )
+        + f"<script>{script}</script>\n</body>\n</html>\n"
     )
 
 

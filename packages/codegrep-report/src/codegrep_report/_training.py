@@ -399,13 +399,21 @@ def training_payload(
     record_files: Sequence[str | Path],
     verdict: str = "",
     notes: Sequence[str] = (),
-) -> tuple[dict[str, object], list[BadRow]]:
-    """The report's data (JSON-ready) and the bad rows met reading `record_files`: rollout logs,
-    and files named `completions.jsonl` for the turns."""
+) -> tuple[dict[str, object], dict[str, object], list[BadRow]]:
+    """The report's data (JSON-ready), its per-step turn blocks (`turns-<step>`: rollout
+    index -> turns and answer), and the bad rows met reading `record_files`: rollout logs, and
+    files named `completions.jsonl` for the turns."""
     bad: list[BadRow] = []
     all_notes = list(notes)
     by_step = _read_records([Path(p) for p in record_files], bad, all_notes)
     groups, rollouts = _groups(by_step, all_notes)
+    blocks: dict[str, dict[str, object]] = {}
+    for rec in rollouts:
+        if "turns" in rec or "ans" in rec:
+            # the turns are most of a big run's bytes: parsed by the page only when opened
+            block = blocks.setdefault(f"turns-{rec['s']}", {})
+            block[str(rec.get("i"))] = {"turns": rec.pop("turns", []), "ans": rec.pop("ans", None)}
+            rec["T"] = 1
     payload: dict[str, object] = {
         "verdict": verdict,
         "curves": {name: _curve(s) for name, s in curves.items() if len(s.steps)},
@@ -419,7 +427,7 @@ def training_payload(
         "bad": [{"file": b.file, "line": b.line, "reason": b.reason} for b in bad[:200]],
         "bad_count": len(bad),
     }
-    return payload, bad
+    return payload, dict(blocks), bad
 
 
 def write_training_report(
@@ -437,10 +445,10 @@ def write_training_report(
     Raises `ReportInputError` for a record file that cannot be read, `ReportWriteError` when
     `path` cannot be written.
     """
-    payload, bad = training_payload(
+    payload, blocks, bad = training_payload(
         curves=curves, alarms=alarms, record_files=record_files, verdict=verdict, notes=notes
     )
-    html = render_page("training", title, payload)
+    html = render_page("training", title, payload, blocks)
     written = write_page(path, html)
     groups = payload["groups"]
     rollouts = payload["rollouts"]

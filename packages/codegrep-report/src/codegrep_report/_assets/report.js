@@ -166,8 +166,17 @@
       ["err", "deg", "st", "tp"].forEach(function (k) { if (r[k]) rollBox.appendChild(el("div", { cls: "bad", text: { err: "answer error: ", deg: "degenerate: ", st: "status: ", tp: "test policy: " }[k] + r[k] })); });
       rollBox.appendChild(el("h3", { text: "answer files" })); rollBox.appendChild(fileList(r.f, null, r.gold));
       if (r.gold) { rollBox.appendChild(el("h3", { text: "gold" })); rollBox.appendChild(fileList(r.gold, null, null)); }
-      if (r.turns) rollBox.appendChild(turnsView(r.turns, r.ans));
+      var d = r.T ? turnsOf(r) : null;
+      if (d) rollBox.appendChild(turnsView(d.turns, d.ans));
       else rollBox.appendChild(el("div", { cls: "dim", text: "no turns logged (log completions to see the tool calls)" }));
+    }
+    var blocks = {};
+    function turnsOf(r) {  // a step's turns are parsed the first time one of its rollouts opens
+      if (!(r.s in blocks)) {
+        var node = document.getElementById("turns-" + r.s);
+        blocks[r.s] = node ? JSON.parse(node.textContent) : {};
+      }
+      return blocks[r.s][String(r.i)] || null;
     }
     list();
   }
