@@ -25,6 +25,12 @@ ROOT = Path(__file__).resolve().parents[1]
 MONITOR_FIXTURES = ROOT / "apps" / "train-launcher" / "tests" / "fixtures" / "monitor"
 CALIBRATION = ROOT / "apps" / "injector" / "calibration"
 SHARED = Path(os.environ.get("CODEGREP_SHARED_DATA", ROOT.parent / "shared" / "data")).resolve()
+
+
+def _rel(path: Path) -> str:
+    """`path` as the commands are given it, relative to the checkout (no machine path shows
+    in a report or its screenshot)."""
+    return os.path.relpath(path, ROOT)
 HOSTILE = '</script><img src=x onerror="window.__pwned=1"><!--'
 SCREENSHOTS = os.environ.get("CODEGREP_REPORT_SCREENSHOTS")  # a folder: README pictures
 
@@ -69,7 +75,7 @@ def browser() -> Iterator[Any]:
 
 
 def _open(browser: Any, path: Path) -> Iterator[Opened]:
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    context = browser.new_context(viewport={"width": 1100, "height": 720})
     page = context.new_page()
     opened = Opened(page=page, url=path.resolve().as_uri())
 
@@ -94,9 +100,10 @@ def _open(browser: Any, path: Path) -> Iterator[Opened]:
         context.close()
 
 
-def _shoot(opened: Opened, name: str) -> None:
+def _shoot(opened: Opened, name: str, selector: str | None = None) -> None:
     if SCREENSHOTS:
-        opened.page.screenshot(path=str(Path(SCREENSHOTS) / name))
+        where = opened.page.locator(selector) if selector else opened.page
+        where.screenshot(path=str(Path(SCREENSHOTS) / name))
 
 
 def _run(*argv: str) -> subprocess.CompletedProcess[str]:
@@ -183,7 +190,7 @@ def test_training_report_from_the_monitor(browser: Any, tmp_path: Path) -> None:
         assert "read(" in pane and "1: import os" in pane
         assert HOSTILE in pane  # the tool result and the gold path, shown as text
         assert "turn 2" in pane
-        _shoot(opened, "training.png")
+        _shoot(opened, "training.png", ".panes")
         # the filter narrows the list to the zero-variance group
         page.fill("#step", "")
         page.dispatch_event("#step", "change")
@@ -236,9 +243,9 @@ def test_retrieval_report_from_swe_eval(browser: Any, shared_data: Path, tmp_pat
         "swe_eval.cli",
         "retrieval",
         "-i",
-        str(shared_data / "swebench" / "lite.jsonl"),
+        _rel(shared_data / "swebench" / "lite.jsonl"),
         "-p",
-        str(CALIBRATION / "lexical-lite.predictions.jsonl"),
+        _rel(CALIBRATION / "lexical-lite.predictions.jsonl"),
         "--resamples",
         "0",
         "--html",
@@ -251,6 +258,9 @@ def test_retrieval_report_from_swe_eval(browser: Any, shared_data: Path, tmp_pat
         assert rows.count() == 50  # one page of 300
         first = page.locator("#cases tbody tr td:nth-child(3)").first.inner_text()
         assert float(first) == 0.0  # worst first
+        rows.first.click()
+        assert "✓ gold" not in page.inner_text("#case")  # a miss: no answer file is gold
+        _shoot(opened, "retrieval.png")
         page.fill("#q", "django__django-11")
         ids = [rows.nth(i).get_attribute("data-id") for i in range(rows.count())]
         assert ids and all(i.startswith("django__django-11") for i in ids)
@@ -260,21 +270,20 @@ def test_retrieval_report_from_swe_eval(browser: Any, shared_data: Path, tmp_pat
         hit = page.locator("#case ol").first.locator("li.hit").inner_text()
         assert hit.split() == ["astropy/modeling/separable.py", "(0.827)", "✓", "gold"]
         assert "separability_matrix" in detail  # the issue text
-        _shoot(opened, "retrieval.png")
         opened.check_clean()
 
 
 def test_downstream_report_from_swe_eval(browser: Any, shared_data: Path, tmp_path: Path) -> None:
     acr = shared_data / "peers" / "autocoderover_lite"
     html = tmp_path / "downstream.html"
-    runs = [f"--run=acr{i}=report={acr / f'acr-run-{i}_report.json'}" for i in (1, 2, 3)]
+    runs = [f"--run=acr{i}=report={_rel(acr / f'acr-run-{i}_report.json')}" for i in (1, 2, 3)]
     done = _run(
         "swe_eval.cli",
         "downstream",
         "report",
         *runs,
         "-i",
-        str(shared_data / "swebench" / "lite.jsonl"),
+        _rel(shared_data / "swebench" / "lite.jsonl"),
         "--cases",
         "--resamples",
         "200",
