@@ -31,6 +31,8 @@ def _rel(path: Path) -> str:
     """`path` as the commands are given it, relative to the checkout (no machine path shows
     in a report or its screenshot)."""
     return os.path.relpath(path, ROOT)
+
+
 HOSTILE = '</script><img src=x onerror="window.__pwned=1"><!--'
 SCREENSHOTS = os.environ.get("CODEGREP_REPORT_SCREENSHOTS")  # a folder: README pictures
 
@@ -111,7 +113,7 @@ def _run(*argv: str) -> subprocess.CompletedProcess[str]:
         [
             sys.executable,
             "-c",
-            "import sys; from {} import main; sys.argv[0] = 'x'; main()".format(argv[0]),
+            f"import sys; from {argv[0]} import main; sys.argv[0] = 'x'; main()",
             *argv[1:],
         ],
         capture_output=True,
@@ -187,7 +189,8 @@ def test_training_report_from_the_monitor(browser: Any, tmp_path: Path) -> None:
         pane = page.inner_text("#rollout")
         assert "rollout 2 of step 10" in pane
         assert 'grep({"pattern": "def handler_2"})' in pane
-        assert "read(" in pane and "1: import os" in pane
+        assert "read(" in pane
+        assert "1: import os" in pane
         assert HOSTILE in pane  # the tool result and the gold path, shown as text
         assert "turn 2" in pane
         _shoot(opened, "training.png", ".panes")
@@ -263,7 +266,8 @@ def test_retrieval_report_from_swe_eval(browser: Any, shared_data: Path, tmp_pat
         _shoot(opened, "retrieval.png")
         page.fill("#q", "django__django-11")
         ids = [rows.nth(i).get_attribute("data-id") for i in range(rows.count())]
-        assert ids and all(i.startswith("django__django-11") for i in ids)
+        assert ids
+        assert all(i.startswith("django__django-11") for i in ids)
         page.fill("#q", "astropy__astropy-12907")
         rows.first.click()
         detail = page.inner_text("#case")
@@ -294,7 +298,9 @@ def test_downstream_report_from_swe_eval(browser: Any, shared_data: Path, tmp_pa
     for opened in _open(browser, html):
         page = opened.page
         table3 = page.inner_text("table")
-        assert "acr1" in table3 and "54 / 300" in table3 and "[" in table3  # with its interval
+        assert "acr1" in table3
+        assert "54 / 300" in table3
+        assert "[" in table3
         rows = page.locator("#cases tbody tr")
         assert rows.count() == 50
         page.select_option("#config", "acr2")

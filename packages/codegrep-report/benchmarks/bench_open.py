@@ -95,9 +95,7 @@ def main() -> None:
     ap.add_argument("--group", type=int, default=8)
     ap.add_argument("--repeat", type=int, default=3, help="page opens to time")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument(
-        "--no-completions", action="store_true", help="the rollout log only (no turns)"
-    )
+    ap.add_argument("--no-completions", action="store_true", help="the rollout log only (no turns)")
     ap.add_argument("--chromium", default=shutil.which("chromium") or "/usr/bin/chromium")
     ap.add_argument("-o", "--output", type=Path, help="write the figures here as JSON")
     args = ap.parse_args()

@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
 from codegrep_report import (
     ReportInputError,
     RetrievalCase,
@@ -86,7 +85,8 @@ def test_csp_allows_only_the_inline_script_and_style_it_carries(tmp_path: Path) 
     assert policy.startswith("default-src 'none';")
     script = re.search(r"<script>(.*?)</script>", html, re.S)
     style = re.search(r"<style>(.*?)</style>", html, re.S)
-    assert script is not None and style is not None
+    assert script is not None
+    assert style is not None
 
     def digest(text: str) -> str:
         return base64.b64encode(hashlib.sha256(text.encode()).digest()).decode()
@@ -179,7 +179,8 @@ def test_training_report_from_the_monitor_fixture(tmp_path: Path) -> None:
     )
     assert bad == []
     rollouts, groups = payload["rollouts"], payload["groups"]
-    assert isinstance(rollouts, list) and isinstance(groups, list)
+    assert isinstance(rollouts, list)
+    assert isinstance(groups, list)
     lines = sum(1 for f in files for line in f.read_text().splitlines() if line.strip())
     # the second launch resumes and logs some steps again: those replace the first's
     steps_v0 = {json.loads(x)["step"] for x in files[0].read_text().splitlines() if x.strip()}
