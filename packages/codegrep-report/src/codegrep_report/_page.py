@@ -46,7 +46,12 @@ def json_ready(value: object) -> object:
 def embed_json(value: object) -> str:
     """JSON text safe inside `<script type="application/json">`: `<`, `>`, `&`, U+2028 and
     U+2029 are written as escapes, so `</script>` or `<!--` in the data stays data."""
-    text = json.dumps(json_ready(value), ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    try:  # the common case: already JSON-ready, and walking a big run twice costs seconds
+        text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    except (ValueError, TypeError):  # NaN or infinity, or a mapping/sequence json cannot write
+        text = json.dumps(
+            json_ready(value), ensure_ascii=False, allow_nan=False, separators=(",", ":")
+        )
     return text.translate(_ESCAPE_TABLE)
 
 
