@@ -206,6 +206,17 @@ def test_training_report_from_the_monitor(browser: Any, tmp_path: Path) -> None:
         page.select_option("#filter", "all")
         page.select_option("#sort", "low")
         assert page.locator("#groups tbody tr").first.get_attribute("data-step") == "20"
+        # longest first: the group holding the rollout of most turns, then most tool calls
+        logged = [
+            json.loads(line)
+            for log in sorted(run.glob("*/codegrep_rollouts.jsonl"))
+            for line in log.read_text().splitlines()
+            if line.strip()
+        ]
+        longest = max((r["num_turns"], r["num_tool_calls"]) for r in logged)
+        steps = {str(r["step"]) for r in logged if (r["num_turns"], r["num_tool_calls"]) == longest}
+        page.select_option("#sort", "long")
+        assert page.locator("#groups tbody tr").first.get_attribute("data-step") in steps
         opened.check_clean()
 
 
@@ -309,6 +320,31 @@ def test_downstream_report_from_swe_eval(browser: Any, shared_data: Path, tmp_pa
         rows.first.click()
         assert "acr2" in page.inner_text("#case")
         _shoot(opened, "downstream.png")
+        opened.check_clean()
+
+
+def test_downstream_shows_an_mde_column_when_the_report_has_one(
+    browser: Any, tmp_path: Path
+) -> None:
+    from codegrep_report import write_downstream_report
+
+    rate = {"value": 0.2, "low": 0.15, "high": 0.25, "n": 300}
+    report = {
+        "denominator": 300,
+        "denominator_source": "lite",
+        "baseline": "base",
+        "configs": [
+            {"name": "base", "n": 300, "resolved": 60, "resolve_rate": rate, "mde": 0.081},
+        ],
+        "paired": [],
+        "cases": [],
+        "notes": [],
+    }
+    html = write_downstream_report(tmp_path / "mde.html", report)
+    for opened in _open(browser, html):
+        table3 = opened.page.locator("table").first
+        assert table3.locator("th").nth(3).inner_text() == "MDE"
+        assert table3.locator("td").nth(3).inner_text() == "0.081"
         opened.check_clean()
 
 
