@@ -32,6 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # packages, never the reverse.
 ALLOWED: dict[str, set[str]] = {
     "codegrep-records": set(),
+    "codegrep-report": set(),
     "grpo-rewards": set(),
     "worktree-sandbox": {"codegrep-records"},
     "catm": {"codegrep-records"},
@@ -44,6 +45,7 @@ ALLOWED: dict[str, set[str]] = {
         "catm",
         "codegrep-gate",
         "codegrep-model",
+        "codegrep-report",
     },
 }
 HEAVY = ("torch", "vllm", "swift", "swebench", "transformers", "trl", "sentence_transformers")

@@ -78,6 +78,14 @@ def monitor(
         ),
     ] = None,
     no_plot: Annotated[bool, typer.Option("--no-plot", help="Write no PNG.")] = False,
+    html: Annotated[
+        Path | None,
+        typer.Option(
+            "--html",
+            help="Also write one self-contained HTML report here: curves, alarms and a "
+            "rollout browser (opens from disk, makes no request).",
+        ),
+    ] = None,
     rollout_log: Annotated[
         Path | None,
         typer.Option(
@@ -127,6 +135,9 @@ def monitor(
     if problem is not None:  # said now, not after the reading
         flag = "-o" if output is not None else "the default output folder"
         raise _fail(f"cannot write {flag} {out_dir}: {problem}")
+    html_problem = why_unwritable(html) if html is not None else None
+    if html_problem is not None:
+        raise _fail(f"cannot write --html {html}: {html_problem}")
 
     try:
         if follow:
@@ -143,6 +154,8 @@ def monitor(
     # the default folder sits in the run folder, which the trainer and what it runs also
     # write: a link planted there in place of it is refused; -o is the user's own choice
     written = _write(out_dir, run, report, want_plot, within=run_dir if output is None else None)
+    if html is not None:
+        written.append(_write_html(html, run, report))
     _print_report(out, report, written)
     raise typer.Exit(report.exit_code)
 
@@ -238,6 +251,23 @@ def _write(
     except OSError as exc:
         raise _fail(f"cannot write to {out_dir}: {exc.strerror or exc}") from exc
     return written
+
+
+def _write_html(path: Path, run: RunData, report: MonitorReport) -> Path:
+    """The HTML report (codegrep-report draws it; the monitor gives its series and alarms)."""
+    from codegrep_report import CodegrepReportError, write_training_report
+
+    try:
+        return write_training_report(
+            path,
+            curves=run.metrics,
+            alarms=report.alarms,
+            record_files=run.record_files,
+            verdict=report.verdict,
+            title=f"GRPO run {run.run_dir}",
+        ).path
+    except CodegrepReportError as exc:
+        raise _fail(f"cannot write --html {path}: {exc}") from exc
 
 
 def _print_report(out: Console, report: MonitorReport, written: list[Path]) -> None:

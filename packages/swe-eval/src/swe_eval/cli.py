@@ -314,12 +314,21 @@ def retrieval(
     exclude_repo: ExcludeRepoOpt = None,
     limit: LimitOpt = None,
     title: Annotated[str | None, typer.Option(help="Table title.")] = None,
+    html: Annotated[
+        Path | None,
+        typer.Option(
+            "--html",
+            help="Also write one self-contained HTML report here: per instance the issue, the "
+            "answer with scores, the gold and F-beta, worst first (opens from disk).",
+        ),
+    ] = None,
 ) -> None:
     """Score prediction files side by side (the CodeGrep paper's Table 2, plus F1 and acc@k).
 
     Example: swe-eval retrieval -i lite.jsonl -p bm25.jsonl -p locagent.jsonl --paired -f markdown
     """
     _check_output("-o", output)
+    _check_output("--html", html)
     skipped: list[RowProblem] = []
     chosen = _load_chosen(instances, repo, exclude_repo, limit, skipped)
     try:
@@ -328,7 +337,8 @@ def retrieval(
         repos = {i.instance_id: i.repo for i in chosen}
         ks = _parse_ks(k)
         evals: list[SystemEval] = []
-        for sys_name, preds in _load_systems(predictions, name, skipped):
+        systems = _load_systems(predictions, name, skipped)
+        for sys_name, preds in systems:
             evals.append(evaluate(gold, preds, repos=repos, name=sys_name, beta=beta, ks=ks))
         summaries = [
             summarize(ev, n_resamples=resamples, seed=seed, by_repo=by_repo) for ev in evals
@@ -353,6 +363,50 @@ def retrieval(
     _emit(
         render(summaries, fmt, diffs=diffs, by_repo=by_repo, title=title, skipped=skipped), output
     )
+    if html is not None:
+        _write_retrieval_html(html, chosen, gold, systems, evals, title=title)
+
+
+def _write_retrieval_html(
+    path: Path,
+    chosen: Sequence[Instance],
+    gold: dict[str, GoldLabel],
+    systems: Sequence[tuple[str, list[Prediction]]],
+    evals: Sequence[SystemEval],
+    *,
+    title: str | None,
+) -> None:
+    """The per-instance HTML report (codegrep-report draws it)."""
+    from codegrep_report import CodegrepReportError, RetrievalCase, write_retrieval_report
+
+    issues = {i.instance_id: i.problem_statement for i in chosen}
+    cases = []
+    for (_, preds), ev in zip(systems, evals, strict=True):
+        by_id = {p.instance_id: p for p in preds}
+        for score in ev.scores:
+            pred = by_id.get(score.instance_id)
+            cases.append(
+                RetrievalCase(
+                    system=ev.name,
+                    instance_id=score.instance_id,
+                    repo=score.repo,
+                    issue=issues.get(score.instance_id, ""),
+                    files=pred.files if pred else (),
+                    scores=pred.scores if pred else None,
+                    gold=tuple(sorted(gold[score.instance_id].files)),
+                    fbeta=score.fbeta,
+                    precision=score.precision,
+                    recall=score.recall,
+                    status=str(score.status),
+                    turns=score.turns,
+                    tool_calls=pred.tool_calls if pred else None,
+                )
+            )
+    try:
+        write_retrieval_report(path, cases, title=title or "retrieval", beta=evals[0].beta)
+    except CodegrepReportError as exc:
+        raise _fail(f"cannot write --html {path}: {exc}") from exc
+    _say(f"wrote {path}")
 
 
 @app.command()

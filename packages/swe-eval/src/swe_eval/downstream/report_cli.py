@@ -199,6 +199,10 @@ def report(
         Path | None, typer.Option("--plot", help="Also draw the figure: .png, .svg, .pdf, ...")
     ] = None,
     cases: Annotated[bool, typer.Option("--cases", help="Add the per-instance case view.")] = False,
+    html: Annotated[
+        Path | None,
+        typer.Option("--html", help="Also write a self-contained HTML report (opens from disk)."),
+    ] = None,
     all_pairs: Annotated[
         bool, typer.Option("--all-pairs", help="Compare every pair, not only each vs baseline.")
     ] = False,
@@ -226,6 +230,7 @@ def report(
     from swe_eval.plots import require_plot_extra
 
     base._check_output("-o", output)
+    base._check_output("--html", html)
     base._check_output("--plot", plot, suffixes=base._IMAGE_SUFFIXES)
     if plot is not None:
         with base._clear_errors():
@@ -384,6 +389,14 @@ def report(
         confidence=0.95,
     )
     base._emit(render_report(result, fmt, skipped=skipped), output)
+    if html is not None:
+        from codegrep_report import CodegrepReportError, write_downstream_report
+
+        try:
+            write_downstream_report(html, result.model_dump(mode="json"))
+        except CodegrepReportError as exc:
+            raise base._fail(f"cannot write --html {html}: {exc}") from exc
+        base._say(f"wrote {html}")
     if plot is not None:
         from swe_eval.downstream.plot import plot_report
 

@@ -1,0 +1,221 @@
+"""The page, the reader and the training records, without a browser (tests/test_html_reports.py
+opens the pages in Chromium)."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from codegrep_report import (
+    ReportInputError,
+    RetrievalCase,
+    embed_json,
+    parse_completion,
+    write_downstream_report,
+    write_retrieval_report,
+    write_training_report,
+)
+from codegrep_report._jsonl import BadRow, iter_json_objects
+from codegrep_report._training import training_payload
+
+ROOT = Path(__file__).resolve().parents[3]
+HEALTHY = ROOT / "apps" / "train-launcher" / "tests" / "fixtures" / "monitor" / "healthy"
+HOSTILE = "</script><img src=x onerror=alert(1)><!--\u2028\u2029&"
+
+
+@dataclass(frozen=True)
+class Series:
+    steps: tuple[int, ...]
+    values: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class Alarm:
+    name: str
+    metric: str
+    step: int
+    message: str
+
+
+def _blocks(html: str) -> dict[str, str]:
+    return dict(re.findall(r'<script type="application/json" id="([^"]+)">(.*?)</script>', html))
+
+
+def test_embedded_json_cannot_close_its_script_and_reads_back() -> None:
+    data = {"s": HOSTILE, "n": [1.5, float("nan"), float("inf")], HOSTILE: (1, 2)}
+    text = embed_json(data)
+    for raw in ("<", ">", "&", "\u2028", "\u2029"):
+        assert raw not in text
+    assert json.loads(text) == {"s": HOSTILE, "n": [1.5, None, None], HOSTILE: [1, 2]}
+
+
+def test_every_string_stays_inside_its_block(tmp_path: Path) -> None:
+    case = RetrievalCase(
+        system=HOSTILE,
+        instance_id=HOSTILE,
+        repo="r",
+        issue=HOSTILE,
+        files=(HOSTILE,),
+        scores=(0.5,),
+        gold=(),
+        fbeta=0.0,
+        precision=0.0,
+        recall=0.0,
+    )
+    html = write_retrieval_report(tmp_path / "r.html", [case], title=HOSTILE).read_text()
+    # exactly the page's own two script elements, and its data reads back whole
+    assert html.count("<script") == 2
+    assert html.count("</script>") == 2
+    assert "<img" not in html
+    data = json.loads(_blocks(html)["report-data"])
+    assert data["cases"][0]["issue"] == HOSTILE
+    assert data["title"] == HOSTILE
+
+
+def test_csp_allows_only_the_inline_script_and_style_it_carries(tmp_path: Path) -> None:
+    html = write_downstream_report(tmp_path / "d.html", {"configs": [], "cases": []}).read_text()
+    csp = re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', html)
+    assert csp is not None
+    policy = csp.group(1)
+    assert policy.startswith("default-src 'none';")
+    script = re.search(r"<script>(.*?)</script>", html, re.S)
+    style = re.search(r"<style>(.*?)</style>", html, re.S)
+    assert script is not None
+    assert style is not None
+
+    def digest(text: str) -> str:
+        return base64.b64encode(hashlib.sha256(text.encode()).digest()).decode()
+
+    assert f"script-src 'sha256-{digest(script.group(1))}'" in policy
+    assert f"style-src 'sha256-{digest(style.group(1))}'" in policy
+    assert "http" not in html.split("<body>", 1)[1].split('id="report-data"')[0]
+
+
+def test_the_reader_counts_hostile_lines_and_goes_on(tmp_path: Path) -> None:
+    path = tmp_path / "log.jsonl"
+    path.write_bytes(
+        b'{"step": 1}\n'
+        b"\xff\xfe\n"
+        + b"[" * 100_000
+        + b"\n"
+        + b'{"x": NaN}\n{"x": 1'
+        + b"0" * 5000
+        + b"}\n[1, 2]\nnot json\n\n"
+        + b'{"step": 2}\n'
+    )
+    bad: list[BadRow] = []
+    got = [obj for _, obj in iter_json_objects(path, bad)]
+    assert got == [{"step": 1}, {"step": 2}]
+    assert [(b.line, b.reason.split(" (")[0]) for b in bad] == [
+        (2, "not UTF-8"),
+        (3, "not JSON"),
+        (4, "not JSON"),
+        (5, "not JSON"),
+        (6, "a JSON list, not an object"),
+        (7, "not JSON"),
+    ]
+
+
+def test_the_reader_refuses_links_and_folders(tmp_path: Path) -> None:
+    real = tmp_path / "real.jsonl"
+    real.write_text('{"step": 1}\n')
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(real)
+    with pytest.raises(ReportInputError, match="symbolic link"):
+        list(iter_json_objects(link, []))
+    with pytest.raises(ReportInputError, match="not a regular file"):
+        list(iter_json_objects(tmp_path, []))
+    with pytest.raises(ReportInputError, match="cannot read"):
+        list(iter_json_objects(tmp_path / "missing.jsonl", []))
+
+
+def test_completions_as_messages_and_as_flat_text() -> None:
+    messages = [
+        {"role": "user", "content": "issue"},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [
+                {"function": {"name": "grep", "arguments": '{"pattern": "a"}'}},
+                {"function": {"name": "glob", "arguments": {"pattern": "*.py"}}},
+            ],
+        },
+        {"role": "tool", "content": "hit a"},
+        {"role": "tool", "content": [{"type": "text", "text": "x.py"}]},
+        {"role": "assistant", "content": '{"files": ["x.py"]}'},
+    ]
+    turns, answer = parse_completion(messages)
+    assert turns == [
+        {
+            "calls": [
+                {"name": "grep", "args": '{"pattern": "a"}', "result": "hit a"},
+                {"name": "glob", "args": '{"pattern": "*.py"}', "result": "x.py"},
+            ]
+        },
+        {"calls": []},
+    ]
+    assert answer == '{"files": ["x.py"]}'
+    flat = (
+        '<tool_call>{"name": "read", "arguments": {"path": "a.py"}}</tool_call>'
+        "<|im_end|>\n<|im_start|>user\n<tool_response>1: x</tool_response><|im_end|>\n"
+        '<|im_start|>assistant\n{"files": ["a.py"]}<|im_end|>'
+    )
+    turns, answer = parse_completion(flat)
+    assert turns[0]["calls"] == [{"name": "read", "args": '{"path": "a.py"}', "result": "1: x"}]
+    assert answer == '{"files": ["a.py"]}'
+
+
+def test_training_report_from_the_monitor_fixture(tmp_path: Path) -> None:
+    files = sorted(HEALTHY.glob("*/codegrep_rollouts.jsonl"))
+    payload, blocks, bad = training_payload(
+        curves={"reward": Series((1, 2), (0.1, 0.2))},
+        alarms=[Alarm("kl_drift", "kl", 20, "KL drift")],
+        record_files=files,
+    )
+    assert bad == []
+    rollouts, groups = payload["rollouts"], payload["groups"]
+    assert isinstance(rollouts, list)
+    assert isinstance(groups, list)
+    lines = sum(1 for f in files for line in f.read_text().splitlines() if line.strip())
+    # the second launch resumes and logs some steps again: those replace the first's
+    steps_v0 = {json.loads(x)["step"] for x in files[0].read_text().splitlines() if x.strip()}
+    steps_v1 = {json.loads(x)["step"] for x in files[1].read_text().splitlines() if x.strip()}
+    redone = steps_v0 & steps_v1
+    assert len(rollouts) == lines - 4 * len(redone)
+    assert {g["s"] for g in groups} == steps_v0 | steps_v1
+    assert all(len(g["m"]) == 4 for g in groups)  # 4 rollouts a step, groups of 8 generations
+    assert blocks == {}  # no completions logged: no turns
+
+
+def test_zero_variance_and_the_turns_block(tmp_path: Path) -> None:
+    log = tmp_path / "codegrep_rollouts.jsonl"
+    (tmp_path / "args.json").write_text('{"num_generations": 2}')
+    rows = [
+        {"step": 5, "index": i, "reward": r, "num_turns": 1, "num_tool_calls": 1}
+        for i, r in enumerate([0.0, 0.0, 0.5, 1.0])
+    ]
+    log.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    comp = tmp_path / "completions.jsonl"
+    table = {
+        "step": ["5"] * 4,
+        "completion": [
+            f'<tool_call>{{"name": "grep", "arguments": {{"p": {i}}}}}</tool_call>'
+            for i in range(4)
+        ],
+    }
+    comp.write_text(json.dumps(table) + "\n")
+    summary = write_training_report(
+        tmp_path / "out.html", curves={}, alarms=[], record_files=[log, comp]
+    )
+    assert (summary.steps, summary.groups, summary.rollouts) == (1, 2, 4)
+    blocks = _blocks(summary.path.read_text())
+    data = json.loads(blocks["report-data"])
+    assert [g["zv"] for g in data["groups"]] == [True, False]
+    turns = json.loads(blocks["turns-5"])
+    assert turns["3"]["turns"][0]["calls"] == [{"name": "grep", "args": '{"p": 3}'}]
+    assert all(r["T"] == 1 for r in data["rollouts"])
