@@ -19,8 +19,8 @@ start=$(date +%s)
 "$venv/bin/pip" install --quiet --no-build-isolation \
   "$root/packages/codegrep-records" "$root/packages/worktree-sandbox" \
   "$root/packages/grpo-rewards" "$root/packages/codegrep-model" \
-  "$root/packages/catm" "$root/packages/codegrep-gate" "$root/packages/swe-eval" \
-  "$root/apps/train-launcher[plot]"
+  "$root/packages/catm" "$root/packages/codegrep-gate" "$root/packages/codegrep-report" \
+  "$root/packages/swe-eval" "$root/apps/train-launcher[plot]"
 "$venv/bin/python" -c "import torch; assert not torch.version.cuda, 'CUDA build of torch in CI'"
 installed=$(date +%s)
 
