@@ -42,7 +42,6 @@ from grpo_rewards._missing_counts import OnMissingCounts
 from grpo_rewards._patch_ranges import gold_line_ranges_from_patch
 from grpo_rewards._paths import DEFAULT_MOUNT_PREFIXES, normalize_path, normalize_paths
 from grpo_rewards._rewards import (
-    REWARDS,
     Gold,
     RewardResult,
     codegrep_v1,
@@ -53,9 +52,6 @@ from grpo_rewards._rewards import (
     colgrep_file_f1,
     colgrep_reward,
     fbeta_file_reward,
-    score_batch,
-    score_completion,
-    score_parsed,
     sigma_v1,
 )
 from grpo_rewards._rollout import MAX_CALLS_PER_TURN, RolloutStats, rollout_stats_from_messages
@@ -71,12 +67,19 @@ from grpo_rewards._rollout_infos import (
 )
 from grpo_rewards._spec import (
     REWARD_SPECS,
+    REWARDS,
+    CountsNeed,
     EfficiencyLayer,
+    LabelKind,
     RewardSpec,
     advantage_factor,
     advantage_factors,
+    register_reward,
     reward_spec,
     scale_advantages_for,
+    score_batch,
+    score_completion,
+    score_parsed,
 )
 from grpo_rewards._trainer_rows import ADAPTER_REWARDS
 from grpo_rewards.errors import (
@@ -110,10 +113,12 @@ __all__ = [
     "Answer",
     "BatchShapeError",
     "CodeLocation",
+    "CountsNeed",
     "EfficiencyLayer",
     "Gold",
     "GrpoRewardsError",
     "InvalidRolloutError",
+    "LabelKind",
     "LineRange",
     "MissingFrameworkError",
     "MissingRolloutStatsError",
@@ -160,6 +165,7 @@ __all__ = [
     "parse_answer",
     "precision",
     "recall",
+    "register_reward",
     "reward_spec",
     "rollout_stats_from_messages",
     "scale_advantages_for",

@@ -15,13 +15,13 @@ from collections.abc import Mapping, Sequence
 
 from grpo_rewards._codescout_rows import score_codescout, targets_from_values
 from grpo_rewards._metrics import MultiLevelTargets
-from grpo_rewards._rewards import REWARDS, Gold, RewardResult, score_completion
+from grpo_rewards._rewards import Gold, RewardResult
 from grpo_rewards._rollout import MAX_CALLS_PER_TURN, RolloutStats, rollout_stats_from_messages
+from grpo_rewards._spec import REWARD_SPECS, score_completion
 from grpo_rewards.errors import GrpoRewardsError, InvalidRolloutError, UnknownRewardError
 
 __all__ = [
     "ADAPTER_REWARDS",
-    "CODESCOUT",
     "DEFAULT_FILES_COLUMN",
     "DEFAULT_LINE_RANGES_COLUMN",
     "Label",
@@ -39,11 +39,11 @@ __all__ = [
 DEFAULT_FILES_COLUMN = "gold_files"
 DEFAULT_LINE_RANGES_COLUMN = "gold_line_ranges"
 
-CODESCOUT = "codescout_multilevel"
-#: The reward names every adapter (TRL, ms-swift, verl) accepts: `REWARDS`, which score the JSON
-#: answer against gold files, and CodeScout's, which scores the finish call against
-#: `file_changes`.
-ADAPTER_REWARDS: tuple[str, ...] = (*REWARDS, CODESCOUT)
+#: The built-in reward names every adapter (TRL, ms-swift, verl) accepts, as declared in
+#: `REWARD_SPECS`: those that score the JSON answer against gold files, and CodeScout's, which
+#: scores the finish call against `file_changes`. The adapters check names against
+#: `REWARD_SPECS` itself, so a reward added with `register_reward` is accepted too.
+ADAPTER_REWARDS: tuple[str, ...] = tuple(REWARD_SPECS)
 
 #: One row's label: gold files (and line ranges), or CodeScout's three-level targets.
 Label = Gold | MultiLevelTargets
@@ -51,8 +51,8 @@ Label = Gold | MultiLevelTargets
 
 def check_reward_name(name: object) -> str:
     """`name` if an adapter can score it, else `UnknownRewardError` listing the names."""
-    if not isinstance(name, str) or name not in ADAPTER_REWARDS:
-        raise UnknownRewardError(f"unknown reward {name!r}; known: {', '.join(ADAPTER_REWARDS)}")
+    if not isinstance(name, str) or name not in REWARD_SPECS:
+        raise UnknownRewardError(f"unknown reward {name!r}; known: {', '.join(REWARD_SPECS)}")
     return name
 
 
@@ -166,7 +166,7 @@ def labels_from_columns(
 ) -> list[Label | None]:
     """Each rollout's label from the batch columns: `file_changes_column` for CodeScout's reward,
     `files_column` (+ `line_ranges_column`) for the others; None where a row has no label."""
-    if reward == CODESCOUT:
+    if REWARD_SPECS[reward].label == "file_changes":
         return [
             targets_from_values(v) for v in column(kwargs, file_changes_column, n, required=True)
         ]

@@ -30,7 +30,7 @@ efficiency term is already in the reward.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Mapping, MutableMapping, Sequence
+from collections.abc import Iterator, Mapping, MutableMapping, Sequence
 from typing import ClassVar
 
 from grpo_rewards._codescout_rows import DEFAULT_FILE_CHANGES_COLUMN
@@ -41,7 +41,6 @@ from grpo_rewards._missing_counts import (
     check_on_missing_counts,
     needs_counts,
 )
-from grpo_rewards._rewards import score_parsed
 from grpo_rewards._rollout import RolloutStats, rollout_stats_from_messages
 from grpo_rewards._rollout_infos import (
     INFO_NUM_TOOL_CALLS,
@@ -49,7 +48,7 @@ from grpo_rewards._rollout_infos import (
     INFO_TOOL_CALLS_PER_TURN,
     answer_from_infos,
 )
-from grpo_rewards._spec import RewardSpec, reward_spec
+from grpo_rewards._spec import REWARD_SPECS, RewardSpec, reward_spec, score_parsed
 from grpo_rewards._trainer_rows import (
     DEFAULT_FILES_COLUMN,
     DEFAULT_LINE_RANGES_COLUMN,
@@ -71,6 +70,7 @@ __all__ = [
     "ColgrepFileF1ORM",
     "FbetaFileORM",
     "register_swift_orms",
+    "swift_orm_class",
     "swift_rollout_stats",
 ]
 
@@ -186,52 +186,46 @@ class CodeGrepORM:
         return out
 
 
-class CodeGrepV1ORM(CodeGrepORM):
-    """`codegrep_v1`: ½(Fβ_file + Fβ_lr) · 1/max(1, c̄/4)."""
-
-    reward_name = "codegrep_v1"
-
-
-class CodeGrepV2ORM(CodeGrepORM):
-    """`codegrep_v2`: ½(Fβ_file + Fβ_lr) · 1[c̄ > 0]."""
-
-    reward_name = "codegrep_v2"
-
-
-class CodeGrepV3ORM(CodeGrepORM):
-    """`codegrep_v3`: Fβ_file · 1[c̄ > 0]."""
-
-    reward_name = "codegrep_v3"
+def swift_orm_class(name: str) -> type[CodeGrepORM]:
+    """The ORM class of reward `name`, made from its spec (`RewardSpec.orm_class`) once."""
+    spec = reward_spec(name)
+    cls = _ORM_CLASSES.get(spec)
+    if cls is None:
+        doc = f"`{spec.name}`: {spec.formula}."
+        attrs = {"reward_name": spec.name, "__doc__": doc, "__module__": __name__}
+        cls = _ORM_CLASSES[spec] = type(spec.orm_class, (CodeGrepORM,), attrs)
+    return cls
 
 
-class ColgrepFileF1ORM(CodeGrepORM):
-    """`colgrep_file_f1`: file F1 with colgrep's turn and format penalties."""
-
-    reward_name = "colgrep_file_f1"
+_ORM_CLASSES: dict[RewardSpec, type[CodeGrepORM]] = {}
 
 
-class FbetaFileORM(CodeGrepORM):
-    """`fbeta_file`: file-level F-beta, no rollout statistics needed (tool-free)."""
+class _SwiftOrms(Mapping[str, type[CodeGrepORM]]):
+    """One ORM class per registered reward spec, made on first use."""
 
-    reward_name = "fbeta_file"
+    def __getitem__(self, name: str) -> type[CodeGrepORM]:
+        if name not in REWARD_SPECS:
+            raise KeyError(name)
+        return swift_orm_class(name)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(list(REWARD_SPECS))
+
+    def __len__(self) -> int:
+        return len(REWARD_SPECS)
 
 
-class CodeScoutMultilevelORM(CodeGrepORM):
-    """`codescout_multilevel`: file + module + entity F1 of the `localization_finish` call,
-    against the `file_changes` column."""
+#: The names `register_swift_orms` adds to ms-swift's registry: every reward in
+#: `grpo_rewards.REWARD_SPECS`, each with a class made from its spec.
+SWIFT_ORMS: Mapping[str, type[CodeGrepORM]] = _SwiftOrms()
 
-    reward_name = "codescout_multilevel"
-
-
-#: The names `register_swift_orms` adds to ms-swift's registry: every adapter reward.
-SWIFT_ORMS: Mapping[str, type[CodeGrepORM]] = {
-    "codegrep_v1": CodeGrepV1ORM,
-    "codegrep_v2": CodeGrepV2ORM,
-    "codegrep_v3": CodeGrepV3ORM,
-    "colgrep_file_f1": ColgrepFileF1ORM,
-    "fbeta_file": FbetaFileORM,
-    "codescout_multilevel": CodeScoutMultilevelORM,
-}
+# The built-in rewards' classes under their names, for `--external_plugins` files and subclasses.
+CodeGrepV1ORM = swift_orm_class("codegrep_v1")
+CodeGrepV2ORM = swift_orm_class("codegrep_v2")
+CodeGrepV3ORM = swift_orm_class("codegrep_v3")
+ColgrepFileF1ORM = swift_orm_class("colgrep_file_f1")
+FbetaFileORM = swift_orm_class("fbeta_file")
+CodeScoutMultilevelORM = swift_orm_class("codescout_multilevel")
 
 
 def _swift_registry() -> MutableMapping[str, object]:

@@ -33,9 +33,8 @@ from grpo_rewards._missing_counts import (
     needs_counts,
 )
 from grpo_rewards._rollout import RolloutStats
-from grpo_rewards._spec import advantage_factor
+from grpo_rewards._spec import advantage_factor, reward_spec
 from grpo_rewards._trainer_rows import (
-    CODESCOUT,
     Label,
     check_reward_name,
     gold_from_values,
@@ -70,13 +69,12 @@ def compute_score(
     info = extra_info or {}
     name = check_reward_name(info.get("reward", reward))
     policy = check_on_missing_counts(on_missing_counts)
-    label: Label | None
-    if name == CODESCOUT:
-        label = targets_from_values(ground_truth)
-    else:
-        label = gold_from_values(ground_truth)
+    codescout = reward_spec(name).label == "file_changes"
+    label: Label | None = (
+        targets_from_values(ground_truth) if codescout else gold_from_values(ground_truth)
+    )
     if label is None:
-        what = "file_changes" if name == CODESCOUT else "gold files"
+        what = "file_changes" if codescout else "gold files"
         raise GrpoRewardsError(f"no {what} in ground_truth for data source {data_source!r}")
     stats = stats_from_counts(info.get("assistant_turns"), info.get("tool_calls"))
     if stats is None and needs_counts(name, params):
