@@ -27,6 +27,7 @@ __all__ = [
     "Label",
     "check_reward_name",
     "column",
+    "count_value",
     "final_text",
     "gold_from_values",
     "labels_from_columns",
@@ -104,7 +105,7 @@ def gold_from_values(files: object, line_ranges: object = None) -> Gold | None:
     return Gold.of(files, _maybe_json(line_ranges))
 
 
-def _count(value: object, what: str) -> int:
+def count_value(value: object, what: str) -> int:
     """A whole, non-negative count (an integral float from a JSON or Arrow column is accepted)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise InvalidRolloutError(f"{what} must be a whole number, got {value!r}")
@@ -121,7 +122,7 @@ def stats_from_counts(turns: object, tool_calls: object) -> RolloutStats | None:
     if turns is None or tool_calls is None:
         return None
     if isinstance(tool_calls, Sequence) and not isinstance(tool_calls, str | bytes):
-        per_turn = [_count(c, "a per-turn tool-call count") for c in tool_calls]
+        per_turn = [count_value(c, "a per-turn tool-call count") for c in tool_calls]
         over = [c for c in per_turn if c > MAX_CALLS_PER_TURN]
         if over:
             raise InvalidRolloutError(
@@ -129,10 +130,10 @@ def stats_from_counts(turns: object, tool_calls: object) -> RolloutStats | None:
             )
         calls = sum(per_turn)
     elif isinstance(tool_calls, int | float):
-        calls = _count(tool_calls, "the tool-call count")
+        calls = count_value(tool_calls, "the tool-call count")
     else:
         raise GrpoRewardsError(f"tool-call count must be a number or a list, got {tool_calls!r}")
-    return RolloutStats(turns=_count(turns, "the turn count"), tool_calls=calls)
+    return RolloutStats(turns=count_value(turns, "the turn count"), tool_calls=calls)
 
 
 def final_text(completion: object) -> object:

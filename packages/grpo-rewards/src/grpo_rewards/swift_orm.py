@@ -16,7 +16,9 @@ rollout's `messages`. When neither holds any (ms-swift without a multi-turn sche
 that needs them would see c̄ = 0 for every rollout: the ORM warns once, or raises when its
 `on_missing_counts` is "raise". When the driver also recorded the parsed final answer
 (`answer_files`: what codegrep-model's `Episode` writes in strict mode), that answer is scored
-and the completion is not parsed again. The key names are `grpo_rewards`' `INFO_*` constants.
+and the completion is not parsed again. Each `rollout_infos` dict is turned into a
+`grpo_rewards.RolloutInfo` where it arrives (`RolloutInfo.from_infos`); nothing else here reads
+its keys.
 `codescout_multilevel` reads the `localization_finish` call from `messages` (else from the
 completion text) and its gold from the `file_changes` column.
 
@@ -46,7 +48,7 @@ from grpo_rewards._rollout_infos import (
     INFO_NUM_TOOL_CALLS,
     INFO_NUM_TURNS,
     INFO_TOOL_CALLS_PER_TURN,
-    answer_from_infos,
+    RolloutInfo,
 )
 from grpo_rewards._spec import REWARD_SPECS, RewardSpec, reward_spec, score_parsed
 from grpo_rewards._trainer_rows import (
@@ -56,7 +58,6 @@ from grpo_rewards._trainer_rows import (
     column,
     labels_from_columns,
     score_label,
-    stats_from_counts,
 )
 from grpo_rewards.errors import MissingFrameworkError
 
@@ -75,12 +76,13 @@ __all__ = [
 ]
 
 
-def _info_stats(rollout_info: object) -> RolloutStats | None:
-    """The counts the driver recorded in `rollout_infos`, or None."""
-    if not isinstance(rollout_info, Mapping):
-        return None
-    calls = rollout_info.get(INFO_TOOL_CALLS_PER_TURN, rollout_info.get(INFO_NUM_TOOL_CALLS))
-    return stats_from_counts(rollout_info.get(INFO_NUM_TURNS), calls)
+def _info(rollout_info: object) -> RolloutInfo:
+    """The record behind one `rollout_infos` entry (ms-swift carries it as a dict)."""
+    return (
+        rollout_info
+        if isinstance(rollout_info, RolloutInfo)
+        else RolloutInfo.from_infos(rollout_info)
+    )
 
 
 def _messages(messages: object) -> list[Mapping[str, object]] | None:
@@ -90,8 +92,8 @@ def _messages(messages: object) -> list[Mapping[str, object]] | None:
 
 
 def swift_rollout_stats(rollout_info: object, messages: object) -> RolloutStats:
-    """T and C_total of one ms-swift rollout."""
-    stats = _info_stats(rollout_info)
+    """T and C_total of one ms-swift rollout (`rollout_info`: a `RolloutInfo`, or its dict)."""
+    stats = _info(rollout_info).stats()
     if stats is not None:
         return stats
     listed = _messages(messages)
@@ -139,13 +141,15 @@ class CodeGrepORM:
         )
         infos = column(kwargs, "rollout_infos", n, required=False)
         messages = column(kwargs, "messages", n, required=False)
+        # the records behind ms-swift's dicts, read for the labelled rollouts only
+        records = [None if labels[i] is None else _info(infos[i]) for i in range(n)]
         stats: list[RolloutStats | None] = []
         counted = False  # some labelled rollout had counts, or messages that record a call
-        for i in range(n):
-            if labels[i] is None:
+        for i, record in enumerate(records):
+            if record is None:
                 stats.append(None)
                 continue
-            explicit = _info_stats(infos[i])
+            explicit = record.stats()
             row = explicit or swift_rollout_stats(None, messages[i])
             stats.append(row)
             counted = counted or explicit is not None or row.tool_calls > 0
@@ -173,9 +177,9 @@ class CodeGrepORM:
                 result = score_label(self.reward_name, rollout, label, row_stats, self.params)
                 out.append(result.reward)
                 continue
-            info = infos[i]
+            record = records[i]
             # the driver's own parse of the final answer, when it recorded one (strict mode)
-            parsed = answer_from_infos(info) if isinstance(info, Mapping) else None
+            parsed = None if record is None else record.answer
             if parsed is None:
                 result = score_label(self.reward_name, text, label, row_stats, self.params)
             else:
