@@ -665,3 +665,12 @@ def test_the_overflow_share_is_read_from_the_rollout_logs_stop_cause(tmp_path: P
         "".join(x.replace("overflow", "answered") for x in lines)
     )
     assert "overflow_high" not in _names(run)
+
+
+def test_the_monitor_errors_are_the_launchers_own() -> None:
+    from train_launcher.errors import MonitorError, TrainLauncherError
+
+    assert issubclass(monitor.MonitorInputError, MonitorError)
+    assert issubclass(monitor.MissingPlotExtraError, MonitorError)
+    assert issubclass(MonitorError, TrainLauncherError)
+    assert monitor.MonitorError is MonitorError
