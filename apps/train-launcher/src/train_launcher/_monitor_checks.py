@@ -10,9 +10,11 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from codegrep_model.train import ROLLOUT_LOG_FILE
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from train_launcher._monitor_read import (
+    COMPLETIONS_FILE,
     BadLine,
     RunData,
     Series,
@@ -460,7 +462,7 @@ class _Checks:
         )  # fmt: skip
         if not self.run.series("overflow_rate"):
             self.notes.append(
-                "no stop_cause in the rollout log (codegrep_rollouts.jsonl): overflow check skipped"
+                f"no stop_cause in the rollout log ({ROLLOUT_LOG_FILE}): overflow check skipped"
             )
             return
         self.hard_limit(
@@ -644,7 +646,7 @@ class _Checks:
         th = self.th
         if not self.run.series("parse_failure_rate"):
             self.notes.append(
-                "no answers in the rollout records (codegrep_rollouts.jsonl, completions.jsonl):"
+                f"no answers in the rollout records ({ROLLOUT_LOG_FILE}, {COMPLETIONS_FILE}):"
                 " parse-failure check skipped"
             )
             return

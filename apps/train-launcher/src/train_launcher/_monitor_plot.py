@@ -10,6 +10,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from codegrep_model.train import ROLLOUT_LOG_FILE
+
 from train_launcher._monitor_checks import (
     Alarm,
     MonitorReport,
@@ -19,7 +21,7 @@ from train_launcher._monitor_checks import (
     _rolling,
     _weighted_rolling,
 )
-from train_launcher._monitor_read import RunData
+from train_launcher._monitor_read import COMPLETIONS_FILE, RunData
 from train_launcher.errors import MissingPlotExtraError
 
 PLOT_FILE = "monitor.png"
@@ -255,7 +257,7 @@ def _figure(run: RunData, report: MonitorReport) -> Any:
     if draw(ax, "parse_failure_rate", "no parsable answer", "tab:olive", scale=100):
         hline(ax, 100 * th.parse_failure_max, f"alarm: > {_pct(th.parse_failure_max)}")
     else:
-        empty(ax, "no rollout records\n(codegrep_rollouts.jsonl, completions.jsonl)")
+        empty(ax, f"no rollout records\n({ROLLOUT_LOG_FILE}, {COMPLETIONS_FILE})")
     mark(ax, ["parse_failure_rate"])
 
     for ax in flat:

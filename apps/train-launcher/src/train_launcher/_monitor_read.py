@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeGuard
 
+from codegrep_model.train import ROLLOUT_LOG_FILE, RolloutLogEntry
 from codegrep_records import RecordFileError, parse_json, read_json_object
 from grpo_rewards import (
     INFO_ANSWER_ERROR,
@@ -24,15 +25,15 @@ from grpo_rewards import (
     INFO_TOOL_CALLS_PER_TURN,
     parse_answer,
 )
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from train_launcher.errors import MonitorInputError
 
 METRICS_FILE = "logging.jsonl"
 COMPLETIONS_FILE = "completions.jsonl"
-#: The plugin's default; `$CODEGREP_ROLLOUT_LOG` may put it elsewhere (pass `rollout_log=`).
-ROLLOUT_LOG_FILE = "codegrep_rollouts.jsonl"
 ARGS_FILE = "args.json"
+# ROLLOUT_LOG_FILE is the plugin's (codegrep_model.train); `$CODEGREP_ROLLOUT_LOG` may put the log
+# elsewhere (pass `rollout_log=`).
 
 # canonical name -> the logging.jsonl keys that carry it, first found wins. ms-swift 4.x names;
 # `completion_length` is older TRL releases' spelling of the mean length.
@@ -279,26 +280,16 @@ class _FileState:
         if not isinstance(step, int) or isinstance(step, bool):
             self._bad(f"step is {_REPR.repr(step)}, not an integer")
             return
+        facts = _rollout_facts(obj)
         agg = _StepAgg(rollouts=1)
-        cbar = obj.get("cbar")
-        if _is_number(cbar):
-            agg.cbar_sum, agg.cbar_n = float(cbar), 1
-        else:
-            calls = _calls(obj)
-            turns = obj.get(INFO_NUM_TURNS)
-            if calls is not None and _is_number(turns) and turns > 0:
-                agg.cbar_sum, agg.cbar_n = calls / float(turns), 1
-        turns = obj.get(INFO_NUM_TURNS)
-        if _is_number(turns):
-            agg.turns_sum, agg.turns_n = float(turns), 1
-        failed = _answer_failed(obj)
-        if failed is not None:
-            agg.answers_known, agg.answers_failed = 1, int(failed)
-        status = obj.get("stop_cause")
-        if not isinstance(status, str):  # a log from before stop_cause was written
-            status = obj.get("episode_status")
-        if isinstance(status, str):
-            agg.status_known, agg.overflows = 1, int(status == OVERFLOW_STATUS)
+        if facts.cbar is not None:
+            agg.cbar_sum, agg.cbar_n = facts.cbar, 1
+        if facts.turns is not None:
+            agg.turns_sum, agg.turns_n = facts.turns, 1
+        if facts.answer_failed is not None:
+            agg.answers_known, agg.answers_failed = 1, int(facts.answer_failed)
+        if facts.stop_cause is not None:
+            agg.status_known, agg.overflows = 1, int(facts.stop_cause == OVERFLOW_STATUS)
         self._add(step, agg)
 
     def _add(self, step: int, agg: _StepAgg) -> None:
@@ -378,6 +369,62 @@ def _text(completion: object) -> object:
     if isinstance(completion, list) and completion and isinstance(completion[-1], dict):
         return completion[-1].get("content")
     return completion
+
+
+@dataclass(frozen=True)
+class _RolloutFacts:
+    """What the checks need from one rollout-log line; None: the line does not say."""
+
+    cbar: float | None
+    turns: float | None
+    answer_failed: bool | None
+    stop_cause: str | None
+
+
+def _rollout_facts(obj: Mapping[str, Any]) -> _RolloutFacts:
+    """A line as the plugin writes it is read through `RolloutLogEntry` (a line from before a
+    field was added reads with that field's default; `stop_cause` falls back to the episode's
+    status); a line that is not a whole entry (hand-written, cut short) is read key by key."""
+    try:
+        entry = RolloutLogEntry.model_validate(obj)
+    except ValidationError:
+        return _partial_facts(obj)
+    cbar: float | None = entry.cbar
+    if not _is_number(cbar):
+        calls = sum(entry.tool_calls_per_turn) if entry.tool_calls_per_turn else None
+        calls = entry.num_tool_calls if calls is None else calls
+        cbar = calls / entry.num_turns if entry.num_turns > 0 else None
+    failed: bool | None = None
+    if entry.answer_error or (entry.degenerate or "").startswith("no answer"):
+        failed = True
+    elif entry.answer_files is not None:
+        failed = False
+    return _RolloutFacts(
+        cbar=cbar,
+        turns=float(entry.num_turns),
+        answer_failed=failed,
+        stop_cause=entry.stop_cause if entry.stop_cause is not None else entry.episode_status,
+    )
+
+
+def _partial_facts(obj: Mapping[str, Any]) -> _RolloutFacts:
+    cbar: float | None = None
+    turns = obj.get(INFO_NUM_TURNS)
+    if _is_number(obj.get("cbar")):
+        cbar = float(obj["cbar"])
+    else:
+        calls = _calls(obj)
+        if calls is not None and _is_number(turns) and turns > 0:
+            cbar = calls / float(turns)
+    status = obj.get("stop_cause")
+    if not isinstance(status, str):  # a log from before stop_cause was written
+        status = obj.get("episode_status")
+    return _RolloutFacts(
+        cbar=cbar,
+        turns=float(turns) if _is_number(turns) else None,
+        answer_failed=_answer_failed(obj),
+        stop_cause=status if isinstance(status, str) else None,
+    )
 
 
 def _calls(obj: Mapping[str, Any]) -> float | None:

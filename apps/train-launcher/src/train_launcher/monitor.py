@@ -37,6 +37,8 @@ from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from pathlib import Path
 
+from codegrep_model.train import ROLLOUT_LOG_FILE
+
 from train_launcher._monitor_checks import (
     Alarm,
     MonitorReport,
@@ -55,7 +57,6 @@ from train_launcher._monitor_read import (
     COMPLETIONS_FILE,
     METRICS_FILE,
     OVERFLOW_STATUS,
-    ROLLOUT_LOG_FILE,
     BadLine,
     RunData,
     RunReader,
