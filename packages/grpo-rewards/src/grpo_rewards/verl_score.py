@@ -10,7 +10,7 @@ verl's own `num_turns` counts user, assistant and tool messages together, which 
 paper's T, so rollout statistics are read from `extra_info["assistant_turns"]` and
 `extra_info["tool_calls"]` (a count or per-turn counts), set by your agent loop. The reward is
 chosen by `extra_info["reward"]` or the `reward=` keyword (default `codegrep_v3`; any name in
-`grpo_rewards.ADAPTER_REWARDS`). Without statistics only `fbeta_file` and `codescout_multilevel`
+`grpo_rewards.REWARD_SPECS`). Without statistics only `fbeta_file` and `codescout_multilevel`
 (without its turn bonus) can be scored: for the others `on_missing_counts="raise"` (the default
 here: verl has no other source for the counts, so a missing count is a configuration error) raises
 `MissingRolloutStatsError`, and "warn" warns once per reward and scores with c̄ = 0. Keywords
