@@ -665,3 +665,53 @@ def test_the_overflow_share_is_read_from_the_rollout_logs_stop_cause(tmp_path: P
         "".join(x.replace("overflow", "answered") for x in lines)
     )
     assert "overflow_high" not in _names(run)
+
+
+def test_the_monitor_errors_are_the_launchers_own() -> None:
+    from train_launcher.errors import MonitorError, TrainLauncherError
+
+    assert issubclass(monitor.MonitorInputError, MonitorError)
+    assert issubclass(monitor.MissingPlotExtraError, MonitorError)
+    assert issubclass(MonitorError, TrainLauncherError)
+    assert monitor.MonitorError is MonitorError
+
+
+def test_the_monitor_reads_the_rollout_log_through_rollout_log_entry(tmp_path: Path) -> None:
+    """Lines written by `RolloutLogEntry.of` from the episode's `RolloutInfo`, beside a line from
+    before `stop_cause`, the token counts and `schema_version` existed: all are read."""
+    from codegrep_model.train import ROLLOUT_LOG_FILE, RolloutLogEntry, advantage_scale
+    from grpo_rewards import RolloutInfo, parse_answer
+
+    run = _doctored(tmp_path, 2, {}, {})
+    folder = next(run.iterdir())
+
+    def written(step: int, index: int, answer: str, overflow: str | None) -> str:
+        info = RolloutInfo(
+            num_turns=2, num_tool_calls=3, tool_calls_per_turn=(3, 0),
+            answer=parse_answer(answer), episode_status="answered", overflow=overflow,
+            rollout_tokens=100, completion_tokens=20, tool_results_cut=0, token_counter="x",
+        )  # fmt: skip
+        entry = RolloutLogEntry.of(
+            step=step, index=index, info=info, scale=advantage_scale(info), reward=0.5,
+            rewards={"codegrep_v3": 0.5}, advantage_group=0.1,
+        )  # fmt: skip
+        return entry.to_json_line()
+
+    old = json.loads(written(2, 1, "no JSON here", None))
+    for key in ("schema_version", "stop_cause", "overflow", "rollout_tokens",
+                "completion_tokens", "tool_results_cut", "test_policy"):  # fmt: skip
+        del old[key]
+    old["episode_status"] = "overflow"  # how logs before stop_cause said it
+    lines = [
+        written(1, 0, '{"files": ["a.py"]}', None),
+        written(1, 1, '{"files": ["a.py"]}', "max_length"),
+        written(2, 0, '{"files": ["a.py"]}', None),
+        json.dumps(old) + "\n",
+    ]
+    assert json.loads(lines[0])["schema_version"] == 1
+    (folder / ROLLOUT_LOG_FILE).write_text("".join(lines))
+    data = read_run(run)
+    assert data.bad_lines == ()
+    assert data.series("overflow_rate").values == (0.5, 0.5)
+    assert data.series("overflow_rate").source == f"{ROLLOUT_LOG_FILE} stop_cause"
+    assert data.series("parse_failure_rate").values == (0.0, 0.5)

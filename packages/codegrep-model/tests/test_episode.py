@@ -471,12 +471,14 @@ def test_non_strict_rollout_infos_hold_the_counts_only() -> None:
         rewards.INFO_NUM_TURNS: 1,
         rewards.INFO_NUM_TOOL_CALLS: 0,
         rewards.INFO_TOOL_CALLS_PER_TURN: [],
+        rewards.INFO_SCHEMA_VERSION: rewards.ROLLOUT_INFO_SCHEMA_VERSION,
     }
     Driver(script, MemoryTree(FILES)).finish(episode)
     assert episode.rollout_infos() == {
         rewards.INFO_NUM_TURNS: 4,
         rewards.INFO_NUM_TOOL_CALLS: 5,
         rewards.INFO_TOOL_CALLS_PER_TURN: [2, 2, 1, 0],
+        rewards.INFO_SCHEMA_VERSION: rewards.ROLLOUT_INFO_SCHEMA_VERSION,
     }
 
 

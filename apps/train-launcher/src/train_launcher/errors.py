@@ -5,6 +5,8 @@
 - `PlanError`: a plan that cannot be carried out as asked (an unknown stage name, a stage whose
   inputs are missing, a node rank outside the cluster).
 - `StageFailed`: a stage's command ran and exited non-zero (the CLI's exit 1).
+- `MonitorError`: the run monitor's base; `MonitorInputError` (the run cannot be read: exit 2),
+  `MissingPlotExtraError` (matplotlib is not installed; also an `ImportError`).
 """
 
 from __future__ import annotations
@@ -12,7 +14,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["ConfigError", "ConfigProblem", "PlanError", "StageFailed", "TrainLauncherError"]
+__all__ = [
+    "ConfigError",
+    "ConfigProblem",
+    "MissingPlotExtraError",
+    "MonitorError",
+    "MonitorInputError",
+    "PlanError",
+    "StageFailed",
+    "TrainLauncherError",
+]
 
 
 class TrainLauncherError(Exception):
@@ -62,3 +73,24 @@ class StageFailed(TrainLauncherError):
         self.log = log
         why = reason or f"exit {returncode}"
         super().__init__(f"stage {stage} failed ({why}); log: {log}")
+
+
+class MonitorError(TrainLauncherError):
+    """Base of the monitor's errors."""
+
+
+class MonitorInputError(MonitorError):
+    """The run cannot be read: no folder, no metrics file, an unreadable file (exit 2)."""
+
+
+class MissingPlotExtraError(MonitorError, ImportError):
+    """matplotlib is not installed: the PNGs need the `plot` extra."""
+
+    def __init__(self) -> None:
+        from importlib.metadata import packages_distributions
+
+        dist = (packages_distributions().get(__name__.split(".")[0]) or ["train-launcher"])[0]
+        super().__init__(
+            f"the PNG plots need matplotlib: install the `plot` extra (pip install "
+            f"'{dist}[plot]', or uv sync --extra plot)"
+        )

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from codegrep_model.train import ROLLOUT_LOG_FILE
 from codegrep_records import (
     RecordError,
     load_labels,
@@ -147,7 +148,7 @@ class Layout:
 
     @property
     def rollout_log(self) -> Path:
-        return self.grpo_dir / "codegrep_rollouts.jsonl"
+        return self.grpo_dir / ROLLOUT_LOG_FILE
 
     @property
     def eval_dir(self) -> Path:

@@ -25,6 +25,13 @@ import math
 from collections.abc import Sequence
 from typing import Literal, Protocol, runtime_checkable
 
+from grpo_rewards import (
+    INFO_COMPLETION_TOKENS,
+    INFO_OVERFLOW,
+    INFO_ROLLOUT_TOKENS,
+    INFO_TOKEN_COUNTER,
+    INFO_TOOL_RESULTS_CUT,
+)
 from pydantic import BaseModel, ConfigDict, Field
 
 from codegrep_model.records import ChatMessage
@@ -50,17 +57,6 @@ __all__ = [
 #: passed `max_completion_tokens`.
 OverflowCause = Literal["max_length", "completion_budget"]
 OVERFLOW_CAUSES: tuple[OverflowCause, ...] = ("max_length", "completion_budget")
-
-#: `rollout_infos` key: the `OverflowCause` that ended the rollout, or None.
-INFO_OVERFLOW = "overflow"
-#: `rollout_infos` key: the rollout's tokens so far (prompt, replies, tool results, prompts).
-INFO_ROLLOUT_TOKENS = "rollout_tokens"
-#: `rollout_infos` key: the model's output tokens summed over the rollout.
-INFO_COMPLETION_TOKENS = "completion_tokens"
-#: `rollout_infos` key: tool results cut to fit `max_length`.
-INFO_TOOL_RESULTS_CUT = "tool_results_cut"
-#: `rollout_infos` key: what counted the tokens (`TokenCounter.name`).
-INFO_TOKEN_COUNTER = "token_counter"
 
 
 class TokenBudget(BaseModel):

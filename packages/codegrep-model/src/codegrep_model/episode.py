@@ -37,11 +37,6 @@ from worktree_sandbox import GlobResult, GrepResult, ReadResult, ToolErrorKind, 
 
 from codegrep_model.answer import Answer, parse_answer
 from codegrep_model.budget import (
-    INFO_COMPLETION_TOKENS,
-    INFO_OVERFLOW,
-    INFO_ROLLOUT_TOKENS,
-    INFO_TOKEN_COUNTER,
-    INFO_TOOL_RESULTS_CUT,
     CharEstimate,
     OverflowCause,
     TokenBudget,
@@ -509,26 +504,28 @@ class Episode:
             tool_results_cut=self._results_cut,
         )
 
-    def rollout_infos(self) -> dict[str, Any]:
-        """What the reward reads, under `grpo_rewards`' keys, JSON-safe (for ms-swift's
-        `rollout_infos`): T, C_total and the calls that ran per turn; in strict mode, once the
-        episode is done, also the parsed answer (`answer_files` None: no answer, and why)."""
+    def rollout_info(self) -> rewards.RolloutInfo:
+        """What the reward and the rollout log read (`grpo_rewards.RolloutInfo`): T, C_total and
+        the calls that ran per turn; in strict mode, once the episode is done, also the parsed
+        answer (no answer: `answer.answer` None, and why); with a token budget, its counts."""
         stats = rollout_stats(self._turns)
-        infos: dict[str, Any] = {
-            rewards.INFO_NUM_TURNS: stats.turns,
-            rewards.INFO_NUM_TOOL_CALLS: stats.tool_calls,
-            rewards.INFO_TOOL_CALLS_PER_TURN: _executed_per_turn(self._turns),
-        }
-        parsed = self._final_parse()
-        if parsed is not None:
-            infos.update(rewards.answer_infos(parsed))
-        if self._cfg.budget is not None:
-            infos[INFO_OVERFLOW] = self._overflow
-            infos[INFO_ROLLOUT_TOKENS] = self.rollout_tokens
-            infos[INFO_COMPLETION_TOKENS] = self._completion_tokens
-            infos[INFO_TOOL_RESULTS_CUT] = self._results_cut
-            infos[INFO_TOKEN_COUNTER] = self._counter.name
-        return infos
+        budget = self._cfg.budget is not None
+        return rewards.RolloutInfo(
+            num_turns=stats.turns,
+            num_tool_calls=stats.tool_calls,
+            tool_calls_per_turn=tuple(_executed_per_turn(self._turns)),
+            answer=self._final_parse(),
+            overflow=self._overflow if budget else None,
+            rollout_tokens=self.rollout_tokens if budget else None,
+            completion_tokens=self._completion_tokens if budget else None,
+            tool_results_cut=self._results_cut if budget else None,
+            token_counter=self._counter.name if budget else None,
+        )
+
+    def rollout_infos(self) -> dict[str, Any]:
+        """`rollout_info()` as the JSON-safe dict ms-swift carries (`rollout_infos`), under
+        `grpo_rewards`' `INFO_*` keys."""
+        return self.rollout_info().to_infos()
 
     # ------------------------------------------------------------------ feeding
 

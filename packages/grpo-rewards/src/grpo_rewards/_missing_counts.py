@@ -6,7 +6,8 @@ with c̄ = 0 for every rollout. For CodeGrep v2/v3 that is the degenerate-rollou
 perfect answer scores 0.0 and a GRPO run learns nothing; nothing else in the numbers says so.
 The adapters therefore check each batch and, by their `on_missing_counts` setting, warn once per
 reward-function object (`MissingRolloutStatsWarning`) or raise (`MissingRolloutStatsError`).
-This module holds that rule and the message; it does not score.
+This module holds that rule and the message; what each reward becomes without statistics is its
+spec's `without_counts` (`grpo_rewards.RewardSpec`). It does not score.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import warnings
 from collections.abc import Mapping
 from typing import Literal
 
+from grpo_rewards._spec import REWARD_SPECS
 from grpo_rewards.errors import (
     GrpoRewardsError,
     MissingRolloutStatsError,
@@ -33,21 +35,11 @@ __all__ = [
 OnMissingCounts = Literal["warn", "raise"]
 ON_MISSING_COUNTS: tuple[OnMissingCounts, ...] = ("warn", "raise")
 
-# What each reward becomes when it is scored without statistics (T = 1, C = 0, so c̄ = 0).
-_CONSEQUENCE: Mapping[str, str] = {
-    "codegrep_v1": "σ(c̄) = 1, so the reward's efficiency term is off",
-    "codegrep_v2": "1[c̄ > 0] = 0, so every rollout scores 0.0, a perfect answer included",
-    "codegrep_v3": "1[c̄ > 0] = 0, so every rollout scores 0.0, a perfect answer included",
-    "colgrep_file_f1": "no search action, so every rollout takes the format penalty",
-    "codescout_multilevel": "T = 1, so the turn bonus is scored for a one-turn rollout",
-}
-
 
 def needs_counts(reward: str, params: Mapping[str, object]) -> bool:
-    """Whether `reward` reads the rollout statistics (CodeScout's only for its turn bonus)."""
-    if reward == "codescout_multilevel":
-        return params.get("turn_bonus_range") is not None
-    return reward in _CONSEQUENCE
+    """Whether `reward` reads the rollout statistics with `params` (its spec's `counts`)."""
+    spec = REWARD_SPECS.get(reward)
+    return spec is not None and spec.needs_counts(params)
 
 
 def check_on_missing_counts(value: object) -> OnMissingCounts:
@@ -56,6 +48,11 @@ def check_on_missing_counts(value: object) -> OnMissingCounts:
         if value == policy:
             return policy
     raise GrpoRewardsError(f"on_missing_counts must be 'warn' or 'raise', got {value!r}")
+
+
+def _consequence(reward: str) -> str:
+    spec = REWARD_SPECS.get(reward)
+    return spec.without_counts if spec is not None else "the reward is not the one designed"
 
 
 class MissingCountsGuard:
@@ -70,7 +67,7 @@ class MissingCountsGuard:
         message = (
             f"{self.adapter}: reward {reward!r} needs rollout statistics (turns, tool calls) but "
             f"got none: {missing}. Without them c̄ = 0: "
-            f"{_CONSEQUENCE.get(reward, 'the reward is not the one designed')}. {remedy}; or use "
+            f"{_consequence(reward)}. {remedy}; or use "
             f"'fbeta_file', the tool-free reward (file F-beta, no statistics needed)."
         )
         if policy == "raise":

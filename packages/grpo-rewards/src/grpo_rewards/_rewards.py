@@ -9,12 +9,10 @@ v2/v3 is not here: it lives in `_advantages`, because it must not change the rew
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from types import MappingProxyType
 
-from grpo_rewards._answer import Answer, LineRange, ParsedAnswer, coerce_line_ranges, parse_answer
+from grpo_rewards._answer import Answer, LineRange, ParsedAnswer, coerce_line_ranges
 from grpo_rewards._metrics import (
     CodeLocation,
     MultiLevelTargets,
@@ -25,14 +23,10 @@ from grpo_rewards._metrics import (
 from grpo_rewards._paths import normalize_paths
 from grpo_rewards._rollout import RolloutStats
 from grpo_rewards.errors import (
-    BatchShapeError,
     InvalidRolloutError,
-    MissingRolloutStatsError,
-    UnknownRewardError,
 )
 
 __all__ = [
-    "REWARDS",
     "Gold",
     "RewardResult",
     "codegrep_v1",
@@ -43,9 +37,6 @@ __all__ = [
     "colgrep_file_f1",
     "colgrep_reward",
     "fbeta_file_reward",
-    "score_batch",
-    "score_completion",
-    "score_parsed",
     "sigma_v1",
 ]
 
@@ -162,6 +153,7 @@ def codegrep_v3(
 ) -> RewardResult:
     """CodeGrep v3 (the paper's final design): R = Fβ_file · 1[c̄ > 0], line ranges ignored.
 
+    >>> from grpo_rewards import parse_answer
     >>> gold = Gold.of(["config.py"])
     >>> ans = parse_answer('{"files": ["config.py", "main.py"]}')
     >>> round(codegrep_v3(ans, gold, RolloutStats(turns=3, tool_calls=6)).reward, 4)
@@ -319,94 +311,3 @@ def codescout_multilevel(
         parts["turn_bonus"] = turn_bonus_weight if lo <= turns <= hi else 0.0
         reward += parts["turn_bonus"]
     return RewardResult(reward, parts, reason)
-
-
-# ---------------------------------------------------------------- registry used by the adapters
-
-
-#: Rewards the adapters can score from answer text + label + rollout statistics, by name.
-REWARDS: Mapping[str, Callable[..., RewardResult]] = MappingProxyType(
-    {
-        "codegrep_v1": codegrep_v1,
-        "codegrep_v2": codegrep_v2,
-        "codegrep_v3": codegrep_v3,
-        "colgrep_file_f1": colgrep_file_f1,
-        "fbeta_file": fbeta_file_reward,
-    }
-)
-
-_STATLESS = frozenset({"fbeta_file"})
-
-
-def _lookup(name: str) -> Callable[..., RewardResult]:
-    try:
-        return REWARDS[name]
-    except KeyError:
-        hint = (
-            " (codescout_multilevel scores a finish call, not a JSON answer: call it directly, "
-            "or through an adapter)"
-            if name == "codescout_multilevel"
-            else ""
-        )
-        raise UnknownRewardError(
-            f"unknown reward {name!r}; known: {', '.join(sorted(REWARDS))}{hint}"
-        ) from None
-
-
-def score_completion(
-    name: str,
-    completion: object,
-    gold: Gold,
-    stats: RolloutStats | None,
-    *,
-    params: Mapping[str, object] | None = None,
-    roots: Iterable[str] = (),
-) -> RewardResult:
-    """Parse one final assistant message and score it with the reward called `name`.
-
-    `params` overrides the reward's constants (`{"beta": 1.0}`); `roots` are absolute checkout
-    folders to strip from predicted paths. A malformed answer scores 0 (colgrep: −0.5) with
-    `reason` set; missing statistics for a reward that needs them raise.
-    """
-    return score_parsed(name, parse_answer(completion, roots=roots), gold, stats, params=params)
-
-
-def score_parsed(
-    name: str,
-    parsed: ParsedAnswer,
-    gold: Gold,
-    stats: RolloutStats | None,
-    *,
-    params: Mapping[str, object] | None = None,
-) -> RewardResult:
-    """`score_completion` for an answer already parsed (by `parse_answer`, e.g. recorded by the
-    rollout driver in `rollout_infos`): the same reward, no second parse."""
-    fn = _lookup(name)
-    if stats is None and name not in _STATLESS:
-        raise MissingRolloutStatsError(
-            f"reward {name!r} needs rollout statistics (turns, tool calls)"
-        )
-    result = fn(parsed, gold, stats, **(params or {}))
-    if not math.isfinite(result.reward):
-        raise InvalidRolloutError(f"reward {name!r} produced {result.reward}")
-    return result
-
-
-def score_batch(
-    name: str,
-    completions: Sequence[object],
-    golds: Sequence[Gold],
-    stats: Sequence[RolloutStats | None],
-    *,
-    params: Mapping[str, object] | None = None,
-) -> list[RewardResult]:
-    """`score_completion` over aligned sequences (one entry per rollout)."""
-    if not len(completions) == len(golds) == len(stats):
-        raise BatchShapeError(
-            f"{len(completions)} completions, {len(golds)} labels, {len(stats)} stats"
-        )
-    _lookup(name)
-    return [
-        score_completion(name, c, g, s, params=params)
-        for c, g, s in zip(completions, golds, stats, strict=True)
-    ]

@@ -1,25 +1,41 @@
-"""The `rollout_infos` keys the rewards read, and how a parsed answer is written under them.
+"""What an episode hands the reward and the log: `RolloutInfo`, and its `rollout_infos` keys.
 
 ms-swift hands each reward the per-rollout `rollout_infos` dict a multi-turn driver filled in.
-The driver (codegrep-model's `Episode`, a scheduler) writes these keys and `grpo_rewards.swift_orm`
-reads them; both take the names from here, so a renamed key cannot split them. Every value is
-JSON-safe (ms-swift gathers and logs the dict). This module does not score.
+The driver (codegrep-model's `Episode` and scheduler) builds a `RolloutInfo`, and turns it into
+that dict (`to_infos`) only where it hands it to ms-swift; the ORM (`grpo_rewards.swift_orm`),
+the advantage scale and the rollout log turn the dict back (`RolloutInfo.from_infos`) where they
+receive it, so the record, not raw keys, travels between them. Every key is named here once; a
+value of the wrong shape is an `InvalidRolloutError` naming its key. The dict is JSON-safe
+(ms-swift gathers and logs it). This module does not score.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from grpo_rewards._answer import Answer, LineRange, ParsedAnswer
+from grpo_rewards._rollout import RolloutStats
+from grpo_rewards._trainer_rows import count_value, stats_from_counts
 from grpo_rewards.errors import InvalidRolloutError
 
 __all__ = [
     "INFO_ANSWER_ERROR",
     "INFO_ANSWER_FILES",
     "INFO_ANSWER_LINE_RANGES",
+    "INFO_COMPLETION_TOKENS",
+    "INFO_EPISODE_STATUS",
     "INFO_NUM_TOOL_CALLS",
     "INFO_NUM_TURNS",
+    "INFO_OVERFLOW",
+    "INFO_ROLLOUT_TOKENS",
+    "INFO_SCHEMA_VERSION",
+    "INFO_TEST_POLICY",
+    "INFO_TOKEN_COUNTER",
     "INFO_TOOL_CALLS_PER_TURN",
+    "INFO_TOOL_RESULTS_CUT",
+    "ROLLOUT_INFO_SCHEMA_VERSION",
+    "RolloutInfo",
     "answer_from_infos",
     "answer_infos",
 ]
@@ -38,6 +54,25 @@ INFO_ANSWER_FILES = "answer_files"
 INFO_ANSWER_LINE_RANGES = "answer_line_ranges"
 #: Why there is no answer (`ParsedAnswer.error`), or None.
 INFO_ANSWER_ERROR = "answer_error"
+#: The episode's status once done ("answered", "unanswered", "error").
+INFO_EPISODE_STATUS = "episode_status"
+#: Test runs only: the policy whose replies replaced the model's, or "model" for a rollout that
+#: kept the model's own (absent in real training).
+INFO_TEST_POLICY = "test_policy"
+#: The token budget's cause that ended the rollout ("max_length", "completion_budget"), or None.
+INFO_OVERFLOW = "overflow"
+#: The rollout's tokens so far (prompt, replies, tool results, prompts).
+INFO_ROLLOUT_TOKENS = "rollout_tokens"
+#: The model's output tokens summed over the rollout.
+INFO_COMPLETION_TOKENS = "completion_tokens"
+#: Tool results cut to fit `max_length`.
+INFO_TOOL_RESULTS_CUT = "tool_results_cut"
+#: What counted the tokens (codegrep-model's `TokenCounter.name`).
+INFO_TOKEN_COUNTER = "token_counter"
+#: The `RolloutInfo` layout the dict was written in; a dict without it is version 1.
+INFO_SCHEMA_VERSION = "schema_version"
+#: The layout `RolloutInfo.to_infos` writes.
+ROLLOUT_INFO_SCHEMA_VERSION = 1
 
 
 def answer_infos(parsed: ParsedAnswer) -> dict[str, object]:
@@ -114,3 +149,131 @@ def answer_from_infos(info: Mapping[str, object]) -> ParsedAnswer | None:
             raise InvalidRolloutError(f"{INFO_ANSWER_LINE_RANGES} holds {path!r}: {items!r}"[:200])
         ranges[path] = tuple(_range(item, path) for item in items)
     return ParsedAnswer(Answer(tuple(str(f) for f in files), ranges))
+
+
+def _optional_str(info: Mapping[str, object], key: str) -> str | None:
+    value = info.get(key)
+    if value is None or isinstance(value, str):
+        return value
+    raise InvalidRolloutError(f"{key} must be text or null, got {value!r}"[:200])
+
+
+def _optional_count(info: Mapping[str, object], key: str, what: str = "") -> int | None:
+    value = info.get(key)
+    return None if value is None else count_value(value, what or key)
+
+
+@dataclass(frozen=True)
+class RolloutInfo:
+    """What one rollout's driver records for the reward, the advantage scale and the log.
+
+    Every field is optional: ms-swift without our scheduler adds `num_turns` alone, and a driver
+    without a token budget records no token counts. `answer` is None when the driver recorded no
+    parse of the final answer (then the reward parses the completion).
+
+    >>> info = RolloutInfo(num_turns=2, num_tool_calls=3, tool_calls_per_turn=(3, 0))
+    >>> info.to_infos()
+    {'num_turns': 2, 'num_tool_calls': 3, 'tool_calls_per_turn': [3, 0], 'schema_version': 1}
+    >>> RolloutInfo.from_infos(info.to_infos()) == info, info.stats().cbar
+    (True, 1.5)
+    """
+
+    #: T, the assistant turns.
+    num_turns: int | None = None
+    #: C_total as one number.
+    num_tool_calls: int | None = None
+    #: The calls that ran in each assistant turn; read before `num_tool_calls`.
+    tool_calls_per_turn: tuple[int, ...] | None = None
+    #: The driver's parse of the final answer; None: not recorded.
+    answer: ParsedAnswer | None = None
+    episode_status: str | None = None
+    test_policy: str | None = None
+    #: The token budget's fields, recorded together when the driver holds a budget
+    #: (`token_counter` set); `overflow` None then means no limit ended the rollout.
+    overflow: str | None = None
+    rollout_tokens: int | None = None
+    completion_tokens: int | None = None
+    tool_results_cut: int | None = None
+    token_counter: str | None = None
+    schema_version: int = ROLLOUT_INFO_SCHEMA_VERSION
+
+    @property
+    def budgeted(self) -> bool:
+        """Whether the driver recorded the token budget's fields."""
+        return self.token_counter is not None or any(
+            v is not None for v in (self.overflow, self.rollout_tokens, self.completion_tokens)
+        )
+
+    def stats(self) -> RolloutStats | None:
+        """T and C_total, or None when either is missing; a turn over the per-turn cap raises."""
+        calls: object = (
+            list(self.tool_calls_per_turn)
+            if self.tool_calls_per_turn is not None
+            else self.num_tool_calls
+        )
+        return stats_from_counts(self.num_turns, calls)
+
+    def to_infos(self) -> dict[str, object]:
+        """The JSON-safe dict ms-swift carries as `rollout_infos`, under the `INFO_*` keys."""
+        infos: dict[str, object] = {}
+        if self.num_turns is not None:
+            infos[INFO_NUM_TURNS] = self.num_turns
+        if self.num_tool_calls is not None:
+            infos[INFO_NUM_TOOL_CALLS] = self.num_tool_calls
+        if self.tool_calls_per_turn is not None:
+            infos[INFO_TOOL_CALLS_PER_TURN] = list(self.tool_calls_per_turn)
+        if self.answer is not None:
+            infos.update(answer_infos(self.answer))
+        if self.budgeted:
+            infos[INFO_OVERFLOW] = self.overflow
+            infos[INFO_ROLLOUT_TOKENS] = self.rollout_tokens
+            infos[INFO_COMPLETION_TOKENS] = self.completion_tokens
+            infos[INFO_TOOL_RESULTS_CUT] = self.tool_results_cut
+            infos[INFO_TOKEN_COUNTER] = self.token_counter
+        if self.episode_status is not None:
+            infos[INFO_EPISODE_STATUS] = self.episode_status
+        if self.test_policy is not None:
+            infos[INFO_TEST_POLICY] = self.test_policy
+        infos[INFO_SCHEMA_VERSION] = self.schema_version
+        return infos
+
+    @classmethod
+    def from_infos(cls, info: object) -> RolloutInfo:
+        """The record a `rollout_infos` dict holds; anything but a mapping holds nothing.
+
+        A key that is absent is None; a value of the wrong shape is an `InvalidRolloutError`
+        naming the key; a dict written in a later layout than this package reads is refused.
+        """
+        if not isinstance(info, Mapping):
+            return cls()
+        version = info.get(INFO_SCHEMA_VERSION, 1)
+        if version != ROLLOUT_INFO_SCHEMA_VERSION or isinstance(version, bool):
+            raise InvalidRolloutError(
+                f"{INFO_SCHEMA_VERSION} is {version!r}; this grpo-rewards reads "
+                f"{ROLLOUT_INFO_SCHEMA_VERSION}"[:200]
+            )
+        per_turn = info.get(INFO_TOOL_CALLS_PER_TURN)
+        total = info.get(INFO_NUM_TOOL_CALLS)
+        if isinstance(per_turn, int | float):  # one number under the per-turn key: C_total
+            per_turn, total = None, per_turn
+        elif per_turn is not None and (
+            not isinstance(per_turn, Sequence) or isinstance(per_turn, str | bytes)
+        ):
+            raise InvalidRolloutError(
+                f"{INFO_TOOL_CALLS_PER_TURN} must be a list of counts, got {per_turn!r}"[:200]
+            )
+        return cls(
+            num_turns=_optional_count(info, INFO_NUM_TURNS, "the turn count"),
+            num_tool_calls=None if total is None else count_value(total, "the tool-call count"),
+            tool_calls_per_turn=None
+            if per_turn is None
+            else tuple(count_value(c, "a per-turn tool-call count") for c in per_turn),
+            answer=answer_from_infos(info),
+            episode_status=_optional_str(info, INFO_EPISODE_STATUS),
+            test_policy=_optional_str(info, INFO_TEST_POLICY),
+            overflow=_optional_str(info, INFO_OVERFLOW),
+            rollout_tokens=_optional_count(info, INFO_ROLLOUT_TOKENS),
+            completion_tokens=_optional_count(info, INFO_COMPLETION_TOKENS),
+            tool_results_cut=_optional_count(info, INFO_TOOL_RESULTS_CUT),
+            token_counter=_optional_str(info, INFO_TOKEN_COUNTER),
+        )

@@ -15,18 +15,19 @@ from collections.abc import Mapping, Sequence
 
 from grpo_rewards._codescout_rows import score_codescout, targets_from_values
 from grpo_rewards._metrics import MultiLevelTargets
-from grpo_rewards._rewards import REWARDS, Gold, RewardResult, score_completion
+from grpo_rewards._rewards import Gold, RewardResult
 from grpo_rewards._rollout import MAX_CALLS_PER_TURN, RolloutStats, rollout_stats_from_messages
+from grpo_rewards._spec import REWARD_SPECS, score_completion
 from grpo_rewards.errors import GrpoRewardsError, InvalidRolloutError, UnknownRewardError
 
 __all__ = [
     "ADAPTER_REWARDS",
-    "CODESCOUT",
     "DEFAULT_FILES_COLUMN",
     "DEFAULT_LINE_RANGES_COLUMN",
     "Label",
     "check_reward_name",
     "column",
+    "count_value",
     "final_text",
     "gold_from_values",
     "labels_from_columns",
@@ -39,11 +40,11 @@ __all__ = [
 DEFAULT_FILES_COLUMN = "gold_files"
 DEFAULT_LINE_RANGES_COLUMN = "gold_line_ranges"
 
-CODESCOUT = "codescout_multilevel"
-#: The reward names every adapter (TRL, ms-swift, verl) accepts: `REWARDS`, which score the JSON
-#: answer against gold files, and CodeScout's, which scores the finish call against
-#: `file_changes`.
-ADAPTER_REWARDS: tuple[str, ...] = (*REWARDS, CODESCOUT)
+#: The built-in reward names every adapter (TRL, ms-swift, verl) accepts, as declared in
+#: `REWARD_SPECS`: those that score the JSON answer against gold files, and CodeScout's, which
+#: scores the finish call against `file_changes`. The adapters check names against
+#: `REWARD_SPECS` itself, so a reward added with `register_reward` is accepted too.
+ADAPTER_REWARDS: tuple[str, ...] = tuple(REWARD_SPECS)
 
 #: One row's label: gold files (and line ranges), or CodeScout's three-level targets.
 Label = Gold | MultiLevelTargets
@@ -51,8 +52,8 @@ Label = Gold | MultiLevelTargets
 
 def check_reward_name(name: object) -> str:
     """`name` if an adapter can score it, else `UnknownRewardError` listing the names."""
-    if not isinstance(name, str) or name not in ADAPTER_REWARDS:
-        raise UnknownRewardError(f"unknown reward {name!r}; known: {', '.join(ADAPTER_REWARDS)}")
+    if not isinstance(name, str) or name not in REWARD_SPECS:
+        raise UnknownRewardError(f"unknown reward {name!r}; known: {', '.join(REWARD_SPECS)}")
     return name
 
 
@@ -104,7 +105,7 @@ def gold_from_values(files: object, line_ranges: object = None) -> Gold | None:
     return Gold.of(files, _maybe_json(line_ranges))
 
 
-def _count(value: object, what: str) -> int:
+def count_value(value: object, what: str) -> int:
     """A whole, non-negative count (an integral float from a JSON or Arrow column is accepted)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise InvalidRolloutError(f"{what} must be a whole number, got {value!r}")
@@ -121,7 +122,7 @@ def stats_from_counts(turns: object, tool_calls: object) -> RolloutStats | None:
     if turns is None or tool_calls is None:
         return None
     if isinstance(tool_calls, Sequence) and not isinstance(tool_calls, str | bytes):
-        per_turn = [_count(c, "a per-turn tool-call count") for c in tool_calls]
+        per_turn = [count_value(c, "a per-turn tool-call count") for c in tool_calls]
         over = [c for c in per_turn if c > MAX_CALLS_PER_TURN]
         if over:
             raise InvalidRolloutError(
@@ -129,10 +130,10 @@ def stats_from_counts(turns: object, tool_calls: object) -> RolloutStats | None:
             )
         calls = sum(per_turn)
     elif isinstance(tool_calls, int | float):
-        calls = _count(tool_calls, "the tool-call count")
+        calls = count_value(tool_calls, "the tool-call count")
     else:
         raise GrpoRewardsError(f"tool-call count must be a number or a list, got {tool_calls!r}")
-    return RolloutStats(turns=_count(turns, "the turn count"), tool_calls=calls)
+    return RolloutStats(turns=count_value(turns, "the turn count"), tool_calls=calls)
 
 
 def final_text(completion: object) -> object:
@@ -166,7 +167,7 @@ def labels_from_columns(
 ) -> list[Label | None]:
     """Each rollout's label from the batch columns: `file_changes_column` for CodeScout's reward,
     `files_column` (+ `line_ranges_column`) for the others; None where a row has no label."""
-    if reward == CODESCOUT:
+    if REWARD_SPECS[reward].label == "file_changes":
         return [
             targets_from_values(v) for v in column(kwargs, file_changes_column, n, required=True)
         ]

@@ -16,7 +16,9 @@ rollout's `messages`. When neither holds any (ms-swift without a multi-turn sche
 that needs them would see c̄ = 0 for every rollout: the ORM warns once, or raises when its
 `on_missing_counts` is "raise". When the driver also recorded the parsed final answer
 (`answer_files`: what codegrep-model's `Episode` writes in strict mode), that answer is scored
-and the completion is not parsed again. The key names are `grpo_rewards`' `INFO_*` constants.
+and the completion is not parsed again. Each `rollout_infos` dict is turned into a
+`grpo_rewards.RolloutInfo` where it arrives (`RolloutInfo.from_infos`); nothing else here reads
+its keys.
 `codescout_multilevel` reads the `localization_finish` call from `messages` (else from the
 completion text) and its gold from the `file_changes` column.
 
@@ -30,7 +32,7 @@ efficiency term is already in the reward.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Mapping, MutableMapping, Sequence
+from collections.abc import Iterator, Mapping, MutableMapping, Sequence
 from typing import ClassVar
 
 from grpo_rewards._codescout_rows import DEFAULT_FILE_CHANGES_COLUMN
@@ -41,15 +43,14 @@ from grpo_rewards._missing_counts import (
     check_on_missing_counts,
     needs_counts,
 )
-from grpo_rewards._rewards import score_parsed
 from grpo_rewards._rollout import RolloutStats, rollout_stats_from_messages
 from grpo_rewards._rollout_infos import (
     INFO_NUM_TOOL_CALLS,
     INFO_NUM_TURNS,
     INFO_TOOL_CALLS_PER_TURN,
-    answer_from_infos,
+    RolloutInfo,
 )
-from grpo_rewards._spec import RewardSpec, reward_spec
+from grpo_rewards._spec import REWARD_SPECS, RewardSpec, reward_spec, score_parsed
 from grpo_rewards._trainer_rows import (
     DEFAULT_FILES_COLUMN,
     DEFAULT_LINE_RANGES_COLUMN,
@@ -57,7 +58,6 @@ from grpo_rewards._trainer_rows import (
     column,
     labels_from_columns,
     score_label,
-    stats_from_counts,
 )
 from grpo_rewards.errors import MissingFrameworkError
 
@@ -71,16 +71,18 @@ __all__ = [
     "ColgrepFileF1ORM",
     "FbetaFileORM",
     "register_swift_orms",
+    "swift_orm_class",
     "swift_rollout_stats",
 ]
 
 
-def _info_stats(rollout_info: object) -> RolloutStats | None:
-    """The counts the driver recorded in `rollout_infos`, or None."""
-    if not isinstance(rollout_info, Mapping):
-        return None
-    calls = rollout_info.get(INFO_TOOL_CALLS_PER_TURN, rollout_info.get(INFO_NUM_TOOL_CALLS))
-    return stats_from_counts(rollout_info.get(INFO_NUM_TURNS), calls)
+def _info(rollout_info: object) -> RolloutInfo:
+    """The record behind one `rollout_infos` entry (ms-swift carries it as a dict)."""
+    return (
+        rollout_info
+        if isinstance(rollout_info, RolloutInfo)
+        else RolloutInfo.from_infos(rollout_info)
+    )
 
 
 def _messages(messages: object) -> list[Mapping[str, object]] | None:
@@ -90,8 +92,8 @@ def _messages(messages: object) -> list[Mapping[str, object]] | None:
 
 
 def swift_rollout_stats(rollout_info: object, messages: object) -> RolloutStats:
-    """T and C_total of one ms-swift rollout."""
-    stats = _info_stats(rollout_info)
+    """T and C_total of one ms-swift rollout (`rollout_info`: a `RolloutInfo`, or its dict)."""
+    stats = _info(rollout_info).stats()
     if stats is not None:
         return stats
     listed = _messages(messages)
@@ -139,13 +141,15 @@ class CodeGrepORM:
         )
         infos = column(kwargs, "rollout_infos", n, required=False)
         messages = column(kwargs, "messages", n, required=False)
+        # the records behind ms-swift's dicts, read for the labelled rollouts only
+        records = [None if labels[i] is None else _info(infos[i]) for i in range(n)]
         stats: list[RolloutStats | None] = []
         counted = False  # some labelled rollout had counts, or messages that record a call
-        for i in range(n):
-            if labels[i] is None:
+        for i, record in enumerate(records):
+            if record is None:
                 stats.append(None)
                 continue
-            explicit = _info_stats(infos[i])
+            explicit = record.stats()
             row = explicit or swift_rollout_stats(None, messages[i])
             stats.append(row)
             counted = counted or explicit is not None or row.tool_calls > 0
@@ -173,9 +177,9 @@ class CodeGrepORM:
                 result = score_label(self.reward_name, rollout, label, row_stats, self.params)
                 out.append(result.reward)
                 continue
-            info = infos[i]
+            record = records[i]
             # the driver's own parse of the final answer, when it recorded one (strict mode)
-            parsed = answer_from_infos(info) if isinstance(info, Mapping) else None
+            parsed = None if record is None else record.answer
             if parsed is None:
                 result = score_label(self.reward_name, text, label, row_stats, self.params)
             else:
@@ -186,52 +190,46 @@ class CodeGrepORM:
         return out
 
 
-class CodeGrepV1ORM(CodeGrepORM):
-    """`codegrep_v1`: ½(Fβ_file + Fβ_lr) · 1/max(1, c̄/4)."""
-
-    reward_name = "codegrep_v1"
-
-
-class CodeGrepV2ORM(CodeGrepORM):
-    """`codegrep_v2`: ½(Fβ_file + Fβ_lr) · 1[c̄ > 0]."""
-
-    reward_name = "codegrep_v2"
-
-
-class CodeGrepV3ORM(CodeGrepORM):
-    """`codegrep_v3`: Fβ_file · 1[c̄ > 0]."""
-
-    reward_name = "codegrep_v3"
+def swift_orm_class(name: str) -> type[CodeGrepORM]:
+    """The ORM class of reward `name`, made from its spec (`RewardSpec.orm_class`) once."""
+    spec = reward_spec(name)
+    cls = _ORM_CLASSES.get(spec)
+    if cls is None:
+        doc = f"`{spec.name}`: {spec.formula}."
+        attrs = {"reward_name": spec.name, "__doc__": doc, "__module__": __name__}
+        cls = _ORM_CLASSES[spec] = type(spec.orm_class, (CodeGrepORM,), attrs)
+    return cls
 
 
-class ColgrepFileF1ORM(CodeGrepORM):
-    """`colgrep_file_f1`: file F1 with colgrep's turn and format penalties."""
-
-    reward_name = "colgrep_file_f1"
+_ORM_CLASSES: dict[RewardSpec, type[CodeGrepORM]] = {}
 
 
-class FbetaFileORM(CodeGrepORM):
-    """`fbeta_file`: file-level F-beta, no rollout statistics needed (tool-free)."""
+class _SwiftOrms(Mapping[str, type[CodeGrepORM]]):
+    """One ORM class per registered reward spec, made on first use."""
 
-    reward_name = "fbeta_file"
+    def __getitem__(self, name: str) -> type[CodeGrepORM]:
+        if name not in REWARD_SPECS:
+            raise KeyError(name)
+        return swift_orm_class(name)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(list(REWARD_SPECS))
+
+    def __len__(self) -> int:
+        return len(REWARD_SPECS)
 
 
-class CodeScoutMultilevelORM(CodeGrepORM):
-    """`codescout_multilevel`: file + module + entity F1 of the `localization_finish` call,
-    against the `file_changes` column."""
+#: The names `register_swift_orms` adds to ms-swift's registry: every reward in
+#: `grpo_rewards.REWARD_SPECS`, each with a class made from its spec.
+SWIFT_ORMS: Mapping[str, type[CodeGrepORM]] = _SwiftOrms()
 
-    reward_name = "codescout_multilevel"
-
-
-#: The names `register_swift_orms` adds to ms-swift's registry: every adapter reward.
-SWIFT_ORMS: Mapping[str, type[CodeGrepORM]] = {
-    "codegrep_v1": CodeGrepV1ORM,
-    "codegrep_v2": CodeGrepV2ORM,
-    "codegrep_v3": CodeGrepV3ORM,
-    "colgrep_file_f1": ColgrepFileF1ORM,
-    "fbeta_file": FbetaFileORM,
-    "codescout_multilevel": CodeScoutMultilevelORM,
-}
+# The built-in rewards' classes under their names, for `--external_plugins` files and subclasses.
+CodeGrepV1ORM = swift_orm_class("codegrep_v1")
+CodeGrepV2ORM = swift_orm_class("codegrep_v2")
+CodeGrepV3ORM = swift_orm_class("codegrep_v3")
+ColgrepFileF1ORM = swift_orm_class("colgrep_file_f1")
+FbetaFileORM = swift_orm_class("fbeta_file")
+CodeScoutMultilevelORM = swift_orm_class("codescout_multilevel")
 
 
 def _swift_registry() -> MutableMapping[str, object]:

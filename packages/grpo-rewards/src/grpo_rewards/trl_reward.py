@@ -47,7 +47,7 @@ __all__ = ["TRLReward"]
 
 
 class TRLReward:
-    """A TRL reward function scoring one of `grpo_rewards.ADAPTER_REWARDS` by name.
+    """A TRL reward function scoring one of `grpo_rewards.REWARD_SPECS` by name.
 
     `params` override the reward's constants (`beta=1.0`, CodeScout's `turn_bonus_range=(4, 4)`).
     `on_missing_counts` says what happens when a reward that needs the turn and tool-call counts

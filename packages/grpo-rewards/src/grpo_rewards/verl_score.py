@@ -10,7 +10,7 @@ verl's own `num_turns` counts user, assistant and tool messages together, which 
 paper's T, so rollout statistics are read from `extra_info["assistant_turns"]` and
 `extra_info["tool_calls"]` (a count or per-turn counts), set by your agent loop. The reward is
 chosen by `extra_info["reward"]` or the `reward=` keyword (default `codegrep_v3`; any name in
-`grpo_rewards.ADAPTER_REWARDS`). Without statistics only `fbeta_file` and `codescout_multilevel`
+`grpo_rewards.REWARD_SPECS`). Without statistics only `fbeta_file` and `codescout_multilevel`
 (without its turn bonus) can be scored: for the others `on_missing_counts="raise"` (the default
 here: verl has no other source for the counts, so a missing count is a configuration error) raises
 `MissingRolloutStatsError`, and "warn" warns once per reward and scores with c̄ = 0. Keywords
@@ -33,9 +33,8 @@ from grpo_rewards._missing_counts import (
     needs_counts,
 )
 from grpo_rewards._rollout import RolloutStats
-from grpo_rewards._spec import advantage_factor
+from grpo_rewards._spec import advantage_factor, reward_spec
 from grpo_rewards._trainer_rows import (
-    CODESCOUT,
     Label,
     check_reward_name,
     gold_from_values,
@@ -70,13 +69,12 @@ def compute_score(
     info = extra_info or {}
     name = check_reward_name(info.get("reward", reward))
     policy = check_on_missing_counts(on_missing_counts)
-    label: Label | None
-    if name == CODESCOUT:
-        label = targets_from_values(ground_truth)
-    else:
-        label = gold_from_values(ground_truth)
+    codescout = reward_spec(name).label == "file_changes"
+    label: Label | None = (
+        targets_from_values(ground_truth) if codescout else gold_from_values(ground_truth)
+    )
     if label is None:
-        what = "file_changes" if name == CODESCOUT else "gold files"
+        what = "file_changes" if codescout else "gold files"
         raise GrpoRewardsError(f"no {what} in ground_truth for data source {data_source!r}")
     stats = stats_from_counts(info.get("assistant_turns"), info.get("tool_calls"))
     if stats is None and needs_counts(name, params):

@@ -24,6 +24,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from codegrep_model.train._advantage import (
+    ROLLOUT_LOG_FILE,
+    ROLLOUT_LOG_SCHEMA_VERSION,
     AdvantageScale,
     RolloutLogEntry,
     advantage_scale,
@@ -55,6 +57,8 @@ __all__ = [
     "INFO_TEST_POLICY",
     "REQUIRED_COLUMNS",
     "ROLLOUT_LOG_ENV",
+    "ROLLOUT_LOG_FILE",
+    "ROLLOUT_LOG_SCHEMA_VERSION",
     "TEST_POLICY_ENV",
     "TRAINING_BUDGET",
     "AdvantageScale",
@@ -76,7 +80,7 @@ __all__ = [
 ]
 
 #: Where the ms-swift trainer writes its per-rollout log (JSON lines, `RolloutLogEntry`);
-#: unset: `<output_dir>/codegrep_rollouts.jsonl`.
+#: unset: `<output_dir>/ROLLOUT_LOG_FILE`.
 ROLLOUT_LOG_ENV = "CODEGREP_ROLLOUT_LOG"
 
 

@@ -10,10 +10,11 @@ under v2/v3. A rollout that called tools and gave no answer keeps A_i · s(c̄):
 below a group that did better, so the formula gives it a negative advantage, and that is the
 penalty for not answering (`zero_unanswered=True` zeroes it instead: not the paper's rule).
 
-The counts are read from the rollout's `rollout_infos` under `grpo_rewards`' keys, as the
-reward reads them (`grpo_rewards.swift_orm.swift_rollout_stats`). A rollout without them is a
-setup error, not c̄ = 0: a trainer subclass that silently zeroed every advantage would train
-nothing and say nothing. Pure Python; the ms-swift trainer multiplies its tensor by `factor`.
+The counts are read from the rollout's `grpo_rewards.RolloutInfo` (ms-swift carries it as the
+`rollout_infos` dict; `RolloutInfo.from_infos` turns it back), as the reward reads them. A
+rollout without them is a setup error, not c̄ = 0: a trainer subclass that silently zeroed every
+advantage would train nothing and say nothing. Pure Python; the ms-swift trainer multiplies
+its tensor by `factor`.
 """
 
 from __future__ import annotations
@@ -25,32 +26,21 @@ from pathlib import Path
 from typing import Any
 
 from grpo_rewards import (
-    INFO_ANSWER_ERROR,
-    INFO_ANSWER_FILES,
     INFO_NUM_TOOL_CALLS,
-    INFO_NUM_TURNS,
     INFO_TOOL_CALLS_PER_TURN,
     REWARD_SPECS,
+    RolloutInfo,
+    RolloutStats,
     advantage_factor,
-    answer_from_infos,
     efficiency_scale,
 )
-from grpo_rewards.swift_orm import swift_rollout_stats
 from pydantic import BaseModel, ConfigDict, Field
 
-from codegrep_model.budget import (
-    INFO_COMPLETION_TOKENS,
-    INFO_OVERFLOW,
-    INFO_ROLLOUT_TOKENS,
-    INFO_TOOL_RESULTS_CUT,
-)
-from codegrep_model.train._scheduler_core import (
-    INFO_EPISODE_STATUS,
-    INFO_TEST_POLICY,
-    TrainingSetupError,
-)
+from codegrep_model.train._scheduler_core import TrainingSetupError
 
 __all__ = [
+    "ROLLOUT_LOG_FILE",
+    "ROLLOUT_LOG_SCHEMA_VERSION",
     "AdvantageScale",
     "RolloutLogEntry",
     "advantage_scale",
@@ -58,6 +48,18 @@ __all__ = [
     "overflow_rate",
     "read_rollout_log",
 ]
+
+
+#: The per-rollout log's file name under the trainer's output folder (unless
+#: `$CODEGREP_ROLLOUT_LOG` names another path); the monitor looks for it there.
+ROLLOUT_LOG_FILE = "codegrep_rollouts.jsonl"
+#: The layout of `RolloutLogEntry`; a line without `schema_version` is version 1 (the fields
+#: added since then have defaults, so older lines read).
+ROLLOUT_LOG_SCHEMA_VERSION = 1
+
+
+def _record(info: RolloutInfo | Mapping[str, Any] | None) -> RolloutInfo:
+    return info if isinstance(info, RolloutInfo) else RolloutInfo.from_infos(info)
 
 
 class AdvantageScale(BaseModel):
@@ -102,13 +104,14 @@ def efficiency_reward(funcs: Sequence[object], names: Sequence[str]) -> str | No
 
 
 def advantage_scale(
-    info: Mapping[str, Any] | None,
+    info: RolloutInfo | Mapping[str, Any] | None,
     *,
     reward: str = "codegrep_v3",
     saturation: float = 4.0,
     zero_unanswered: bool = False,
 ) -> AdvantageScale:
-    """The scale of one rollout trained with `reward`, from its `rollout_infos`.
+    """The scale of one rollout trained with `reward`, from its `RolloutInfo` (or the
+    `rollout_infos` dict ms-swift carries it as).
 
     >>> info = {"num_turns": 4, "tool_calls_per_turn": [2, 2, 0, 0]}
     >>> advantage_scale(info).factor, advantage_scale(info, reward="codegrep_v1").factor
@@ -116,17 +119,17 @@ def advantage_scale(
     >>> advantage_scale({"num_turns": 2, "tool_calls_per_turn": [0, 0]}).degenerate
     'no tool call ran'
     """
-    info = info or {}
-    if INFO_TOOL_CALLS_PER_TURN not in info and INFO_NUM_TOOL_CALLS not in info:
+    record = _record(info)
+    if record.tool_calls_per_turn is None and record.num_tool_calls is None:
         raise TrainingSetupError(
             f"rollout_infos holds no {INFO_TOOL_CALLS_PER_TURN!r} or {INFO_NUM_TOOL_CALLS!r}: "
             "the advantage scale needs the rollout's tool-call counts; train with "
             "--multi_turn_scheduler codegrep_tools"
         )
-    stats = swift_rollout_stats(info, None)
+    stats = record.stats() or RolloutStats(turns=1, tool_calls=0)
     efficiency = efficiency_scale(stats.cbar, saturation=saturation)
     degenerate: str | None = None
-    parsed = answer_from_infos(info)
+    parsed = record.answer
     if stats.tool_calls == 0:
         degenerate = "no tool call ran"
     elif parsed is not None and parsed.answer is None:
@@ -150,6 +153,7 @@ class RolloutLogEntry(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="ignore")
 
+    schema_version: int = ROLLOUT_LOG_SCHEMA_VERSION
     step: int = Field(
         description="The optimizer step these rollouts train, as ms-swift's logging.jsonl "
         "numbers it (the trainer's global_step + 1 when the batch is scored)."
@@ -199,7 +203,7 @@ class RolloutLogEntry(BaseModel):
         *,
         step: int,
         index: int,
-        info: Mapping[str, Any],
+        info: RolloutInfo | Mapping[str, Any],
         scale: AdvantageScale,
         reward: float,
         rewards: Mapping[str, float],
@@ -209,16 +213,17 @@ class RolloutLogEntry(BaseModel):
         def num(x: float) -> float | None:
             return None if math.isnan(x) else x
 
-        per_turn = info.get(INFO_TOOL_CALLS_PER_TURN)
-        files = info.get(INFO_ANSWER_FILES)
+        record = _record(info)
+        parsed = record.answer
+        answer = None if parsed is None else parsed.answer
         return cls(
             step=step,
             index=index,
             instance_id=instance_id,
             reward=num(reward),
             rewards={k: num(v) for k, v in rewards.items()},
-            num_turns=int(info.get(INFO_NUM_TURNS, scale.turns)),
-            tool_calls_per_turn=tuple(int(c) for c in per_turn) if per_turn else (),
+            num_turns=scale.turns if record.num_turns is None else record.num_turns,
+            tool_calls_per_turn=record.tool_calls_per_turn or (),
             num_tool_calls=scale.tool_calls,
             cbar=scale.cbar,
             efficiency=scale.efficiency,
@@ -226,23 +231,19 @@ class RolloutLogEntry(BaseModel):
             degenerate=scale.degenerate,
             advantage_group=advantage_group,
             advantage=advantage_group * scale.factor,
-            answer_files=tuple(files) if isinstance(files, list | tuple) else None,
-            answer_error=info.get(INFO_ANSWER_ERROR),
-            episode_status=info.get(INFO_EPISODE_STATUS),
-            test_policy=info.get(INFO_TEST_POLICY),
-            stop_cause="overflow" if info.get(INFO_OVERFLOW) else info.get(INFO_EPISODE_STATUS),
-            overflow=info.get(INFO_OVERFLOW),
-            rollout_tokens=_int_or_none(info.get(INFO_ROLLOUT_TOKENS)),
-            completion_tokens=_int_or_none(info.get(INFO_COMPLETION_TOKENS)),
-            tool_results_cut=int(info.get(INFO_TOOL_RESULTS_CUT) or 0),
+            answer_files=None if answer is None else answer.files,
+            answer_error=None if parsed is None or answer is not None else parsed.error,
+            episode_status=record.episode_status,
+            test_policy=record.test_policy,
+            stop_cause="overflow" if record.overflow else record.episode_status,
+            overflow=record.overflow,
+            rollout_tokens=record.rollout_tokens,
+            completion_tokens=record.completion_tokens,
+            tool_results_cut=record.tool_results_cut or 0,
         )
 
     def to_json_line(self) -> str:
         return json.dumps(self.model_dump(mode="json"), ensure_ascii=False) + "\n"
-
-
-def _int_or_none(value: object) -> int | None:
-    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
 def overflow_rate(entries: Iterable[RolloutLogEntry]) -> float | None:

@@ -13,8 +13,8 @@ for malformed calls, answer turn and strict answer parse.
 - `EpisodeHooks.turn` feeds the assistant reply (ms-swift's parsed `tool_calls`, or hermes
   `<tool_call>` blocks in the text, which win when present: they are what was generated, and
   they keep the malformed calls the parser drops), runs the turn's calls concurrently on the
-  tree, and says what to append, whether the rollout is done and its `rollout_infos`
-  (`grpo_rewards`' `INFO_*` keys, from `Episode.rollout_infos`).
+  tree, and says what to append, whether the rollout is done and its `rollout_info`
+  (`grpo_rewards.RolloutInfo`, from `Episode.rollout_info`; ms-swift gets it as a dict).
 - `EpisodeHooks.take_messages` hands those messages to the synchronous `step`.
 - `fold_follow_up` (and `CHATML_TURN_BREAK`), re-exported from `codegrep_model.datasets`: what
   `step` appends after a reply, one user message in the chat template's own tokens; the SFT
@@ -41,10 +41,10 @@ import os
 import threading
 import time
 from collections.abc import Coroutine, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
-from grpo_rewards import INFO_TOOL_CALLS_PER_TURN
+from grpo_rewards import INFO_EPISODE_STATUS, INFO_TEST_POLICY, RolloutInfo
 from worktree_sandbox import BareRepoCache, SandboxLimits, TreePool
 
 from codegrep_model._hermes import split_hermes
@@ -89,16 +89,11 @@ REQUIRED_COLUMNS = (
     "source",
 )
 
-#: `rollout_infos` key: the episode's status once done ("answered", "unanswered", "error").
-INFO_EPISODE_STATUS = "episode_status"
 
 #: The token budget the hooks hold rollouts to unless told otherwise: ms-swift's usual
 #: `--max_length 32768` over the whole rollout, and the paper's ~2,000 tokens of model output
 #: over all turns (`--max_completion_length 2048` caps one round only).
 TRAINING_BUDGET = TokenBudget(max_length=32768, max_completion_tokens=2048, max_turn_tokens=2048)
-#: `rollout_infos` key, test runs only: the policy whose replies replaced the model's, or
-#: "model" for a rollout that kept the model's own (absent in real training).
-INFO_TEST_POLICY = "test_policy"
 
 
 #: TEST ONLY. `CODEGREP_TEST_POLICY=lexical` makes the hooks replace every reply of the model
@@ -304,12 +299,18 @@ class TurnOutcome:
     #: the episode adds (the turns-left reminder, or the answer-turn demand).
     messages: tuple[dict[str, str], ...]
     done: bool
-    #: `grpo_rewards` `INFO_*` keys (T, C_total, calls per turn; the parsed answer once done).
-    rollout_infos: dict[str, Any]
+    #: What the reward and the log read (T, C_total, calls per turn; the parsed answer once
+    #: done; the episode's status; the token budget's counts).
+    rollout_info: RolloutInfo
     #: Calls that ran this turn (refused and malformed ones did not).
     executed_calls: int
     #: The test-only policy's reply text that replaced the model's; None in real training.
     replaced_content: str | None = None
+
+    @property
+    def rollout_infos(self) -> dict[str, Any]:
+        """`rollout_info` as the dict ms-swift carries, under `grpo_rewards`' `INFO_*` keys."""
+        return self.rollout_info.to_infos()
 
 
 @dataclass
@@ -577,12 +578,15 @@ class EpisodeHooks:
             episode.on_results(results, tools_s=time.perf_counter() - t0)
         if not episode.done and self.max_turns is not None and turn >= self.max_turns:
             episode.fail(f"the trainer's max_turns={self.max_turns} ended the rollout")
-        infos = episode.rollout_infos()
-        executed = int(infos[INFO_TOOL_CALLS_PER_TURN][-1])
-        if episode.status is not None:
-            infos[INFO_EPISODE_STATUS] = episode.status
-        if self.test_override is not None:
-            infos[INFO_TEST_POLICY] = "model" if live.replace is None else live.replace.name
+        info = episode.rollout_info()
+        executed = (info.tool_calls_per_turn or ())[-1]
+        info = replace(
+            info,
+            episode_status=episode.status,
+            test_policy=None
+            if self.test_override is None
+            else ("model" if live.replace is None else live.replace.name),
+        )
         # everything after the assistant message the episode recorded for this reply
         added = tuple(
             {"role": m.role, "content": m.content or ""} for m in episode.messages[before + 1 :]
@@ -594,7 +598,7 @@ class EpisodeHooks:
         return TurnOutcome(
             messages=added,
             done=episode.done,
-            rollout_infos=infos,
+            rollout_info=info,
             executed_calls=executed,
             replaced_content=replaced,
         )

@@ -50,10 +50,11 @@ from typing import Any
 # where they are not installed: either way their names are Any here.
 import torch  # type: ignore[import-not-found, import-untyped, unused-ignore]
 from accelerate.utils import gather_object  # type: ignore[import-not-found, import-untyped, unused-ignore]
-from codegrep_model.budget import INFO_OVERFLOW, CharEstimate, TokenBudget, TokenizerCounter
+from codegrep_model.budget import CharEstimate, TokenBudget, TokenizerCounter
 from codegrep_model.train import (
     CHATML_TURN_BREAK,
     ROLLOUT_LOG_ENV,
+    ROLLOUT_LOG_FILE,
     TEST_POLICY_ENV,
     TRAINING_BUDGET,
     EpisodeHooks,
@@ -64,6 +65,7 @@ from codegrep_model.train import (
     fold_follow_up,
     override_policy_from_env,
 )
+from grpo_rewards import RolloutInfo
 from grpo_rewards.swift_orm import register_swift_orms
 from swift.rewards import orms  # type: ignore[import-not-found, import-untyped, unused-ignore]
 from swift.rlhf_trainers.grpo_trainer import GRPOTrainer  # type: ignore[import-not-found, import-untyped, unused-ignore]
@@ -218,9 +220,7 @@ class CodegrepGRPOTrainer(GRPOTrainer):  # type: ignore[misc]
         self.codegrep_reward = efficiency_reward(
             list(self.reward_funcs), list(self.reward_func_names)
         )
-        path = os.environ.get(ROLLOUT_LOG_ENV) or str(
-            Path(self.args.output_dir) / "codegrep_rollouts.jsonl"
-        )
+        path = os.environ.get(ROLLOUT_LOG_ENV) or str(Path(self.args.output_dir) / ROLLOUT_LOG_FILE)
         self.codegrep_rollout_log = Path(path)
         if self.accelerator.is_main_process:
             logger.info("codegrep: per-rollout log at %s", self.codegrep_rollout_log)
@@ -230,7 +230,8 @@ class CodegrepGRPOTrainer(GRPOTrainer):  # type: ignore[misc]
     ) -> torch.Tensor:
         advantages = super()._compute_advantages(samples, rewards_per_func, batch_encoded_inputs)
         # `samples` are this rank's, the advantages every rank's in gather order
-        infos = gather_object([dict(s.rollout_infos or {}) for s in samples])
+        gathered = gather_object([dict(s.rollout_infos or {}) for s in samples])
+        infos = [RolloutInfo.from_infos(i) for i in gathered]  # ms-swift carries dicts
         ids = gather_object([s.extra.get("instance_id") for s in samples])
         if len(infos) != advantages.shape[0]:
             raise RuntimeError(f"{len(infos)} rollouts for {advantages.shape[0]} advantages")
@@ -247,7 +248,7 @@ class CodegrepGRPOTrainer(GRPOTrainer):  # type: ignore[misc]
             sum(s.cbar for s in scales) / max(len(scales), 1)
         )
         self._metrics[mode]["codegrep/overflow_rate"].append(
-            sum(bool(i.get(INFO_OVERFLOW)) for i in infos) / max(len(infos), 1)
+            sum(bool(i.overflow) for i in infos) / max(len(infos), 1)
         )
         if self.accelerator.is_main_process:
             self._write_rollout_log(infos, ids, scales, rewards_per_func, advantages)
@@ -255,7 +256,7 @@ class CodegrepGRPOTrainer(GRPOTrainer):  # type: ignore[misc]
 
     def _write_rollout_log(
         self,
-        infos: list[dict[str, Any]],
+        infos: list[RolloutInfo],
         ids: list[Any],
         scales: list[Any],
         rewards_per_func: torch.Tensor,
