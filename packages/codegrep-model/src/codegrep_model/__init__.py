@@ -19,7 +19,6 @@ from codegrep_model.engine import (
     run_rollout,
 )
 from codegrep_model.episode import (
-    EPISODE_STATE_VERSION,
     Action,
     AskPolicy,
     Done,
@@ -62,7 +61,6 @@ except _metadata.PackageNotFoundError:
 
 __all__ = [
     "DEFAULT_MAX_ISSUE_BYTES",
-    "EPISODE_STATE_VERSION",
     "Action",
     "Answer",
     "AskPolicy",
