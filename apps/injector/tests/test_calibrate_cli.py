@@ -317,3 +317,13 @@ def test_a_hostile_meta_file_exits_2_naming_it(tmp_path: Path, meta: bytes, reas
     assert str(path) in line
     assert reason in line
     assert not out.exists()
+
+
+def test_every_policy_kind_is_checked_on_codegrep_models_version() -> None:
+    """The package behind a retriever comes from codegrep-model's policy registry: the
+    heuristic lexical policy is codegrep-model's code as much as the ranked one."""
+    from codegrep.gating import retriever_version
+
+    for name in ("lexical", "lexical-heuristic", "openai:m", "agent"):
+        assert retriever_version(name)[0] == "codegrep-model", name
+    assert retriever_version("bm25") == (None, None)

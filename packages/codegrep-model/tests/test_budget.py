@@ -287,16 +287,6 @@ def test_the_answer_turn_keeps_room_for_its_reply() -> None:
     assert episode.status == "answered"
 
 
-def test_the_ledger_survives_the_state_round_trip() -> None:
-    budget = TokenBudget(max_length=None, max_completion_tokens=100, max_turn_tokens=100)
-    episode = start(budget, CharEstimate())
-    episode.on_reply(say(prose(60, CharEstimate())))
-    again = Episode.from_state(episode.to_state(), counter=CharEstimate())
-    assert again.completion_tokens == episode.completion_tokens
-    again.on_reply(say(prose(60, CharEstimate())))
-    assert again.overflow == "completion_budget"
-
-
 def test_without_a_budget_nothing_is_cut_or_counted() -> None:
     episode = start(None, None)
     texts = {"shop/big.py": big_file(3000)}

@@ -28,7 +28,10 @@ from codegrep_model import (
 from codegrep_model.dataset_cli import dataset_app
 from codegrep_model.datasets import (
     CHATML_TURN_BREAK,
+    ROW_SCHEMA_VERSION,
     GrpoDataset,
+    GrpoRow,
+    SftRow,
     agent_messages,
     fold_follow_up,
     grpo_rows,
@@ -575,6 +578,8 @@ def test_cli_builds_grpo_and_sft_files(world: World, tmp_path: Path) -> None:
     assert "kept 1" in res.output
     (line,) = sft_out.read_text().splitlines()
     assert json.loads(line)["weight"] == pytest.approx(1.0)
+    assert_versioned_rows(SftRow, [json.loads(line)])
+    assert_versioned_rows(GrpoRow, train + val)
     sft_report = json.loads((tmp_path / "sft" / "rows.report.json").read_text())
     assert sft_report["kept"] == 1
     assert len(sft_report["bad_rows"]) == 2
@@ -583,6 +588,16 @@ def test_cli_builds_grpo_and_sft_files(world: World, tmp_path: Path) -> None:
         ["sft", str(rollouts), "-i", str(instances), "-o", str(sft_out), "--threshold", "2"],
     )
     assert res.exit_code == 1  # ran, kept nothing
+
+
+def assert_versioned_rows(model: type[GrpoRow] | type[SftRow], rows: list[dict[str, Any]]) -> None:
+    """Every written row says its schema_version; a row without one (written before it was
+    added) still reads, a newer one is refused."""
+    assert {r["schema_version"] for r in rows} == {ROW_SCHEMA_VERSION}
+    old = {k: v for k, v in rows[0].items() if k != "schema_version"}
+    assert model.model_validate(old) == model.model_validate(rows[0])
+    with pytest.raises(ValueError, match="newer than this reader knows"):
+        model.model_validate({**rows[0], "schema_version": ROW_SCHEMA_VERSION + 1})
 
 
 def test_cli_bad_input_exits_2_before_any_work(world: World, tmp_path: Path) -> None:

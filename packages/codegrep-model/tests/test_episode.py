@@ -482,32 +482,6 @@ def test_non_strict_rollout_infos_hold_the_counts_only() -> None:
     }
 
 
-# ---------------------------------------------------------------- state round trip
-
-
-@pytest.mark.parametrize("name", list(SCRIPTS))
-def test_a_rebuilt_episode_continues_exactly(name: str) -> None:
-    script, config = SCRIPTS[name]
-    tree = MemoryTree(FILES)
-    original = start(config)
-    full = Driver(script, tree)
-    expected = full.finish(original)
-    total = full.steps
-    for cut in range(total + 1):
-        episode = start(config)
-        driver = Driver(script, tree)
-        for _ in range(cut):
-            assert driver.step(episode)
-        state = json.loads(json.dumps(episode.to_state()))  # as rollout_infos would carry it
-        rebuilt = Episode.from_state(state)
-        assert rebuilt.to_state() == state
-        assert rebuilt.next_action() == episode.next_action()
-        assert rebuilt.rollout_infos() == episode.rollout_infos()
-        record = Driver(script, tree, used=driver.used).finish(rebuilt)
-        assert record == expected, f"rebuilt after {cut} of {total} steps"
-        assert rebuilt.rollout_infos() == original.rollout_infos()
-
-
 def test_timings_are_what_the_driver_fed() -> None:
     episode = Episode.start(
         ISSUE, tuple(FILES), policy="p", config=RolloutConfig(exploration_turns=1)
@@ -543,22 +517,6 @@ def test_out_of_order_feeding_is_refused() -> None:
         episode.fail("again")
     with pytest.raises(EpisodeError):
         episode.on_reply(say(ANSWER))
-
-
-@pytest.mark.parametrize(
-    "state",
-    [None, {}, {"version": 99}, {"version": 1}, {"version": 1, "instance": {"repo": 3}}],
-)
-def test_an_unreadable_state_is_an_episode_error(state: Any) -> None:
-    with pytest.raises(EpisodeError):
-        Episode.from_state(state)
-
-
-def test_a_state_with_a_bad_status_is_refused() -> None:
-    state = Episode.start(ISSUE, tuple(FILES), policy="p").to_state()
-    state["status"] = "maybe"
-    with pytest.raises(EpisodeError, match="status"):
-        Episode.from_state(state)
 
 
 def test_a_strict_batch_counts_the_unanswered(tmp_path: Path) -> None:

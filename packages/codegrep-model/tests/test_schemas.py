@@ -153,7 +153,7 @@ def test_top_levels_listing() -> None:
 
 
 def test_an_episode_never_holds_the_gold_answer() -> None:
-    """The instance a policy sees and the state a trainer stores carry the task, not its answer."""
+    """The instance a policy sees and the conversation it holds carry the task, not its answer."""
     inst = Instance(
         instance_id="o__n-1",
         repo="o/n",
@@ -169,6 +169,7 @@ def test_an_episode_never_holds_the_gold_answer() -> None:
     assert (seen.instance_id, seen.repo, seen.base_commit) == ("o__n-1", "o/n", "c0ffee")
     assert seen.problem_statement == "the widget breaks"
     assert (seen.patch, seen.test_patch, seen.FAIL_TO_PASS, seen.gold_files) == ("", "", (), ())
-    state = json.dumps(episode.to_state())
-    assert "SECRET" not in state
-    assert "the widget breaks" in state
+    held = json.dumps([m.model_dump(mode="json") for m in episode.messages])
+    held += episode.instance.model_dump_json()
+    assert "SECRET" not in held
+    assert "the widget breaks" in held

@@ -124,6 +124,7 @@ def test_csv_and_json_carry_the_counts(files: dict[str, Path], tmp_path: Path) -
         ],
     )
     data = json.loads(res.stdout)
+    assert data["schema_version"] == 1
     assert data["systems"][0]["missing"] == 5
     assert data["systems"][0]["metrics"]["acc@1"]["value"] == 0.0
 

@@ -171,7 +171,14 @@ def localize(
       codegrep localize --repo . --issue apps/injector/examples/issue.md
       echo "KeyError in Session.get" | codegrep localize --repo ~/src/app --issue - --json
     """
-    from codegrep_model import OpenAIPolicy, Policy, RolloutConfig
+    from codegrep_model import (
+        OpenAIPolicy,
+        Policy,
+        PolicySpec,
+        RolloutConfig,
+        policy_from_spec,
+        served_spec,
+    )
 
     from codegrep.errors import InjectorError, IssueInputError
     from codegrep.localize import localize as run_localize
@@ -182,7 +189,8 @@ def localize(
         raise _fail(f"--inject {inject}: not one of {', '.join(INJECT_STYLES)}")
     if gate_config is None and calibration is not None:
         raise _fail("--calibration is for the gate: add --gate [THRESHOLD]")
-    policy_name = "lexical" if base_url is None else f"openai:{model}"  # OpenAIPolicy.name
+    spec = PolicySpec("lexical") if base_url is None else served_spec(base_url, model)
+    policy_name = spec.name
     cal = None
     if gate_config is not None:
         from codegrep.gating import CalibrationChoiceError, calibration_for
@@ -209,9 +217,10 @@ def localize(
         raise _fail("the issue text is empty")
 
     async def go() -> object:
+        # The lexical policy is localize's default (None): the one a server builds too.
         policy: Policy | None = None
-        if base_url:
-            policy = OpenAIPolicy(base_url, model, api_key=api_key, timeout_s=request_timeout)
+        if spec.served:
+            policy = policy_from_spec(spec, api_key=api_key, timeout_s=request_timeout)
         try:
             return await run_localize(
                 repo,

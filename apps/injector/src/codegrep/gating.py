@@ -31,12 +31,9 @@ from codegrep.errors import InjectorError
 
 __all__ = ["CalibrationChoiceError", "Gated", "apply", "calibration_for", "retriever_version"]
 
-# The package whose code a retriever is: its version is the one a calibration is checked on.
-IMPLEMENTED_BY = {
-    "lexical": "codegrep-model",
-    "openai": "codegrep-model",
-    "agent": "codegrep-model",
-}
+# "agent" is swe-eval's name for predictions of a served model run by codegrep-model's engine;
+# every policy kind names its own package in codegrep-model's `POLICY_KINDS`.
+_ALSO_IMPLEMENTED_BY = {"agent": "codegrep-model"}
 
 
 class CalibrationChoiceError(InjectorError):
@@ -45,7 +42,11 @@ class CalibrationChoiceError(InjectorError):
 
 def retriever_version(name: str) -> tuple[str | None, str | None]:
     """(package, version) of the code behind retriever `name` (`lexical`, `openai:MODEL`)."""
-    package = IMPLEMENTED_BY.get(name.split(":", 1)[0])
+    from codegrep_model.policy_spec import POLICY_KINDS
+
+    kind = name.split(":", 1)[0]
+    entry = POLICY_KINDS.get(kind)
+    package = entry.package if entry is not None else _ALSO_IMPLEMENTED_BY.get(kind)
     if package is None:
         return None, None
     try:

@@ -231,13 +231,14 @@ def serve(
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     from codegrep_gate import GateConfig
-    from codegrep_model import DEFAULT_MAX_ISSUE_BYTES, OpenAIPolicy
+    from codegrep_model import DEFAULT_MAX_ISSUE_BYTES, PolicySpec, policy_from_spec, served_spec
     from codegrep_model import __version__ as model_version
 
     from codegrep.gating import CalibrationChoiceError, calibration_for
     from codegrep.service import LocalizeService, ServiceConfigError, ServiceLimits
 
-    policy_name = "lexical" if base_url is None else f"openai:{model}"  # OpenAIPolicy.name
+    spec = PolicySpec("lexical") if base_url is None else served_spec(base_url, model)
+    policy_name = spec.name
     try:
         loaded = (
             None
@@ -261,9 +262,10 @@ def serve(
         max_idle_trees=max_idle_trees,
         fetches_per_minute=fetches_per_minute,
     )
+    # The lexical policy is the service's default (None), as before.
     policy: Policy | None = None
-    if base_url is not None:
-        policy = OpenAIPolicy(base_url, model, api_key=api_key, timeout_s=timeout)
+    if spec.served:
+        policy = policy_from_spec(spec, api_key=api_key, timeout_s=timeout)
 
     def service() -> LocalizeService:
         try:

@@ -19,7 +19,6 @@ from codegrep_model.engine import (
     run_rollout,
 )
 from codegrep_model.episode import (
-    EPISODE_STATE_VERSION,
     Action,
     AskPolicy,
     Done,
@@ -33,10 +32,19 @@ from codegrep_model.errors import (
     EndpointTimeoutError,
     EpisodeError,
     PolicyError,
+    PolicySpecError,
 )
 from codegrep_model.lexical import LexicalConfig, LexicalPolicy
 from codegrep_model.openai_policy import OpenAIPolicy
 from codegrep_model.policy import Observation, Policy, PolicyReply, PolicyRequest
+from codegrep_model.policy_spec import (
+    POLICY_KINDS,
+    PolicyKind,
+    PolicySpec,
+    parse_policy_spec,
+    policy_from_spec,
+    served_spec,
+)
 from codegrep_model.prompts import PromptSet, render_top_levels
 from codegrep_model.records import (
     ChatMessage,
@@ -62,7 +70,7 @@ except _metadata.PackageNotFoundError:
 
 __all__ = [
     "DEFAULT_MAX_ISSUE_BYTES",
-    "EPISODE_STATE_VERSION",
+    "POLICY_KINDS",
     "Action",
     "Answer",
     "AskPolicy",
@@ -83,8 +91,11 @@ __all__ = [
     "PlannedCall",
     "Policy",
     "PolicyError",
+    "PolicyKind",
     "PolicyReply",
     "PolicyRequest",
+    "PolicySpec",
+    "PolicySpecError",
     "Prediction",
     "PromptSet",
     "RewardView",
@@ -106,10 +117,13 @@ __all__ = [
     "normalize_path",
     "openai_tools",
     "parse_answer",
+    "parse_policy_spec",
+    "policy_from_spec",
     "prediction_from_rollout",
     "render_top_levels",
     "rollout_stats",
     "run_batch",
     "run_rollout",
+    "served_spec",
     "tool_names",
 ]

@@ -213,9 +213,8 @@ def batch(
 
     from codegrep_model.batch import _finished, run_batch
     from codegrep_model.engine import ToolTree
-    from codegrep_model.lexical import LexicalPolicy
     from codegrep_model.openai_policy import OpenAIPolicy
-    from codegrep_model.policy import Policy
+    from codegrep_model.policy_spec import PolicySpec, policy_from_spec, served_spec
     from codegrep_model.records import Instance, RolloutRecord
 
     console = Console(stderr=True)
@@ -278,11 +277,12 @@ def batch(
         repo_cache = BareRepoCache(cache, source=source)
     except (SandboxError, OSError) as exc:  # a --source naming no repository, an unusable --cache
         raise _fail(str(exc)) from None
-    policy: Policy = (
-        OpenAIPolicy(base_url, model, api_key=api_key, timeout_s=request_timeout)
+    spec = (
+        served_spec(base_url, model)
         if base_url
-        else LexicalPolicy(ranker=learned, heuristic=heuristic)
+        else PolicySpec("lexical-heuristic" if heuristic else "lexical")
     )
+    policy = policy_from_spec(spec, api_key=api_key, timeout_s=request_timeout, ranker=learned)
 
     async def go() -> None:
         async with TreePool(repo_cache) as pool:

@@ -14,10 +14,10 @@ touches no tree: `next_action()` says what to do next, and the driver feeds back
     record = action.record
 
 `run_rollout` (engine.py) is the asyncio driver. A trainer's per-turn hooks (ms-swift's
-`on_turn_end` / `step` / `check_finished`) can drive the same object and carry it between hooks
-as a JSON-safe dict (`to_state` / `from_state`); the ms-swift plugin (`codegrep_model.train`)
-keeps one per request and drives it from those hooks. `rollout_infos()` gives the
-counts, and in strict mode the parsed answer, under `grpo_rewards`' `INFO_*` keys.
+`on_turn_end` / `step` / `check_finished`) drive the same object: the ms-swift plugin
+(`codegrep_model.train`) keeps one live `Episode` per request and drives it from those hooks.
+`rollout_infos()` gives the counts, and in strict mode the parsed answer, under
+`grpo_rewards`' `INFO_*` keys.
 
 Strict mode (`RolloutConfig(strict=True)`, for training) reads answers exactly as the reward
 does (`grpo_rewards.parse_answer`, no extra tolerance) and has no fallback: a rollout that never
@@ -27,12 +27,12 @@ answers stays `unanswered`, and the record says why.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import grpo_rewards as rewards
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 from worktree_sandbox import GlobResult, GrepResult, ReadResult, ToolErrorKind, ToolResult
 
 from codegrep_model.answer import Answer, parse_answer
@@ -62,7 +62,6 @@ from codegrep_model.tools import openai_tools, tool_names
 
 __all__ = [
     "DEFAULT_MAX_ISSUE_BYTES",
-    "EPISODE_STATE_VERSION",
     "Action",
     "AskPolicy",
     "Done",
@@ -80,9 +79,6 @@ Status = Literal["answered", "fallback", "unanswered", "error"]
 # rows of Lite and Verified dev at hand), so real issues are never cut, while a pasted 1 MB log
 # costs a quarter of its parse and prompt.
 DEFAULT_MAX_ISSUE_BYTES = 256 * 1024
-
-#: Version of the dict `Episode.to_state` writes; `from_state` refuses any other.
-EPISODE_STATE_VERSION = 1
 
 _RESULT = TypeAdapter(ToolResult)
 
@@ -271,11 +267,6 @@ def _fallback(turns: Sequence[TurnRecord], limit: int) -> Answer:
     return Answer(files=tuple(read[:limit]))
 
 
-def _result(observation: Mapping[str, Any]) -> AnyResult | None:
-    raw = observation["result"]
-    return None if raw is None else _RESULT.validate_python(raw)
-
-
 def _strict_answer(parsed: rewards.ParsedAnswer) -> Answer | None:
     if parsed.answer is None:
         return None
@@ -288,7 +279,7 @@ def _strict_answer(parsed: rewards.ParsedAnswer) -> Answer | None:
 
 
 class Episode:
-    """One rollout, step by step. Build it with `start` (or `from_state`), then loop on
+    """One rollout, step by step. Build it with `start`, then loop on
     `next_action()`: answer `AskPolicy` with `on_reply`, `RunCalls` with `on_results`, until
     `Done`. A policy that fails (an endpoint down, a reply timeout) ends it with `fail`.
 
@@ -308,7 +299,7 @@ class Episode:
         issue_cut_to: int | None,
         counter: TokenCounter | None = None,
     ) -> None:
-        # Use `start` or `from_state`; this only sets the fields both share.
+        # Use `start`; this only stores what it is given.
         self._cfg = config
         self._ps = prompts
         self._policy = policy
@@ -816,127 +807,3 @@ class Episode:
             tool_calls=stats.tool_calls,
             tool_calls_per_turn=tuple(_executed_per_turn(self._turns)),
         )
-
-    # ------------------------------------------------------------------ state
-
-    def to_state(self) -> dict[str, Any]:
-        """Everything the episode holds, as a JSON-safe dict (for ms-swift's `rollout_infos`,
-        between a trainer's per-turn hooks). `from_state` rebuilds an episode that continues
-        exactly as this one would. The prompts are not in it: pass the same `PromptSet`."""
-
-        def obs(o: Observation) -> dict[str, Any]:
-            result = None if o.result is None else o.result.model_dump(mode="json")
-            return {"call": o.call.model_dump(mode="json"), "result": result}
-
-        pending = None
-        if self._pending is not None:
-            reply = self._pending.reply
-            pending = {
-                "content": reply.content,
-                "tool_calls": [c.model_dump(mode="json") for c in reply.tool_calls],
-                "usage": reply.usage.model_dump(mode="json"),
-                "model_s": self._pending.model_s,
-            }
-        return {
-            "version": EPISODE_STATE_VERSION,
-            "config": self._cfg.model_dump(mode="json"),
-            "policy": self._policy,
-            "instance": self._instance.model_dump(mode="json"),
-            "issue_bytes": self._issue_bytes,
-            "issue_cut_to": self._issue_cut_to,
-            "repo_files": list(self._files),
-            "messages": [m.model_dump(mode="json") for m in self._messages],
-            "turns": [t.model_dump(mode="json") for t in self._turns],
-            "history": [[obs(o) for o in h] for h in self._history],
-            # the current observations are () or the last tool turn's (history[-1])
-            "observations_are_last": bool(self._observations),
-            "model_s": self._model_s,
-            "tools_s": self._tools_s,
-            "usage": self._usage.model_dump(mode="json"),
-            "answer": None if self._answer is None else self._answer.model_dump(mode="json"),
-            "status": self._status,
-            "error": self._error,
-            "parsed": None if self._parsed is None else rewards.answer_infos(self._parsed),
-            "pending": pending,
-            "completion_tokens": self._completion_tokens,
-            "overflow": self._overflow,
-            "results_cut": self._results_cut,
-        }
-
-    @classmethod
-    def from_state(
-        cls,
-        state: Mapping[str, Any],
-        *,
-        prompts: PromptSet | None = None,
-        counter: TokenCounter | None = None,
-    ) -> Episode:
-        """The episode `to_state` described (after a JSON round trip, too); raises
-        `EpisodeError` when `state` is not such a dict. Pass the same `counter` as `start`."""
-        if not isinstance(state, Mapping) or state.get("version") != EPISODE_STATE_VERSION:
-            raise EpisodeError(
-                f"not an episode state of version {EPISODE_STATE_VERSION}: "
-                f"{state.get('version') if isinstance(state, Mapping) else type(state).__name__}"
-            )
-        try:
-            episode = cls(
-                instance=Instance.model_validate(state["instance"]),
-                repo_files=tuple(state["repo_files"]),
-                config=RolloutConfig.model_validate(state["config"]),
-                prompts=prompts or PromptSet.load(),
-                policy=str(state["policy"]),
-                issue_bytes=int(state["issue_bytes"]),
-                issue_cut_to=state["issue_cut_to"],
-                counter=counter,
-            )
-            episode._messages = [ChatMessage.model_validate(m) for m in state["messages"]]
-            episode._turns = [TurnRecord.model_validate(t) for t in state["turns"]]
-            episode._history = [
-                tuple(
-                    Observation(call=ToolCall.model_validate(o["call"]), result=_result(o))
-                    for o in h
-                )
-                for h in state["history"]
-            ]
-            if state["observations_are_last"]:
-                episode._observations = episode._history[-1]
-            episode._model_s = float(state["model_s"])
-            episode._tools_s = float(state["tools_s"])
-            episode._usage = Usage.model_validate(state["usage"])
-            if state["answer"] is not None:
-                episode._answer = Answer.model_validate(state["answer"])
-            episode._status = state["status"]
-            episode._error = state["error"]
-            # absent in states written before the token budget: nothing counted, no overflow
-            episode._completion_tokens = int(state.get("completion_tokens", 0))
-            episode._overflow = state.get("overflow")
-            episode._results_cut = int(state.get("results_cut", 0))
-            if state["parsed"] is not None:
-                episode._parsed = rewards.answer_from_infos(state["parsed"])
-            pending = state["pending"]
-            if pending is not None:
-                reply = PolicyReply(
-                    content=pending["content"],
-                    tool_calls=tuple(ToolCall.model_validate(c) for c in pending["tool_calls"]),
-                    usage=Usage.model_validate(pending["usage"]),
-                )
-                cap = episode._cfg.max_calls_per_turn
-                episode._pending = _Pending(
-                    reply=reply,
-                    model_s=float(pending["model_s"]),
-                    outcomes=tuple(_plan(c, episode._known) for c in reply.tool_calls[:cap]),
-                )
-        except (
-            KeyError,
-            IndexError,
-            TypeError,
-            ValueError,
-            ValidationError,
-            rewards.GrpoRewardsError,
-        ) as exc:
-            raise EpisodeError(f"unreadable episode state: {type(exc).__name__}: {exc}") from exc
-        if episode._status not in (None, "answered", "fallback", "unanswered", "error"):
-            raise EpisodeError(f"unreadable episode state: status {episode._status!r}")
-        if episode._overflow not in (None, "max_length", "completion_budget"):
-            raise EpisodeError(f"unreadable episode state: overflow {episode._overflow!r}")
-        return episode

@@ -14,6 +14,7 @@ __all__ = [
     "EndpointTimeoutError",
     "EpisodeError",
     "PolicyError",
+    "PolicySpecError",
 ]
 
 
@@ -35,4 +36,8 @@ class EndpointTimeoutError(EndpointError):
 
 class EpisodeError(CodegrepModelError):
     """An `Episode` was driven out of order (a reply when it waits for tool results, results of
-    the wrong length, a step after it is done) or rebuilt from a state it cannot read."""
+    the wrong length, a step after it is done)."""
+
+
+class PolicySpecError(CodegrepModelError):
+    """A policy spec (`lexical`, `openai:MODEL@URL`) names no known policy or is malformed."""

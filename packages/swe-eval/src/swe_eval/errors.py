@@ -18,6 +18,7 @@ from codegrep_records import RecordFileError
 __all__ = [
     "DatasetError",
     "MissingExtraError",
+    "PlanError",
     "PredictionError",
     "SweEvalError",
 ]
@@ -32,6 +33,10 @@ class DatasetError(SweEvalError, RecordFileError):
 
     The readers of `codegrep_records` raise its `RecordFileError`, of which this is a subclass.
     """
+
+
+class PlanError(SweEvalError):
+    """Bad input for a downstream run plan, found before anything is written."""
 
 
 class PredictionError(SweEvalError):

@@ -17,9 +17,14 @@ from codegrep_records import RowProblem
 from swe_eval.metrics import PairedDifference, SystemSummary
 
 __all__ = [
+    "REPORT_SCHEMA_VERSION",
     "TableFormat",
     "render",
 ]
+
+#: `schema_version` of the JSON report (`swe-eval retrieval -f json`): the shape of `systems`,
+#: `paired` and `skipped_rows`. A reader treats a report without it as version 1.
+REPORT_SCHEMA_VERSION = 1
 
 # (metric key, column title, show interval)
 _COLUMNS: tuple[tuple[str, str, bool], ...] = (
@@ -97,13 +102,15 @@ def render(
 ) -> str:
     """The summaries (and paired differences) as text in `fmt`.
 
-    TABLE renders through rich and returns the text it would print (no colour codes). JSON also
-    carries `skipped`, the input rows the readers skipped, as `skipped_rows`: a total, a count
-    per file and every row with its reason (the other formats leave that to the caller's log).
+    TABLE renders through rich and returns the text it would print (no colour codes). JSON
+    says its `schema_version` (`REPORT_SCHEMA_VERSION`) and also carries `skipped`, the input
+    rows the readers skipped, as `skipped_rows`: a total, a count per file and every row with
+    its reason (the other formats leave that to the caller's log).
     """
     fmt = TableFormat(fmt)
     if fmt is TableFormat.JSON:
         payload = {
+            "schema_version": REPORT_SCHEMA_VERSION,
             "title": title,
             "systems": [s.model_dump(mode="json") for s in summaries],
             "paired": [d.model_dump(mode="json") for d in diffs],

@@ -1,6 +1,10 @@
-"""The two grep engines and their output: ripgrep (on a checkout or a folder) and git grep (on
-commit objects, blobs by id, or a folder without ripgrep), with the checks that keep their answers
-alike. Not for: deciding which engine serves a call (the trees do) or rendering results.
+"""The grep engines, their output, and the one place that picks the engine for a folder.
+
+Two engines: ripgrep (on a checkout or a folder) and git grep (on commit objects, blobs by id, or
+a folder without ripgrep), with the checks that keep their answers alike. A folder on disk (a
+`DirectoryTree`'s root, a `CommitTree`'s checkout) is searched by the `FolderGrep` that
+`folder_backend` picks; commit objects only git grep can read. Not for: rendering results, or
+when a commit tree's checkout is ready (the tree knows).
 """
 
 from __future__ import annotations
@@ -10,7 +14,9 @@ import os
 import tempfile
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from worktree_sandbox._git import (
     CappedOutput,
@@ -23,9 +29,13 @@ from worktree_sandbox.models import (
 )
 
 __all__ = [
+    "FolderGrep",
+    "GitGrepFolder",
     "PatternError",
     "RawMatch",
+    "RipgrepFolder",
     "check_pattern",
+    "folder_backend",
     "git_grep",
     "git_grep_blobs",
     "git_has_pcre",
@@ -253,3 +263,109 @@ async def check_pattern(rg: str, pattern: str) -> None:
     )
     if out.returncode == 2:
         raise PatternError(_pattern_message(out.stderr))
+
+
+class FolderGrep(Protocol):
+    """A grep engine over files on disk. The trees ask `folder_backend` for one and never name
+    an engine themselves."""
+
+    @property
+    def name(self) -> str:
+        """What `GrepResult.backend` says ran ("ripgrep", "git-grep")."""
+        ...
+
+    @property
+    def applies_ignore_rules(self) -> bool:
+        """Whether a whole-tree search (`targets` None) applies the folder's ignore rules
+        itself (.gitignore, .ignore); when False the tree passes its own file list."""
+        ...
+
+    @property
+    def searches_checkouts(self) -> bool:
+        """Whether searching a commit's checkout with this engine beats git grep on the
+        commit's objects; when False a `CommitTree` keeps grep on its objects."""
+        ...
+
+    async def check_pattern(self, pattern: str) -> None:
+        """Raise `PatternError` for a pattern this engine refuses, before any search runs."""
+        ...
+
+    async def search(
+        self,
+        root: Path,
+        args: GrepArgs,
+        targets: list[str] | None,
+        deadline: float,
+        *,
+        ignore_rules: bool,
+        git_dir: Path | None,
+    ) -> tuple[list[RawMatch], bool]:
+        """Matches below `root` (paths relative to it) and whether output was cut.
+        `ignore_rules`: apply the folder's ignore rules to a whole-tree search (a working tree);
+        False searches every file (a checkout). `git_dir`: the folder's git dir, if any."""
+        ...
+
+
+@dataclass(frozen=True)
+class RipgrepFolder:
+    """ripgrep at `rg`; files over `max_file_bytes` are skipped, as the read tool refuses them."""
+
+    rg: str
+    max_file_bytes: int
+    name: str = "ripgrep"
+    applies_ignore_rules: bool = True
+    searches_checkouts: bool = True
+
+    async def check_pattern(self, pattern: str) -> None:
+        await check_pattern(self.rg, pattern)
+
+    async def search(
+        self,
+        root: Path,
+        args: GrepArgs,
+        targets: list[str] | None,
+        deadline: float,
+        *,
+        ignore_rules: bool,
+        git_dir: Path | None,
+    ) -> tuple[list[RawMatch], bool]:
+        # The whole tree: ripgrep's own ignore rules (.gitignore, .ignore) stand in for
+        # `git ls-files --exclude-standard`; explicit targets and checkouts are searched as given.
+        extra = ("--glob=!.git",) if ignore_rules and targets is None else ("--no-ignore",)
+        return await rg_search(
+            self.rg, root, args, targets, deadline, self.max_file_bytes, extra=extra
+        )
+
+
+@dataclass(frozen=True)
+class GitGrepFolder:
+    """`git grep` on a folder, for a machine without ripgrep: it needs the file list."""
+
+    name: str = "git-grep"
+    applies_ignore_rules: bool = False
+    searches_checkouts: bool = False
+
+    async def check_pattern(self, pattern: str) -> None:
+        return None  # git grep's own refusal comes with the search, as a PatternError
+
+    async def search(
+        self,
+        root: Path,
+        args: GrepArgs,
+        targets: list[str] | None,
+        deadline: float,
+        *,
+        ignore_rules: bool,
+        git_dir: Path | None,
+    ) -> tuple[list[RawMatch], bool]:
+        return await git_grep(
+            ["git"], None, args, targets, cwd=root, deadline=deadline, git_dir=git_dir
+        )
+
+
+def folder_backend(rg: str | None, max_file_bytes: int) -> FolderGrep:
+    """The engine that searches a folder on disk: ripgrep when the machine has it, else git
+    grep. The one place an engine is chosen; a new engine is added here."""
+    if rg is not None:
+        return RipgrepFolder(rg=rg, max_file_bytes=max_file_bytes)
+    return GitGrepFolder()

@@ -17,10 +17,9 @@ from worktree_sandbox._git import CatFileBatch, TreeEntry, parse_ls_tree, run_ca
 from worktree_sandbox._grep_backends import (
     PatternError,
     RawMatch,
-    check_pattern,
+    folder_backend,
     git_grep,
     git_grep_blobs,
-    rg_search,
 )
 from worktree_sandbox._liveness import owner_tag
 from worktree_sandbox._materialize import materialize
@@ -38,7 +37,8 @@ class CommitTree(Tree):
 
     Setup costs only a commit check; the file list (`git ls-tree`) and a read-only checkout
     (written from the blobs into `checkout_parent`, tmpfs by default) are made in the background.
-    Until the checkout is ready, grep runs `git grep` on the commit object; then ripgrep. Tree
+    Until the checkout is ready, grep runs `git grep` on the commit object; then the folder
+    engine `folder_backend` picks (ripgrep), when it `searches_checkouts`. Tree
     entries no checkout could hold safely ('..', '.git', duplicates, a path below a file or
     link) are left out of every backend and listed in `refused_entries`.
 
@@ -188,16 +188,15 @@ class CommitTree(Tree):
     async def _grep_raw(
         self, args: GrepArgs, targets: list[str] | None, deadline: float
     ) -> tuple[list[RawMatch], bool, str]:
-        rg = self.runtime.rg
-        if self.checkout is not None and rg is not None:
-            matches, overflowed = await rg_search(
-                rg, self.checkout, args, targets, deadline, self.runtime.limits.max_file_bytes,
-                extra=("--no-ignore",),
-            )  # fmt: skip
-            return matches, overflowed, "ripgrep"
-        if rg is None:
+        backend = folder_backend(self.runtime.rg, self.runtime.limits.max_file_bytes)
+        if not backend.searches_checkouts:
             return await self._git_grep(args, targets, deadline)
-        await check_pattern(rg, args.pattern)
+        if self.checkout is not None:
+            matches, overflowed = await backend.search(
+                self.checkout, args, targets, deadline, ignore_rules=False, git_dir=None
+            )
+            return matches, overflowed, backend.name
+        await backend.check_pattern(args.pattern)
         # git grep stops at a blob the clone lacks; the checkout simply has no such file.
         partial = any(e.size < 0 for e in (await self._entries_map()).values())
         if partial and await self._checkout_coming():

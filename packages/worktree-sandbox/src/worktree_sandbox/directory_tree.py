@@ -13,7 +13,7 @@ from pathlib import Path
 from worktree_sandbox._git import (
     git_env,
 )
-from worktree_sandbox._grep_backends import RawMatch, git_grep, rg_search
+from worktree_sandbox._grep_backends import RawMatch, folder_backend
 from worktree_sandbox._paths import safe_tree_path
 from worktree_sandbox._runtime import Runtime
 from worktree_sandbox.errors import SandboxError
@@ -121,22 +121,14 @@ class DirectoryTree(Tree):
     async def _grep_raw(
         self, args: GrepArgs, targets: list[str] | None, deadline: float
     ) -> tuple[list[RawMatch], bool, str]:
-        rg = self.runtime.rg
-        if rg is not None:
-            # The whole tree: ripgrep's own ignore rules (.gitignore, .ignore) stand in for
-            # `git ls-files --exclude-standard`; explicit targets are searched as given.
-            extra = ("--glob=!.git",) if targets is None else ("--no-ignore",)
-            matches, overflowed = await rg_search(
-                rg, self.root, args, targets, deadline, self.runtime.limits.max_file_bytes, extra
-            )
-            return matches, overflowed, "ripgrep"
-        if targets is None:
+        backend = folder_backend(self.runtime.rg, self.runtime.limits.max_file_bytes)
+        if targets is None and not backend.applies_ignore_rules:
             targets = await self._regular(list(await self.files()))
-        matches, overflowed = await git_grep(
-            ["git"], None, args, targets, cwd=self.root, deadline=deadline,
+        matches, overflowed = await backend.search(
+            self.root, args, targets, deadline, ignore_rules=True,
             git_dir=self._git_dir if self._is_git else None,
         )  # fmt: skip
-        return matches, overflowed, "git-grep"
+        return matches, overflowed, backend.name
 
 
 def _read_regular(path: Path, cap: int) -> bytes:

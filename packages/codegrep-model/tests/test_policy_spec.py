@@ -1,0 +1,79 @@
+"""A policy is picked by one string (`policy_from_spec`); its name is known before it is built."""
+
+from __future__ import annotations
+
+import pytest
+from codegrep_model import (
+    POLICY_KINDS,
+    LexicalPolicy,
+    OpenAIPolicy,
+    PolicySpec,
+    PolicySpecError,
+    parse_policy_spec,
+    policy_from_spec,
+    served_spec,
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "spec"),
+    [
+        ("lexical", PolicySpec("lexical")),
+        ("lexical-heuristic", PolicySpec("lexical-heuristic")),
+        (
+            "openai:codegrep@http://127.0.0.1:8000/v1",
+            PolicySpec("openai", model="codegrep", base_url="http://127.0.0.1:8000/v1"),
+        ),
+        (
+            "openai:org/m@v2@https://h.example/v1",
+            PolicySpec("openai", model="org/m@v2", base_url="https://h.example/v1"),
+        ),
+    ],
+)
+def test_a_spec_reads_back_as_written(text: str, spec: PolicySpec) -> None:
+    assert parse_policy_spec(text) == spec
+    assert str(spec) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("bm25", "not one of lexical, lexical-heuristic, openai:MODEL@URL"),
+        ("lexical:x", "takes no model"),
+        ("openai", "openai:MODEL@URL"),
+        ("openai:model", "openai:MODEL@URL"),
+        ("openai:m@ftp://h/v1", "openai:MODEL@URL"),
+        ("openai:m@http://", "names no host"),
+    ],
+)
+def test_a_bad_spec_says_what_is_wrong(text: str, says: str) -> None:
+    with pytest.raises(PolicySpecError, match=says):
+        parse_policy_spec(text)
+
+
+async def test_the_name_is_the_built_policys() -> None:
+    for text in ("lexical", "lexical-heuristic", "openai:codegrep@http://127.0.0.1:9/v1"):
+        spec = parse_policy_spec(text)
+        policy = policy_from_spec(text, timeout_s=3.0)
+        assert policy.name == spec.name
+        assert spec.served == isinstance(policy, OpenAIPolicy)
+        if isinstance(policy, OpenAIPolicy):
+            await policy.aclose()
+    heuristic = policy_from_spec("lexical-heuristic")
+    assert isinstance(heuristic, LexicalPolicy)
+    assert heuristic.ranker is None
+    assert served_spec("http://h/v1", "m") == parse_policy_spec("openai:m@http://h/v1")
+
+
+def test_a_ranker_is_only_lexicals() -> None:
+    ranker = LexicalPolicy().ranker
+    assert ranker is not None
+    assert policy_from_spec("lexical", ranker=ranker).name == "lexical"
+    with pytest.raises(PolicySpecError, match="ranker"):
+        policy_from_spec("openai:m@http://h/v1", ranker=ranker)
+
+
+def test_every_kind_names_its_package() -> None:
+    assert {k: v.package for k, v in POLICY_KINDS.items()} == dict.fromkeys(
+        ("lexical", "lexical-heuristic", "openai"), "codegrep-model"
+    )
