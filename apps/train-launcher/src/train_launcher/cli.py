@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
 import typer
+from codegrep_cli import version_option
 
 from train_launcher.config import RunConfig, load_config
 from train_launcher.errors import ConfigError, PlanError, StageFailed
@@ -59,26 +60,8 @@ def _bad_input(*messages: str) -> NoReturn:
     raise typer.Exit(2)
 
 
-def _print_version(value: bool) -> None:
-    if value:
-        from train_launcher import __version__
-
-        typer.echo(f"{DIST} {__version__}")
-        raise typer.Exit()
-
-
 @app.callback()
-def _root(
-    version: Annotated[
-        bool,
-        typer.Option(
-            "--version",
-            is_eager=True,
-            callback=_print_version,
-            help=f"Print '{DIST} <version>' and exit.",
-        ),
-    ] = False,
-) -> None:
+def _root(version: Annotated[bool, version_option(DIST, "train_launcher")] = False) -> None:
     """CodeGrep training on a GPU node: labels -> datasets -> SFT/GRPO -> evaluation.
 
     Example: codegrep-train launch --config configs/cpu-smoke.yaml --dry-run
