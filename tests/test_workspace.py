@@ -265,7 +265,6 @@ def test_source_checkout_without_install_imports() -> None:
     assert out.stdout.strip() == "0+unknown"
 
 
-
 @pytest.mark.parametrize("member", MEMBERS, ids=IDS)
 def test_typer_only_where_there_is_a_command_line(member: Member) -> None:
     # The CLI kit lives in codegrep-cli so that a member without a command line (the records,
@@ -275,6 +274,7 @@ def test_typer_only_where_there_is_a_command_line(member: Member) -> None:
         assert meta.get("scripts"), f"{member.dist} depends on typer but has no console script"
     if meta.get("scripts"):
         assert "codegrep-cli" in member.dependencies, f"{member.dist}: a CLI without the kit"
+
 
 # -- import cycles ---------------------------------------------------------------------------------
 # Two modules that import each other (at import time or inside a function) hold each other's
