@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
 import typer
-from codegrep_cli import version_option
+from codegrep_cli import EXIT_FAILED, fail, version_option
 
 from train_launcher.config import RunConfig, load_config
 from train_launcher.errors import ConfigError, PlanError, StageFailed
@@ -50,14 +50,12 @@ SetOpt = Annotated[
 ]
 
 
-def _err(message: str) -> None:
-    typer.echo(f"error: {' '.join(message.splitlines())}", err=True)
-
-
 def _bad_input(*messages: str) -> NoReturn:
-    for m in messages:
-        _err(m)
-    raise typer.Exit(2)
+    """One `error:` line per message (a config can be wrong in several places), then exit 2."""
+    *before, last = messages or ("bad input",)
+    for m in before:
+        fail(m)  # says the line; the last message's exit is the one raised
+    raise fail(last)
 
 
 @app.callback()
@@ -253,9 +251,7 @@ def plan(
     else:
         _print_plan(built, cfg)
     if built.errors:
-        for f in built.errors:
-            _err(f"{f.topic}: {f.message}")
-        raise typer.Exit(2)
+        _bad_input(*(f"{f.topic}: {f.message}" for f in built.errors))
 
 
 def _default_rank() -> int:
@@ -363,15 +359,12 @@ def launch_command(
     except PlanError as exc:
         _bad_input(str(exc))
     except StageFailed as exc:
-        _err(str(exc))
-        raise typer.Exit(1) from None
+        raise fail(str(exc), code=EXIT_FAILED) from None
     except OSError as exc:  # an output that cannot be written (or is refused: see launch.py)
         where = f"{exc.filename}: " if exc.filename else ""
-        _err(f"cannot write {where}{exc.strerror or exc}")
-        raise typer.Exit(1) from None
+        raise fail(f"cannot write {where}{exc.strerror or exc}", code=EXIT_FAILED) from None
     except KeyboardInterrupt:
-        _err("interrupted: launch the same command again to continue")
-        raise typer.Exit(130) from None
+        raise fail("interrupted: launch the same command again to continue", code=130) from None
     finally:
         signal.signal(signal.SIGTERM, previous)
     if dry_run:
