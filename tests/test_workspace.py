@@ -29,17 +29,27 @@ ROOT = Path(__file__).resolve().parents[1]
 # (calibration, gate and prompt rendering, light enough to serve with) may use codegrep-records
 # and grpo-rewards (its F-beta); codegrep-model may use
 # codegrep-records, grpo-rewards, worktree-sandbox and catm; swe-eval may use all; apps use
-# packages, never the reverse.
+# packages, never the reverse. codegrep-cli (the command-line kit: --version, the error exit, the
+# flag convention; typer only) depends on no package of ours and is used by every member with a
+# command line, so that typer never reaches a member without one.
 ALLOWED: dict[str, set[str]] = {
     "codegrep-records": set(),
+    "codegrep-cli": set(),
     "codegrep-report": set(),
     "grpo-rewards": set(),
-    "worktree-sandbox": {"codegrep-records"},
-    "catm": {"codegrep-records"},
+    "worktree-sandbox": {"codegrep-records", "codegrep-cli"},
+    "catm": {"codegrep-records", "codegrep-cli"},
     "codegrep-gate": {"codegrep-records", "grpo-rewards"},
-    "codegrep-model": {"codegrep-records", "grpo-rewards", "worktree-sandbox", "catm"},
+    "codegrep-model": {
+        "codegrep-records",
+        "codegrep-cli",
+        "grpo-rewards",
+        "worktree-sandbox",
+        "catm",
+    },
     "swe-eval": {
         "codegrep-records",
+        "codegrep-cli",
         "grpo-rewards",
         "worktree-sandbox",
         "catm",
@@ -253,3 +263,147 @@ def test_source_checkout_without_install_imports() -> None:
         [sys.executable, "-S", "-c", code], capture_output=True, text=True, check=True, timeout=60
     )
     assert out.stdout.strip() == "0+unknown"
+
+
+@pytest.mark.parametrize("member", MEMBERS, ids=IDS)
+def test_typer_only_where_there_is_a_command_line(member: Member) -> None:
+    # The CLI kit lives in codegrep-cli so that a member without a command line (the records,
+    # the gate, the rewards, the report) never installs typer.
+    meta = tomllib.loads((member.path / "pyproject.toml").read_text())["project"]
+    if "typer" in member.dependencies and member.dist != "codegrep-cli":
+        assert meta.get("scripts"), f"{member.dist} depends on typer but has no console script"
+    if meta.get("scripts"):
+        assert "codegrep-cli" in member.dependencies, f"{member.dist}: a CLI without the kit"
+
+
+# -- import cycles ---------------------------------------------------------------------------------
+# Two modules that import each other (at import time or inside a function) hold each other's
+# private names and cannot be read, moved or tested apart; the CLIs had two such knots before the
+# command-line kit (`codegrep.cli` with its serve/calibrate modules, `swe_eval.cli` with its
+# downstream commands). Imports under `if TYPE_CHECKING:` never run and are not counted; an
+# import of a module's own parent package is not either (Python has initialised it already).
+KNOWN_CYCLES: dict[frozenset[str], str] = {
+    # `Localization.to_json()` (public since 0.1) returns the service's `LocalizeResponse`, which
+    # is built from a `Localization`: the record and the answer need each other until `to_json`
+    # goes or the response takes a protocol.
+    frozenset({"codegrep.localize", "codegrep.service"}): "Localization.to_json",
+}
+
+
+def _module_files(src: Path) -> dict[str, tuple[Path, bool]]:
+    """Dotted module name -> (file, is a package's __init__) for every module under `src`."""
+    found: dict[str, tuple[Path, bool]] = {}
+    for py in sorted(src.rglob("*.py")):
+        rel = py.relative_to(src).with_suffix("")
+        is_pkg = rel.name == "__init__"
+        found[".".join(rel.parts[:-1] if is_pkg else rel.parts)] = (py, is_pkg)
+    return found
+
+
+def _runtime_nodes(tree: ast.AST) -> list[ast.AST]:
+    """The import statements of `tree` that run: those under `if TYPE_CHECKING:` left out."""
+    hidden: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If):
+            test = node.test
+            name = test.id if isinstance(test, ast.Name) else getattr(test, "attr", None)
+            if name == "TYPE_CHECKING":
+                hidden.update(id(n) for stmt in node.body for n in ast.walk(stmt))
+    return [
+        n
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Import | ast.ImportFrom) and id(n) not in hidden
+    ]
+
+
+def import_graph(srcs: list[Path]) -> dict[str, set[str]]:
+    """Module -> the modules of `srcs` it imports (absolute and relative, at any depth)."""
+    modules: dict[str, tuple[Path, bool]] = {}
+    for src in srcs:
+        modules.update(_module_files(src))
+    graph: dict[str, set[str]] = {}
+    for name, (py, is_pkg) in modules.items():
+        package = name if is_pkg else name.rpartition(".")[0]
+        edges: set[str] = set()
+        for node in _runtime_nodes(ast.parse(py.read_text(), filename=str(py))):
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            else:
+                base = node.module or ""
+                if node.level:
+                    parts = package.split(".")
+                    parts = parts[: len(parts) - (node.level - 1)]
+                    base = ".".join([*parts, *([node.module] if node.module else [])])
+                targets = [base, *(f"{base}.{a.name}" for a in node.names)]
+            edges.update(
+                t for t in targets if t in modules and t != name and not name.startswith(t + ".")
+            )
+        graph[name] = edges
+    return graph
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[frozenset[str]]:
+    """The strongly connected groups of more than one module (Tarjan, without recursion)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[frozenset[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work: list[tuple[str, list[str]]] = [(root, sorted(graph[root]))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, todo = work[-1]
+            if todo:
+                nxt = todo.pop()
+                if nxt not in index:
+                    index[nxt] = low[nxt] = len(index)
+                    stack.append(nxt)
+                    on_stack.add(nxt)
+                    work.append((nxt, sorted(graph[nxt])))
+                elif nxt in on_stack:
+                    low[node] = min(low[node], index[nxt])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                group: set[str] = set()
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    group.add(member)
+                    if member == node:
+                        break
+                if len(group) > 1:
+                    cycles.append(frozenset(group))
+    return cycles
+
+
+def test_no_import_cycle_between_modules() -> None:
+    cycles = set(import_cycles(import_graph([m.path / "src" for m in MEMBERS])))
+    new = [sorted(c) for c in cycles - set(KNOWN_CYCLES)]
+    assert not new, f"modules that import each other: {new}"
+    gone = [sorted(c) for c in set(KNOWN_CYCLES) - cycles]
+    assert not gone, f"no longer a cycle, take it out of KNOWN_CYCLES: {gone}"
+
+
+def test_the_cycle_check_finds_a_cycle(tmp_path: Path) -> None:
+    pkg = tmp_path / "pkg"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "sub" / "__init__.py").write_text("")
+    (pkg / "cli.py").write_text("from pkg.sub import cmd\n")
+    (pkg / "sub" / "cmd.py").write_text(
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    from pkg import other\n"
+        "def run():\n    from ..cli import app\n"  # a function-level, relative import counts
+    )
+    (pkg / "other.py").write_text("from pkg.sub import cmd\n")  # cmd -> other only when typing
+    (pkg / "sub" / "child.py").write_text("from pkg import sub\n")  # its own parent: not a cycle
+    (pkg / "sub" / "__init__.py").write_text("from pkg.sub import child\n")
+    assert import_cycles(import_graph([tmp_path])) == [frozenset({"pkg.cli", "pkg.sub.cmd"})]

@@ -1,6 +1,6 @@
 """`codegrep calibrate`: measure a retriever's precision for the gate, from its predictions.
 
-Registered onto `codegrep.cli.app` when `codegrep.cli` is imported. The measurement is
+Attached to `codegrep.cli.app` by `codegrep.cli`; imports nothing from it. The measurement is
 `codegrep_gate.calibrate` (precision as swe-eval scores it, by rank and by score, bootstrap
 intervals over instances); this module reads the files, names the retriever and its version,
 optionally checks the result on held-out data, writes the record and prints what it measured.
@@ -13,8 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
-
-from codegrep.cli import _fail, app
+from codegrep_cli import fail
 
 if TYPE_CHECKING:
     from codegrep_gate import Calibration, CalibrationData, Check, Curve, Retriever
@@ -72,7 +71,7 @@ def _load(
             exclude_repos=exclude_repo or (),
         )
     except (RecordError, GateError) as exc:
-        raise _fail(str(exc)) from exc
+        raise fail(str(exc)) from exc
     for problem in loaded.problems[:5]:
         typer.echo(f"warning: skipped row: {problem}", err=True)
     if len(loaded.problems) > 5:
@@ -122,10 +121,9 @@ def _check(cal: Calibration, data: CalibrationData, resamples: int, seed: int) -
             cal, data.predictions, data.gold, data=data.data, resamples=resamples, seed=seed
         )
     except GateError as exc:
-        raise _fail(f"--check-predictions: {exc}") from exc
+        raise fail(f"--check-predictions: {exc}") from exc
 
 
-@app.command()
 def calibrate(
     instances: Annotated[
         Path, typer.Option("-i", "--instances", help="Instances (SWE-bench style) with gold.")
@@ -193,13 +191,13 @@ def calibrate(
 
     problem = why_unwritable(output)
     if problem is not None:
-        raise _fail(f"cannot write -o {output}: {problem}")
+        raise fail(f"cannot write -o {output}: {problem}")
     if (check_instances is None) != (check_predictions is None):
-        raise _fail("--check-instances and --check-predictions go together")
+        raise fail("--check-instances and --check-predictions go together")
     if check_instances is None and (check_name or check_exclude_repo or check_labels):
-        raise _fail("--check-name, --check-labels and --check-exclude-repo need --check-instances")
+        raise fail("--check-name, --check-labels and --check-exclude-repo need --check-instances")
     if check_instances is not None and (labels is None) != (check_labels is None):
-        raise _fail(
+        raise fail(
             "--labels and --check-labels go together: a calibration and its check are scored "
             "with the same kind of gold"
         )
@@ -209,7 +207,7 @@ def calibrate(
     names = sorted({p.retriever for p in data.predictions if p.retriever})
     chosen = retriever or (names[0] if len(names) == 1 else None)
     if chosen is None:
-        raise _fail(
+        raise fail(
             f"{predictions}: " + (f"rows name several retrievers ({', '.join(names)})"
             if names else "no row names its retriever")
             + "; say which with --retriever"
@@ -238,12 +236,12 @@ def calibrate(
             )
             cal = cal.with_check(_check(cal, held, resamples, seed))
     except CalibrationMismatchError as exc:
-        raise _fail(str(exc)) from exc
+        raise fail(str(exc)) from exc
     except (GateError, RecordError) as exc:  # RecordError: an unreadable PREDICTIONS.meta.json
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
     try:
         write_calibration(output, cal)
     except (OSError, GateError) as exc:
-        raise _fail(f"cannot write -o {output}: {exc}") from exc
+        raise fail(f"cannot write -o {output}: {exc}") from exc
     typer.echo(_summary(cal))
     typer.echo(f"wrote {output}", err=True)

@@ -13,11 +13,15 @@ import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
-from urllib.parse import urlsplit
 
 import typer
+from codegrep_cli import fail, version_option
 from codegrep_model import DEFAULT_MAX_ISSUE_BYTES
 from codegrep_records import why_unwritable
+
+from codegrep._cli_options import _ApiKeyOption, _BaseUrlOption, _check_base_url, _ModelOption
+from codegrep.calibrate_cli import calibrate
+from codegrep.serve_cli import serve
 
 if TYPE_CHECKING:
     from codegrep_gate import GateConfig, GateDecision
@@ -34,35 +38,9 @@ GATE_DEFAULT = 0.45  # codegrep_gate.GateConfig's default: the paper's neutral p
 _GATE_FLAG = "default"  # what `--gate` with no value stands for
 INJECT_STYLES = ("openhands", "markdown", "agent_context", "json")
 
-# The served-model options of `localize` and `serve`, declared once.
-_BaseUrlOption = Annotated[
-    str | None,
-    typer.Option(help="OpenAI-compatible endpoint of a served model; default: lexical."),
-]
-_ModelOption = Annotated[str, typer.Option(help="Model name at --base-url.")]
-_ApiKeyOption = Annotated[str | None, typer.Option(envvar="OPENAI_API_KEY")]
-
-
-def _print_version(value: bool) -> None:
-    if value:
-        from codegrep import __version__
-
-        typer.echo(f"codegrep {__version__}")
-        raise typer.Exit()
-
 
 @app.callback()
-def _root(
-    version: Annotated[
-        bool,
-        typer.Option(
-            "--version",
-            is_eager=True,
-            callback=_print_version,
-            help="Print 'codegrep <version>' and exit.",
-        ),
-    ] = False,
-) -> None:
+def _root(version: Annotated[bool, version_option("codegrep", "codegrep")] = False) -> None:
     """CodeGrep: the files an issue needs, for a coding agent.
 
     Example: codegrep localize --repo . --issue issue.md
@@ -186,9 +164,9 @@ def localize(
     request_timeout = _timeout(timeout, timeout_s)
     gate_config = _gate_config(gate, gate_bound, max_files)
     if inject is not None and inject not in INJECT_STYLES:
-        raise _fail(f"--inject {inject}: not one of {', '.join(INJECT_STYLES)}")
+        raise fail(f"--inject {inject}: not one of {', '.join(INJECT_STYLES)}")
     if gate_config is None and calibration is not None:
-        raise _fail("--calibration is for the gate: add --gate [THRESHOLD]")
+        raise fail("--calibration is for the gate: add --gate [THRESHOLD]")
     spec = PolicySpec("lexical") if base_url is None else served_spec(base_url, model)
     policy_name = spec.name
     cal = None
@@ -198,23 +176,23 @@ def localize(
         try:  # checked now, before the search
             cal = calibration_for(policy_name, calibration)
         except CalibrationChoiceError as exc:
-            raise _fail(str(exc)) from exc
+            raise fail(str(exc)) from exc
     _check_base_url(base_url)
     if output is not None and rollout is not None and output.resolve() == rollout.resolve():
-        raise _fail(f"-o and --rollout are the same file ({output}); name two files")
+        raise fail(f"-o and --rollout are the same file ({output}); name two files")
     for flag, path in (("-o", output), ("--rollout", rollout)):
         problem = None if path is None else why_unwritable(path)
         if problem is not None:  # said now, not after the search
-            raise _fail(f"cannot write {flag} {path}: {problem}")
+            raise fail(f"cannot write {flag} {path}: {problem}")
     try:
         # Bytes, decoded without newline translation: CRLF stays CRLF, so the issue (and its
         # byte count) is what a server or a batch row with the same text gets.
         raw = sys.stdin.buffer.read() if issue == "-" else Path(issue).read_bytes()
         text = raw.decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise _fail(str(IssueInputError(f"cannot read --issue {issue}: {exc}"))) from exc
+        raise fail(str(IssueInputError(f"cannot read --issue {issue}: {exc}"))) from exc
     if not text.strip():
-        raise _fail("the issue text is empty")
+        raise fail("the issue text is empty")
 
     async def go() -> object:
         # The lexical policy is localize's default (None): the one a server builds too.
@@ -238,7 +216,7 @@ def localize(
     try:
         result = asyncio.run(go())
     except InjectorError as exc:
-        raise _fail(str(exc)) from exc
+        raise fail(str(exc)) from exc
     from codegrep.localize import Localization
 
     assert isinstance(result, Localization)
@@ -274,7 +252,7 @@ def localize(
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(body + "\n", encoding="utf-8")
         except OSError as exc:
-            raise _fail(f"cannot write {flag} {path}: {exc.strerror or exc}") from exc
+            raise fail(f"cannot write {flag} {path}: {exc.strerror or exc}") from exc
     if as_json:
         typer.echo(json.dumps(data))
     elif inject is not None:
@@ -286,36 +264,20 @@ def localize(
     elif result.status != "error":
         _print_human(result, gated.decision)
     if result.status == "error":
-        raise _fail(f"the search failed: {result.record.error}", code=1)
-
-
-def _fail(message: str, code: int = 2) -> typer.Exit:
-    """Say `error: message` on one line of stderr; the caller raises the exit returned."""
-    one_line = " ".join(message.splitlines())  # an endpoint's reply text may span lines
-    typer.echo(f"{typer.style('error:', fg='red')} {one_line}", err=True)
-    return typer.Exit(code)
-
-
-def _check_base_url(base_url: str | None) -> None:
-    """--base-url, when given, is an http(s) URL with a host; else exit 2 saying so."""
-    if base_url is None:
-        return
-    url = urlsplit(base_url)
-    if url.scheme not in ("http", "https") or not url.netloc:
-        raise _fail(f"--base-url {base_url}: not an http(s) URL (e.g. http://127.0.0.1:8000/v1)")
+        raise fail(f"the search failed: {result.record.error}", code=1)
 
 
 def _timeout(timeout: float | None, old_spelling: float | None) -> float:
     """--timeout, or its old spelling --timeout-s; both only when they agree."""
     if timeout is not None and old_spelling is not None and timeout != old_spelling:
-        raise _fail(
+        raise fail(
             f"--timeout {timeout:g} and --timeout-s {old_spelling:g} (its old spelling) "
             "disagree; give --timeout once"
         )
     value = timeout if timeout is not None else old_spelling
     value = DEFAULT_TIMEOUT_S if value is None else value
     if not value > 0:  # also NaN
-        raise _fail(f"--timeout must be a positive number of seconds, got {value:g}")
+        raise fail(f"--timeout must be a positive number of seconds, got {value:g}")
     return value
 
 
@@ -326,13 +288,13 @@ def _gate_config(gate: str | None, bound: str, max_files: int | None) -> GateCon
     from codegrep_gate import GateConfig
 
     if bound not in ("lower", "point"):
-        raise _fail(f"--gate-bound {bound}: lower or point")
+        raise fail(f"--gate-bound {bound}: lower or point")
     try:
         threshold = GATE_DEFAULT if gate == _GATE_FLAG else float(gate)
     except ValueError:
-        raise _fail(f"--gate {gate}: a threshold between 0 and 1, like 0.45") from None
+        raise fail(f"--gate {gate}: a threshold between 0 and 1, like 0.45") from None
     if not 0.0 <= threshold <= 1.0:
-        raise _fail(f"--gate {gate}: a threshold between 0 and 1, like 0.45")
+        raise fail(f"--gate {gate}: a threshold between 0 and 1, like 0.45")
     return GateConfig(threshold=threshold, bound=bound, max_files=max_files)
 
 
@@ -412,10 +374,11 @@ def _print_human(result: object, decision: GateDecision | None = None) -> None:
         console.print(Text(decision.summary))
 
 
+# The other commands live in their own modules; they are attached here, in the order `--help`
+# lists them, and import nothing from this module.
+app.command()(calibrate)
+app.command()(serve)
+
+
 def main() -> None:
     app(args=with_optional_values(sys.argv[1:]))
-
-
-# The other commands live in their own modules and register themselves onto `app`.
-from codegrep import calibrate_cli as _calibrate_cli  # noqa: E402, F401
-from codegrep import serve_cli as _serve_cli  # noqa: E402, F401

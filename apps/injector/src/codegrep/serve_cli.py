@@ -1,7 +1,7 @@
 """`codegrep serve`: the HTTP API (starlette + uvicorn) or, with `--mcp`, the MCP server on
 stdio, both over one `LocalizeService`.
 
-Registered onto `codegrep.cli.app` when `codegrep.cli` is imported. Nothing here imports
+Attached to `codegrep.cli.app` by `codegrep.cli`; imports nothing from it. Nothing here imports
 starlette, uvicorn or mcp until the command runs, so `codegrep --help` works without the
 `serve` extra, and `codegrep serve` without it exits 2 naming the extra. Exit 2 for bad
 input found before serving (no allow-list, an unreadable calibration, a calibration of another
@@ -21,15 +21,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, NamedTuple
 
 import typer
+from codegrep_cli import fail
 
-from codegrep.cli import (
-    _ApiKeyOption,
-    _BaseUrlOption,
-    _check_base_url,
-    _fail,
-    _ModelOption,
-    app,
-)
+from codegrep._cli_options import _ApiKeyOption, _BaseUrlOption, _check_base_url, _ModelOption
 
 if TYPE_CHECKING:
     from codegrep_model import Policy
@@ -43,7 +37,6 @@ TOKEN_ENV = "CODEGREP_SERVE_TOKEN"
 _SERVE_MODULES = ("starlette", "uvicorn", "mcp")
 
 
-@app.command()
 def serve(
     host: Annotated[
         str,
@@ -201,29 +194,29 @@ def serve(
         try:
             importlib.import_module(name)
         except ImportError as exc:
-            raise _fail(
+            raise fail(
                 f"codegrep serve needs the 'serve' extra ({name} is not installed): "
                 f"{SERVE_EXTRA_HINT}"
             ) from exc
     if not allow_root and not allow_repo:
-        raise _fail(
+        raise fail(
             "nothing to serve: give at least one folder (--allow-root DIR) or repository "
             "(--allow-repo owner/name) that requests may name; nothing is served by default"
         )
     if calibration is not None and no_calibration:
-        raise _fail("--calibration and --no-calibration contradict each other; give one")
+        raise fail("--calibration and --no-calibration contradict each other; give one")
     if not timeout > 0:
-        raise _fail(f"--timeout must be a positive number of seconds, got {timeout:g}")
+        raise fail(f"--timeout must be a positive number of seconds, got {timeout:g}")
     if token is not None and not token.strip():
-        raise _fail(f"--token (or {TOKEN_ENV}) is empty; give a secret or leave it unset")
+        raise fail(f"--token (or {TOKEN_ENV}) is empty; give a secret or leave it unset")
     if not mcp and not _is_loopback(host) and not token:
-        raise _fail(
+        raise fail(
             f"--host {host} is not loopback: anyone who can reach it could search the allowed "
             f"folders, so give --token (or set {TOKEN_ENV})"
         )
     for name in allow_host or ():
         if not re.fullmatch(r"\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+", name):
-            raise _fail(f"--allow-host {name!r}: give a host name or address, without a port")
+            raise fail(f"--allow-host {name!r}: give a host name or address, without a port")
     _check_base_url(base_url)
     logging.basicConfig(
         level=logging.INFO if verbose else logging.WARNING,
@@ -246,9 +239,9 @@ def serve(
             else calibration_for(policy_name, calibration, required=calibration is not None)
         )
     except CalibrationChoiceError as exc:
-        raise _fail(str(exc)) from exc
+        raise fail(str(exc)) from exc
     if gate and loaded is None:
-        raise _fail(
+        raise fail(
             "--gate needs a calibration: give --calibration FILE (a served model needs its own, "
             "from codegrep calibrate)"
         )
@@ -284,7 +277,7 @@ def serve(
                 allow_broad_root=allow_broad_root,
             )
         except ServiceConfigError as exc:
-            raise _fail(str(exc)) from exc
+            raise fail(str(exc)) from exc
 
     if mcp:
         asyncio.run(_serve_mcp(service(), policy))
@@ -299,7 +292,7 @@ def serve(
     try:
         sock = _listen(host, port)
     except OSError as exc:
-        raise _fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
+        raise fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
     guard = _Guard(
         hosts=(*LOOPBACK_NAMES, *(allow_host or ()), *(() if _is_loopback(host) else (host,))),
         token=token,

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
 import typer
+from codegrep_cli import EXIT_FAILED, fail, version_option
 
 from train_launcher.config import RunConfig, load_config
 from train_launcher.errors import ConfigError, PlanError, StageFailed
@@ -49,36 +50,16 @@ SetOpt = Annotated[
 ]
 
 
-def _err(message: str) -> None:
-    typer.echo(f"error: {' '.join(message.splitlines())}", err=True)
-
-
 def _bad_input(*messages: str) -> NoReturn:
-    for m in messages:
-        _err(m)
-    raise typer.Exit(2)
-
-
-def _print_version(value: bool) -> None:
-    if value:
-        from train_launcher import __version__
-
-        typer.echo(f"{DIST} {__version__}")
-        raise typer.Exit()
+    """One `error:` line per message (a config can be wrong in several places), then exit 2."""
+    *before, last = messages or ("bad input",)
+    for m in before:
+        fail(m)  # says the line; the last message's exit is the one raised
+    raise fail(last)
 
 
 @app.callback()
-def _root(
-    version: Annotated[
-        bool,
-        typer.Option(
-            "--version",
-            is_eager=True,
-            callback=_print_version,
-            help=f"Print '{DIST} <version>' and exit.",
-        ),
-    ] = False,
-) -> None:
+def _root(version: Annotated[bool, version_option(DIST, "train_launcher")] = False) -> None:
     """CodeGrep training on a GPU node: labels -> datasets -> SFT/GRPO -> evaluation.
 
     Example: codegrep-train launch --config configs/cpu-smoke.yaml --dry-run
@@ -270,9 +251,7 @@ def plan(
     else:
         _print_plan(built, cfg)
     if built.errors:
-        for f in built.errors:
-            _err(f"{f.topic}: {f.message}")
-        raise typer.Exit(2)
+        _bad_input(*(f"{f.topic}: {f.message}" for f in built.errors))
 
 
 def _default_rank() -> int:
@@ -380,15 +359,12 @@ def launch_command(
     except PlanError as exc:
         _bad_input(str(exc))
     except StageFailed as exc:
-        _err(str(exc))
-        raise typer.Exit(1) from None
+        raise fail(str(exc), code=EXIT_FAILED) from None
     except OSError as exc:  # an output that cannot be written (or is refused: see launch.py)
         where = f"{exc.filename}: " if exc.filename else ""
-        _err(f"cannot write {where}{exc.strerror or exc}")
-        raise typer.Exit(1) from None
+        raise fail(f"cannot write {where}{exc.strerror or exc}", code=EXIT_FAILED) from None
     except KeyboardInterrupt:
-        _err("interrupted: launch the same command again to continue")
-        raise typer.Exit(130) from None
+        raise fail("interrupted: launch the same command again to continue", code=130) from None
     finally:
         signal.signal(signal.SIGTERM, previous)
     if dry_run:

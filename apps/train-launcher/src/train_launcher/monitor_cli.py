@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from codegrep_cli import fail
 from rich.console import Console
 from rich.text import Text
 
@@ -114,10 +115,10 @@ def monitor(
     """
     out = Console(highlight=False, soft_wrap=True)  # paths and verdicts stay one line each
     if not interval > 0:  # also NaN
-        raise _fail(f"--interval must be a positive number of seconds, got {interval:g}")
+        raise fail(f"--interval must be a positive number of seconds, got {interval:g}")
     if not run_dir.is_dir():
         what = "does not exist" if not run_dir.exists() else "is not a folder"
-        raise _fail(f"the run folder {run_dir} {what}")
+        raise fail(f"the run folder {run_dir} {what}")
     thresholds = _thresholds(config)
     out_dir = output if output is not None else run_dir / DEFAULT_OUTPUT
     want_plot = not no_plot
@@ -126,7 +127,7 @@ def monitor(
             require_plot_extra()
         except MissingPlotExtraError as exc:
             if output is not None:
-                raise _fail(f"cannot write the plots to -o {output}: {exc}") from exc
+                raise fail(f"cannot write the plots to -o {output}: {exc}") from exc
             _warn(f"no plots: {exc}")
             want_plot = False
     from codegrep_records import why_unwritable
@@ -134,10 +135,10 @@ def monitor(
     problem = why_unwritable(out_dir, folder=True)
     if problem is not None:  # said now, not after the reading
         flag = "-o" if output is not None else "the default output folder"
-        raise _fail(f"cannot write {flag} {out_dir}: {problem}")
+        raise fail(f"cannot write {flag} {out_dir}: {problem}")
     html_problem = why_unwritable(html) if html is not None else None
     if html_problem is not None:
-        raise _fail(f"cannot write --html {html}: {html_problem}")
+        raise fail(f"cannot write --html {html}: {html_problem}")
 
     try:
         if follow:
@@ -147,9 +148,9 @@ def monitor(
             report = check(run, thresholds)
             _print_bad_lines(report.bad_lines)
     except MonitorInputError as exc:
-        raise _fail(str(exc)) from exc
+        raise fail(str(exc)) from exc
     if not run.metric_files:
-        raise _fail(f"no {METRICS_FILE} in {run_dir} or its v*-* subfolders")
+        raise fail(f"no {METRICS_FILE} in {run_dir} or its v*-* subfolders")
 
     # the default folder sits in the run folder, which the trainer and what it runs also
     # write: a link planted there in place of it is refused; -o is the user's own choice
@@ -173,16 +174,16 @@ def _thresholds(config: Path | None) -> MonitorThresholds:
     try:
         data = load_yaml(read_text_file(config, max_bytes=MAX_YAML_BYTES))[0]
     except RecordError as exc:  # missing, a folder, not UTF-8, too large; names the file
-        raise _fail(f"cannot read --config {exc}") from None
+        raise fail(f"cannot read --config {exc}") from None
     except yaml.YAMLError as exc:  # not YAML, or past a bound (aliases, depth, expanded size)
         mark = getattr(exc, "problem_mark", None)
         where = f"{config}:{mark.line + 1}" if mark is not None else str(config)
-        raise _fail(f"{where}: not YAML: {getattr(exc, 'problem', None) or exc}") from None
+        raise fail(f"{where}: not YAML: {getattr(exc, 'problem', None) or exc}") from None
     if data is not None and not isinstance(data, dict):
-        raise _fail(f"{config}: the config must be a mapping of sections")
+        raise fail(f"{config}: the config must be a mapping of sections")
     section = (data or {}).get("monitor")
     if section is not None and not isinstance(section, dict):
-        raise _fail(f"{config}: monitor: must be a mapping of thresholds, got {_short(section)}")
+        raise fail(f"{config}: monitor: must be a mapping of thresholds, got {_short(section)}")
     try:
         return MonitorThresholds.from_config(data)
     except ValidationError as exc:
@@ -191,7 +192,7 @@ def _thresholds(config: Path | None) -> MonitorThresholds:
             + (f" (got {_short(e['input'])})" if e["type"] != "missing" and "input" in e else "")
             for e in exc.errors()
         ]
-        raise _fail(f"{config}: " + "; ".join(problems)) from exc
+        raise fail(f"{config}: " + "; ".join(problems)) from exc
 
 
 def _follow(
@@ -249,7 +250,7 @@ def _write(
         if want_plot:
             written.insert(0, plot(run, report, out_dir, within=within))
     except OSError as exc:
-        raise _fail(f"cannot write to {out_dir}: {exc.strerror or exc}") from exc
+        raise fail(f"cannot write to {out_dir}: {exc.strerror or exc}") from exc
     return written
 
 
@@ -267,7 +268,7 @@ def _write_html(path: Path, run: RunData, report: MonitorReport) -> Path:
             title=f"GRPO run {run.run_dir}",
         ).path
     except CodegrepReportError as exc:
-        raise _fail(f"cannot write --html {path}: {exc}") from exc
+        raise fail(f"cannot write --html {path}: {exc}") from exc
 
 
 def _print_report(out: Console, report: MonitorReport, written: list[Path]) -> None:
@@ -303,10 +304,3 @@ def _short(value: object) -> str:
 
 _REPR = reprlib.Repr()
 _REPR.maxlevel, _REPR.maxstring, _REPR.maxother = 3, 80, 80
-
-
-def _fail(message: str, code: int = 2) -> typer.Exit:
-    """Say `error: message` on one line of stderr; the caller raises the exit returned."""
-    one_line = " ".join(message.splitlines())
-    typer.echo(f"{typer.style('error:', fg='red')} {one_line}", err=True)
-    return typer.Exit(code)

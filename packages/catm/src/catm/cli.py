@@ -9,16 +9,16 @@ from __future__ import annotations
 import os
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import Annotated
 
 import typer
+from codegrep_cli import fail, version_option
 from codegrep_records import GoldRule, why_unwritable
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from catm import __version__
 from catm._instances import load_instances
 from catm._judge import Judge, JudgeResult, NoJudge, OpenAIJudge
 from catm._output import (
@@ -51,21 +51,8 @@ class Renames(StrEnum):
     BOTH = "both"
 
 
-def _version(value: bool) -> None:
-    if value:
-        typer.echo(f"catm {__version__}")
-        raise typer.Exit()
-
-
 @app.callback()
-def _top(
-    version: Annotated[
-        bool,
-        typer.Option(
-            "--version", callback=_version, is_eager=True, help="Print the version and exit."
-        ),
-    ] = False,
-) -> None:
+def _top(version: Annotated[bool, version_option("catm", "catm")] = False) -> None:
     """CATM: mine file-relevance labels from coding-agent trajectories."""
 
 
@@ -161,7 +148,7 @@ def mine(
     """Mine relevance labels from agent trajectories (stages 1-3)."""
     if old_cache is not None:
         if judge_cache is not None and judge_cache != old_cache:
-            _fail(f"--cache {old_cache} and --judge-cache {judge_cache} differ: give one")
+            raise fail(f"--cache {old_cache} and --judge-cache {judge_cache} differ: give one")
         _warn("--cache is deprecated here (it names the judge's SQLite file): use --judge-cache")
         judge_cache = judge_cache or old_cache
     rule = GoldRule(
@@ -195,13 +182,13 @@ def mine(
                 timeout_s=timeout,
             )
     except CatmError as exc:
-        _fail(str(exc))
+        raise fail(str(exc)) from exc
     if isinstance(judge_impl, OpenAIJudge) and not keep_going:
         try:
             checked = judge_impl.preflight(timeout_s=min(timeout, _PREFLIGHT_S))
         except JudgeError as exc:
             judge_impl.close()
-            _fail(f"{exc} (--keep-going skips this check)")
+            raise fail(f"{exc} (--keep-going skips this check)") from exc
     if dry_run:
         _say_plan(
             trajectories,
@@ -249,9 +236,9 @@ def mine(
         result.stats.instance_rows_skipped = len(instance_skips)
         write_labels(output, result.iter_labels(), result.stats)
     except CatmError as exc:
-        _fail(str(exc))
+        raise fail(str(exc)) from exc
     except OSError as exc:
-        _fail(f"-o {output}: cannot write ({exc.strerror or exc})")
+        raise fail(f"-o {output}: cannot write ({exc.strerror or exc})") from exc
     finally:
         if isinstance(judge_impl, OpenAIJudge):
             judge_impl.close()
@@ -279,7 +266,7 @@ def mine(
         if keep_going:
             _warn(failed)
         else:
-            _fail(f"{failed} (--keep-going exits 0 on this)", code=1)
+            raise fail(f"{failed} (--keep-going exits 0 on this)", code=1)
 
 
 _PREFLIGHT_S = 10.0  # the endpoint check's timeout: fail fast, not after minutes of retries
@@ -331,9 +318,9 @@ def stats(
         threshold = run.threshold if run is not None else GOLD_THRESHOLD
         report = label_report(labels, examples=examples, threshold=threshold)
         if report.labels == 0 and (report.skipped_rows or run is None):
-            _fail(f"{labels}: not a catm labels file ({_first_problem(labels)})")
+            raise fail(f"{labels}: not a catm labels file ({_first_problem(labels)})")
     except CatmError as exc:
-        _fail(str(exc))
+        raise fail(str(exc)) from exc
     if run is not None:
         _print_stats_table(run.model_dump())
         if run.gold_rule is None:
@@ -400,9 +387,9 @@ def _plot(labels: Path, png: Path, threshold: float) -> None:
     try:
         plot_histogram(label_report(labels, threshold=threshold), png, threshold)
     except CatmError as exc:
-        _fail(str(exc))
+        raise fail(str(exc)) from exc
     except OSError as exc:
-        _fail(f"{png}: cannot write ({exc.strerror or exc})")
+        raise fail(f"{png}: cannot write ({exc.strerror or exc})") from exc
     _note(f"wrote {png}")
 
 
@@ -425,11 +412,6 @@ def _print_stats_table(values: dict[str, object]) -> None:
 # extras hints like `catm[plot]` keep their square brackets) --------------------------------------
 
 
-def _fail(message: str, code: int = 2) -> NoReturn:
-    console.print(f"[red]error:[/red] {escape(message)}", soft_wrap=True, highlight=False)
-    raise typer.Exit(code)
-
-
 def _warn(message: str) -> None:
     console.print(f"[yellow]warning:[/yellow] {escape(message)}", soft_wrap=True, highlight=False)
 
@@ -447,19 +429,19 @@ def _check_readable(path: Path, name: str) -> None:
     """Exit 2 naming `name` unless `path` is a file that can be opened."""
     target = path.expanduser()
     if target.is_dir():
-        _fail(f"{name} {path}: cannot open (it is a directory)")
+        raise fail(f"{name} {path}: cannot open (it is a directory)")
     try:
         with target.open("rb"):
             pass
     except OSError as exc:
-        _fail(f"{name} {path}: cannot open ({exc.strerror or exc})")
+        raise fail(f"{name} {path}: cannot open ({exc.strerror or exc})") from exc
 
 
 def _check_writable(path: Path, flag: str) -> None:
     """Exit 2 naming `flag` unless a file can be written at `path` (leaves nothing behind)."""
     why = why_unwritable(path)
     if why is not None:
-        _fail(f"{flag} {path}: cannot write a file there ({why})")
+        raise fail(f"{flag} {path}: cannot write a file there ({why})")
 
 
 def main() -> None:

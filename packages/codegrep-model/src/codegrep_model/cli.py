@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
+from codegrep_cli import fail, version_option
 from codegrep_records import why_unwritable
 
 if TYPE_CHECKING:
@@ -33,32 +34,9 @@ app = typer.Typer(
 DEFAULT_TIMEOUT_S = 120.0
 
 
-def _fail(message: str, code: int = 2) -> typer.Exit:
-    """Say `error: message` on one line of stderr; the caller raises the exit returned."""
-    one_line = " ".join(message.splitlines())  # an endpoint's reply text may span lines
-    typer.echo(f"{typer.style('error:', fg='red')} {one_line}", err=True)
-    return typer.Exit(code)
-
-
-def _print_version(value: bool) -> None:
-    if value:
-        from codegrep_model import __version__
-
-        typer.echo(f"codegrep-model {__version__}")
-        raise typer.Exit()
-
-
 @app.callback()
 def _root(
-    version: Annotated[
-        bool,
-        typer.Option(
-            "--version",
-            is_eager=True,
-            callback=_print_version,
-            help="Print 'codegrep-model <version>' and exit.",
-        ),
-    ] = False,
+    version: Annotated[bool, version_option("codegrep-model", "codegrep_model")] = False,
 ) -> None:
     """The CodeGrep retrieval agent."""
 
@@ -77,26 +55,26 @@ def version() -> None:
 def _instances_path(positional: Path | None, option: Path | None) -> Path:
     """INSTANCES or -i/--instances: one of them, or both naming the same file."""
     if positional is None and option is None:
-        raise _fail("name the instances file: INSTANCES or -i/--instances FILE")
+        raise fail("name the instances file: INSTANCES or -i/--instances FILE")
     if positional is None:
         assert option is not None
         return option
     if option is not None and positional.resolve() != option.resolve():
-        raise _fail(f"two instances files, INSTANCES {positional} and -i {option}; give one")
+        raise fail(f"two instances files, INSTANCES {positional} and -i {option}; give one")
     return positional
 
 
 def _timeout(timeout: float | None, old_spelling: float | None) -> float:
     """--timeout, or its old spelling --timeout-s; both only when they agree."""
     if timeout is not None and old_spelling is not None and timeout != old_spelling:
-        raise _fail(
+        raise fail(
             f"--timeout {timeout:g} and --timeout-s {old_spelling:g} (its old spelling) "
             "disagree; give --timeout once"
         )
     value = timeout if timeout is not None else old_spelling
     value = DEFAULT_TIMEOUT_S if value is None else value
     if not value > 0:  # also NaN
-        raise _fail(f"--timeout must be a positive number of seconds, got {value:g}")
+        raise fail(f"--timeout must be a positive number of seconds, got {value:g}")
     return value
 
 
@@ -224,25 +202,25 @@ def batch(
     for flag, out in (("-o", output), ("--rollouts", rollouts)):
         if out.suffix == ".gz":
             # batch appends as it goes and resumes from what is there: plain JSON Lines only
-            raise _fail(f"{flag} {out}: batch appends to it; name a .jsonl file")
+            raise fail(f"{flag} {out}: batch appends to it; name a .jsonl file")
     if output.resolve() == rollouts.resolve():
-        raise _fail(f"-o and --rollouts are the same file ({output}); name two files")
+        raise fail(f"-o and --rollouts are the same file ({output}); name two files")
     for flag, out in (("-o", output), ("--rollouts", rollouts)):
         problem = why_unwritable(out)
         if problem is not None:
-            raise _fail(f"cannot write {flag} {out}: {problem}")
+            raise fail(f"cannot write {flag} {out}: {problem}")
     try:
         loaded = records.load_instances(path)
     except records.RecordError as exc:  # missing, a folder, not JSON, parquet without pyarrow
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
     for bad in loaded.problems:
         console.print(f"skipped bad row {bad}", style="yellow", markup=False)
     if not loaded.records:
-        raise _fail(f"{path}: no valid instance row ({len(loaded.problems)} bad)")
+        raise fail(f"{path}: no valid instance row ({len(loaded.problems)} bad)")
     known = {r.repo for r in loaded.records}
     for name in repo or []:
         if name not in known:
-            raise _fail(f"--repo {name}: no instance of this repository in {path}")
+            raise fail(f"--repo {name}: no instance of this repository in {path}")
     rows = [r for r in loaded.records if not repo or r.repo in repo]
     unparsed: list[str] = []
     done = _finished(output, unparsed)
@@ -258,25 +236,25 @@ def batch(
         highlight=False,
     )
     if heuristic and ranker is not None:
-        raise _fail("--heuristic means no ranker; drop --ranker or --heuristic")
+        raise fail("--heuristic means no ranker; drop --ranker or --heuristic")
     if base_url and (heuristic or ranker is not None):
-        raise _fail("--ranker and --heuristic are LexicalPolicy's; --base-url runs a model")
+        raise fail("--ranker and --heuristic are LexicalPolicy's; --base-url runs a model")
     from codegrep_model.ranker import Ranker, RankerError
 
     try:
         learned = Ranker.load(ranker) if ranker is not None else None
     except RankerError as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
     if base_url:
         unreachable = _endpoint_problem(base_url, api_key, request_timeout)
         if unreachable is not None:
-            raise _fail(f"--base-url {base_url} cannot be reached: {unreachable}")
+            raise fail(f"--base-url {base_url} cannot be reached: {unreachable}")
     if dry_run:
         return
     try:
         repo_cache = BareRepoCache(cache, source=source)
     except (SandboxError, OSError) as exc:  # a --source naming no repository, an unusable --cache
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
     spec = (
         served_spec(base_url, model)
         if base_url
@@ -319,7 +297,7 @@ def batch(
         for msg in summary.error_messages[:20]:
             console.print(Text.assemble(("error", "red"), f" {msg}"), soft_wrap=True)
         if summary.errors:
-            raise _fail(
+            raise fail(
                 f"{summary.errors} of {summary.total} instance(s) failed; they have no "
                 "prediction, and a rerun retries them",
                 code=1,
@@ -328,7 +306,7 @@ def batch(
     try:
         asyncio.run(go())
     except (OSError, SandboxError) as exc:  # a full disk, a pool that cannot start
-        raise _fail(f"the batch stopped: {type(exc).__name__}: {exc}", code=1) from None
+        raise fail(f"the batch stopped: {type(exc).__name__}: {exc}", code=1) from None
 
 
 @app.command("train-ranker")
@@ -398,9 +376,9 @@ def train_ranker(
     for flag, out in (("-o", output), ("--examples", examples)):
         problem = why_unwritable(out)
         if problem is not None:
-            raise _fail(f"cannot write {flag} {out}: {problem}")
+            raise fail(f"cannot write {flag} {out}: {problem}")
     if output.resolve() == examples.resolve():
-        raise _fail(f"-o and --examples are the same file ({output}); name two files")
+        raise fail(f"-o and --examples are the same file ({output}); name two files")
     rows: list[Instance] = []
     by_id: dict[str, Instance] = {}
     data: list[dict[str, object]] = []
@@ -408,7 +386,7 @@ def train_ranker(
         try:
             loaded = records.load_instances(path)
         except records.RecordError as exc:
-            raise _fail(str(exc)) from None
+            raise fail(str(exc)) from None
         for bad in loaded.problems:
             console.print(f"skipped bad row {bad}", style="yellow", markup=False)
         kept, repeated = [], 0
@@ -422,7 +400,7 @@ def train_ranker(
             elif (first.repo, first.base_commit, first.patch) == (r.repo, r.base_commit, r.patch):
                 repeated += 1  # the same instance in two files: trained on once
             else:
-                raise _fail(
+                raise fail(
                     f"{path}: instance {r.instance_id} is also in an earlier -i file with "
                     "another repository, commit or patch; which one is right?"
                 )
@@ -445,7 +423,7 @@ def train_ranker(
     try:
         have = {r.instance_id for r in read_examples(examples)} if examples.exists() else set()
     except (RankerError, OSError) as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
     todo = [r for r in rows if r.instance_id not in have][: limit if limit is not None else None]
     console.print(
         f"{len(rows)} training instances, {len(rows) - len(todo)} already in {examples}, "
@@ -454,7 +432,7 @@ def train_ranker(
         highlight=False,
     )
     if todo and cache is None:
-        raise _fail("rollouts to run need --cache (and --source)")
+        raise fail("rollouts to run need --cache (and --source)")
     if dry_run:
         return
     if todo:
@@ -462,7 +440,7 @@ def train_ranker(
         try:
             repo_cache = BareRepoCache(cache, source=source)
         except (SandboxError, OSError) as exc:
-            raise _fail(str(exc)) from None
+            raise fail(str(exc)) from None
 
         async def go() -> tuple[int, list[str]]:
             async with TreePool(repo_cache) as pool:
@@ -483,18 +461,18 @@ def train_ranker(
         try:
             written, errors = asyncio.run(go())
         except (OSError, SandboxError) as exc:
-            raise _fail(f"the rollouts stopped: {type(exc).__name__}: {exc}", code=1) from None
+            raise fail(f"the rollouts stopped: {type(exc).__name__}: {exc}", code=1) from None
         console.print(f"wrote {written} rows to {examples}", markup=False, highlight=False)
         for msg in errors[:20]:
             console.print(f"error {msg}", style="red", markup=False)
         if errors:
-            raise _fail(
+            raise fail(
                 f"{len(errors)} instance(s) failed and are not in {examples}; a rerun retries "
                 "them (nothing was fitted)",
                 code=1,
             )
     if not examples.exists():
-        raise _fail(f"--examples {examples} does not exist and no -i instances were given")
+        raise fail(f"--examples {examples} does not exist and no -i instances were given")
     try:
         table = read_examples(examples)
         wanted = {r.instance_id for r in rows}
@@ -514,7 +492,7 @@ def train_ranker(
             meta={"trained_on": data, "examples": examples.name},
         )
     except RankerError as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
     ranker.dump(output)
     console.print(
         f"{report.instances} instances, {report.candidates} candidates, {report.folds} folds by "

@@ -12,10 +12,11 @@ import json
 import math
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import Annotated, Any
 
 import codegrep_records as records
 import typer
+from codegrep_cli import EXIT_FAILED, fail
 from codegrep_records import why_unwritable
 from grpo_rewards import UnknownRewardError
 from pydantic import BaseModel
@@ -40,43 +41,28 @@ dataset_app = typer.Typer(
 )
 
 
-def _say(console: Console, message: str) -> None:
-    one_line = " ".join(message.splitlines())  # an exception's text may span lines
-    console.print(f"error: {one_line}", style="red", markup=False, highlight=False, soft_wrap=True)
-
-
-def _bad_input(console: Console, message: str) -> NoReturn:
-    _say(console, message)
-    raise typer.Exit(2)
-
-
-def _failed(console: Console, message: str) -> NoReturn:
-    _say(console, message)
-    raise typer.Exit(1)
-
-
 def _unwritable(path: Path, *, folder: bool) -> str | None:
     """Why `path` (a file, or with `folder` a folder to write files in) cannot be written."""
     why = why_unwritable(path, folder=folder)
     return None if why is None else f"{path}: cannot write: {why}"
 
 
-def _instances(console: Console, path: Path) -> tuple[tuple[Instance, ...], list[str]]:
+def _instances(path: Path) -> tuple[tuple[Instance, ...], list[str]]:
     try:
         # every row, duplicates included: grpo_rows names them as dropped rows
         loaded = records.load_records(path, Instance, key=None)
     except records.RecordError as exc:  # missing, a folder, not JSON, parquet without pyarrow
-        _bad_input(console, f"instances: {exc}")
+        raise fail(f"instances: {exc}") from None
     return loaded.records, [str(p) for p in loaded.problems]
 
 
-def _labels(console: Console, path: Path | None) -> tuple[tuple[records.GoldLabel, ...], list[str]]:
+def _labels(path: Path | None) -> tuple[tuple[records.GoldLabel, ...], list[str]]:
     if path is None:
         return (), []
     try:
         loaded = records.load_labels(path)
     except records.RecordError as exc:
-        _bad_input(console, f"labels: {exc}")
+        raise fail(f"labels: {exc}") from exc
     return loaded.records, [str(p) for p in loaded.problems]
 
 
@@ -163,19 +149,19 @@ def grpo(
 
     console = Console(stderr=True)
     if val_fraction >= 1.0:
-        _bad_input(console, f"--val-fraction must be below 1, got {val_fraction}")
+        raise fail(f"--val-fraction must be below 1, got {val_fraction}")
     why = _unwritable(output, folder=True)
     if why is not None:
-        _bad_input(console, why)
-    rows, bad_rows = _instances(console, instances)
-    gold_labels, label_problems = _labels(console, labels)
+        raise fail(why)
+    rows, bad_rows = _instances(instances)
+    gold_labels, label_problems = _labels(labels)
     bad_rows += label_problems
     repo_cache: BareRepoCache | None = None
     if not dry_run:
         try:
             repo_cache = BareRepoCache(cache, source=source)
         except (SandboxError, OSError) as exc:  # a --source naming no repository, a bad --cache
-            _bad_input(console, str(exc))
+            raise fail(str(exc)) from exc
     _print_bad_rows(console, bad_rows)
 
     async def go() -> GrpoDataset:
@@ -241,9 +227,11 @@ def grpo(
         )
     _print_dropped(console, report.dropped_by_reason, report.dropped)
     if report.tree_errors:
-        _failed(console, f"{report.tree_errors} of {report.trees} trees could not be opened")
+        raise fail(
+            f"{report.tree_errors} of {report.trees} trees could not be opened", code=EXIT_FAILED
+        )
     if not (report.train or report.val):
-        _failed(console, "no row was made")
+        raise fail("no row was made", code=EXIT_FAILED)
 
 
 @dataset_app.command("sft")
@@ -295,21 +283,21 @@ def sft(
     try:
         name = reward_name(reward)
     except UnknownRewardError as exc:  # a KeyError: its message is args[0], unquoted
-        _bad_input(console, str(exc.args[0]))
+        raise fail(str(exc.args[0])) from exc
     if not math.isfinite(threshold):
-        _bad_input(console, f"--threshold must be a finite number, got {threshold}")
+        raise fail(f"--threshold must be a finite number, got {threshold}")
     if user_after_tools not in ("chat", "keep"):
-        _bad_input(console, f"--user-after-tools must be chat or keep, not {user_after_tools!r}")
+        raise fail(f"--user-after-tools must be chat or keep, not {user_after_tools!r}")
     report_path = output.with_name(output.name.removesuffix(".jsonl") + ".report.json")
     why = _unwritable(output, folder=False) or _unwritable(report_path, folder=False)
     if why is not None:
-        _bad_input(console, why)
-    rows, bad_rows = _instances(console, instances)
-    gold_labels, label_problems = _labels(console, labels)
+        raise fail(why)
+    rows, bad_rows = _instances(instances)
+    gold_labels, label_problems = _labels(labels)
     try:
         loaded = load_rollouts(rollouts)
     except records.RecordError as exc:
-        _bad_input(console, f"rollouts: {exc}")
+        raise fail(f"rollouts: {exc}") from exc
     bad_rows += label_problems + [str(p) for p in loaded.problems]
     _print_bad_rows(console, bad_rows)
     dataset = sft_rows(
@@ -340,4 +328,4 @@ def sft(
     records.write_records(output, dataset.rows, dump=_row_json)
     _write_report(report_path, report.to_dict())
     if not dataset.rows:
-        _failed(console, "no rollout was kept")
+        raise fail("no rollout was kept", code=EXIT_FAILED)

@@ -9,9 +9,7 @@ one `error:` line on stderr. Text from files and exceptions is never read as ric
 
 from __future__ import annotations
 
-import gzip
 import os
-import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from enum import StrEnum
@@ -19,6 +17,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from codegrep_cli import fail, version_option
 from codegrep_records import (
     GoldLabel,
     GoldRule,
@@ -31,12 +30,18 @@ from codegrep_records import (
     load_instances,
     load_labels,
     load_predictions,
-    why_unwritable,
 )
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.text import Text
 
+from swe_eval._cli_io import (
+    IMAGE_SUFFIXES,
+    check_output,
+    clear_errors,
+    emit,
+    err,
+    say,
+)
 from swe_eval._corpus import FileSource
 from swe_eval._prediction_writer import prediction_json, write_predictions
 from swe_eval.cuts import Cut, apply_cut, sweep_cuts
@@ -53,8 +58,6 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
 )
-app.add_typer(downstream_app, name="downstream")
-err = Console(stderr=True)
 
 InstancesOpt = Annotated[
     Path, typer.Option("--instances", "-i", help="SWE-bench-style JSON/JSONL(.gz)/parquet.")
@@ -75,70 +78,11 @@ LimitOpt = Annotated[
     typer.Option("--limit", min=0, help="At most this many instances (the first, after --repo)."),
 ]
 SeedOpt = Annotated[int, typer.Option("--seed", help="Seed of the bootstrap resampling.")]
-# matplotlib's own formats that need nothing beyond it (and Pillow, which it requires)
-_IMAGE_SUFFIXES = (".png", ".svg", ".svgz", ".pdf", ".eps", ".ps", ".jpg", ".jpeg", ".tif",
-                   ".tiff", ".webp")  # fmt: skip
-
-
-def _say(message: str, style: str = "") -> None:
-    """One note on stderr; never read as markup (paths and file contents hold brackets)."""
-    err.print(Text(message, style=style), soft_wrap=True)
-
-
-def _fail(message: str) -> typer.Exit:
-    """Say `error: message` on one line of stderr; the caller raises the exit 2 returned."""
-    one_line = " ".join(message.splitlines())
-    err.print(Text.assemble(("error:", "red"), " ", one_line), soft_wrap=True)
-    return typer.Exit(2)
-
-
-def _print_version(value: bool) -> None:
-    if value:
-        from swe_eval import __version__
-
-        typer.echo(f"swe-eval {__version__}")
-        raise typer.Exit()
 
 
 @app.callback()
-def _root(
-    version: Annotated[
-        bool,
-        typer.Option(
-            "--version",
-            is_eager=True,
-            callback=_print_version,
-            help="Print 'swe-eval <version>' and exit.",
-        ),
-    ] = False,
-) -> None:
+def _root(version: Annotated[bool, version_option("swe-eval", "swe_eval")] = False) -> None:
     """Options of swe-eval itself (the help text is the app's)."""
-
-
-@contextmanager
-def _clear_errors() -> Iterator[None]:
-    """A file that cannot be read (or a bad value) ends the command with its message, exit 2."""
-    try:
-        yield
-    except (SweEvalError, RecordError, ValueError) as exc:
-        raise _fail(str(exc)) from exc
-
-
-def _check_output(
-    flag: str, path: Path | None, *, appends: bool = False, suffixes: tuple[str, ...] = ()
-) -> None:
-    """Exit 2 before any work when `path` cannot take the output."""
-    if path is None:
-        return
-    problem = why_unwritable(path)
-    if problem is not None:
-        raise _fail(f"cannot write {flag} {path}: {problem}")
-    if appends and path.suffix == ".gz":
-        raise _fail(
-            f"{flag} {path}: this command appends to it as it goes; name a plain .jsonl file"
-        )
-    if suffixes and path.suffix.lower() not in suffixes:
-        raise _fail(f"{flag} {path}: name a file of one of the kinds {', '.join(suffixes)}")
 
 
 def _report_problems(
@@ -156,13 +100,13 @@ def _report_problems(
         skipped.extend(loaded.problems)
     if path is not None and not loaded.records:
         if loaded.problems:
-            raise _fail(
+            raise fail(
                 f"{path}: no valid {what} row ({len(loaded.problems)} bad, "
                 f"e.g. {loaded.problems[0]})"
             )
-        raise _fail(f"{path}: no {what} rows")
+        raise fail(f"{path}: no {what} rows")
     if loaded.problems:
-        _say(f"{len(loaded.problems)} {what} row(s) skipped, e.g. {loaded.problems[0]}", "yellow")
+        say(f"{len(loaded.problems)} {what} row(s) skipped, e.g. {loaded.problems[0]}", "yellow")
 
 
 def _select(
@@ -177,7 +121,7 @@ def _select(
         known = {i.repo for i in instances}
         for name in repos or []:
             if name not in known:
-                raise _fail(f"--repo {name}: no instance of this repository in {source}")
+                raise fail(f"--repo {name}: no instance of this repository in {source}")
     chosen = [
         i
         for i in instances
@@ -185,7 +129,7 @@ def _select(
     ]
     if limit is not None and limit < 0:
         # the option refuses it too; a negative slice would drop instances from the end
-        raise _fail(f"--limit must be >= 0, got {limit}")
+        raise fail(f"--limit must be >= 0, got {limit}")
     return chosen[:limit] if limit is not None else chosen
 
 
@@ -199,12 +143,12 @@ def _load_chosen(
     need_some: bool = True,
 ) -> list[Instance]:
     """Read the instances file and apply the filters; exit 2 when nothing is left to score."""
-    with _clear_errors():
+    with clear_errors():
         loaded = load_instances(instances)
     _report_problems(loaded, "instance", skipped, path=instances)  # type: ignore[arg-type]
     chosen = _select(loaded.records, repos, exclude, limit, source=instances)
     if need_some and not chosen:
-        raise _fail(
+        raise fail(
             f"no instance of {instances} left ({len(loaded.records)} read); "
             "--exclude-repo or --limit leave none"
         )
@@ -225,7 +169,7 @@ def _gold(
     by_id = {lab.instance_id: lab for lab in loaded.records}
     missing = [iid for iid in gold if iid not in by_id]
     if missing:
-        _say(
+        say(
             f"{len(missing)} instance(s) have no label in {labels}; "
             "they are scored with an empty gold set (counted as no_gold)",
             "yellow",
@@ -244,23 +188,6 @@ def _parse_ks(ks: str) -> tuple[int, ...]:
     if not out or min(out) < 1:
         raise typer.BadParameter("--k wants positive integers")
     return out
-
-
-def _emit(text: str, output: Path | None) -> None:
-    """The table on stdout, or into `output` (gzipped when its name ends in .gz)."""
-    if output is None:
-        sys.stdout.write(text)
-        return
-    try:
-        output.parent.mkdir(parents=True, exist_ok=True)
-        if output.suffix == ".gz":
-            with gzip.open(output, "wt", encoding="utf-8") as fh:
-                fh.write(text)
-        else:
-            output.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise _fail(f"cannot write -o {output}: {exc.strerror or exc}") from exc
-    _say(f"wrote {output}")
 
 
 def _load_systems(
@@ -327,8 +254,8 @@ def retrieval(
 
     Example: swe-eval retrieval -i lite.jsonl -p bm25.jsonl -p locagent.jsonl --paired -f markdown
     """
-    _check_output("-o", output)
-    _check_output("--html", html)
+    check_output("-o", output)
+    check_output("--html", html)
     skipped: list[RowProblem] = []
     chosen = _load_chosen(instances, repo, exclude_repo, limit, skipped)
     try:
@@ -353,16 +280,14 @@ def retrieval(
                         )
                     )
     except (SweEvalError, RecordError, ValueError) as exc:
-        raise _fail(str(exc)) from exc
+        raise fail(str(exc)) from exc
     for s in summaries:
         if s.no_gold or s.unknown:
-            _say(
+            say(
                 f"{s.name}: {s.no_gold} instance(s) without gold left out; "
                 f"{s.unknown} prediction(s) for unknown ids ignored"
             )
-    _emit(
-        render(summaries, fmt, diffs=diffs, by_repo=by_repo, title=title, skipped=skipped), output
-    )
+    emit(render(summaries, fmt, diffs=diffs, by_repo=by_repo, title=title, skipped=skipped), output)
     if html is not None:
         _write_retrieval_html(html, chosen, gold, systems, evals, title=title)
 
@@ -405,8 +330,8 @@ def _write_retrieval_html(
     try:
         write_retrieval_report(path, cases, title=title or "retrieval", beta=evals[0].beta)
     except CodegrepReportError as exc:
-        raise _fail(f"cannot write --html {path}: {exc}") from exc
-    _say(f"wrote {path}")
+        raise fail(f"cannot write --html {path}: {exc}") from exc
+    say(f"wrote {path}")
 
 
 @app.command()
@@ -433,32 +358,32 @@ def convert(
 
     Example: swe-eval convert chronorepo f1_scores_lite.jsonl --ranking bm25 --top-k 1 -o b.jsonl
     """
-    _check_output("-o", output)
-    with _clear_errors():
+    check_output("-o", output)
+    with clear_errors():
         conv = convert_peer(
             fmt, source, name=name, ranking=ranking, top_k=top_k, min_score=min_score
         )
     if conv.wrong_format:
         example = f"; e.g. {conv.problems[0]}" if conv.problems else ""
-        raise _fail(
+        raise fail(
             f"nothing converted from {source}: {fmt.value} wants {conv.expected}; "
             f"found {conv.found()}{example}"
         )
     if not conv.predictions:  # the format's own fields, but not one row that converts
-        raise _fail(
+        raise fail(
             f"nothing converted from {source}: all {conv.rows} rows skipped, "
             f"e.g. {conv.problems[0]}"
         )
     try:
         n = write_predictions(output, conv.predictions)
     except OSError as exc:
-        raise _fail(f"cannot write -o {output}: {exc.strerror or exc}") from exc
+        raise fail(f"cannot write -o {output}: {exc.strerror or exc}") from exc
     empty = sum(1 for p in conv.predictions if not p.files)
-    _say(f"wrote {n} predictions ({empty} empty) to {output}")
+    say(f"wrote {n} predictions ({empty} empty) to {output}")
     if conv.problems:
-        _say(f"skipped {len(conv.problems)} of {conv.rows} rows (not converted):", "yellow")
+        say(f"skipped {len(conv.problems)} of {conv.rows} rows (not converted):", "yellow")
         for problem in conv.problems[:5]:
-            _say(f"  {problem}")
+            say(f"  {problem}")
 
 
 class RetrieverKind(StrEnum):
@@ -516,15 +441,15 @@ def predict(
     from swe_eval.predict import Retriever
     from swe_eval.predict import predict as run_predict
 
-    _check_output("-o", output, appends=True)
+    check_output("-o", output, appends=True)
     if retriever is RetrieverKind.AGENT and base_url is None:
-        raise _fail("-r agent needs --base-url (and --model) of a served model")
+        raise fail("-r agent needs --base-url (and --model) of a served model")
     chosen = _load_chosen(instances, repo, exclude_repo, limit, need_some=False)
     agents = (RetrieverKind.LEXICAL, RetrieverKind.LEXICAL_HEURISTIC, RetrieverKind.AGENT)
     if retriever in agents:
         if not chosen:
             # an empty --repo list would mean "every repository" to the batch runner
-            _say(f"0 to do: --exclude-repo or --limit leave no instance of {instances}")
+            say(f"0 to do: --exclude-repo or --limit leave no instance of {instances}")
             return
         from codegrep_model.cli import batch
 
@@ -546,13 +471,13 @@ def predict(
             dry_run=dry_run,
         )
         return
-    with _clear_errors():
+    with clear_errors():
         done = (
             {p.instance_id for p in load_predictions(output).records} if output.exists() else set()
         )
     todo = [i for i in chosen if i.instance_id not in done and i.base_commit]
     skipped = sum(1 for i in chosen if not i.base_commit)
-    _say(f"{len(done)} already done, {len(todo)} to do, {skipped} without base_commit -> {output}")
+    say(f"{len(done)} already done, {len(todo)} to do, {skipped} without base_commit -> {output}")
     if dry_run or not todo:
         return
     rank: Retriever
@@ -571,9 +496,9 @@ def predict(
         try:  # before any tree: a missing extra or model is said once, not once per instance
             dense.load()
         except SweEvalError as exc:
-            raise _fail(str(exc)) from exc
+            raise fail(str(exc)) from exc
         except (OSError, ValueError, RuntimeError) as exc:  # a bad --device, a broken model
-            raise _fail(f"cannot load the dense model: {type(exc).__name__}: {exc}") from exc
+            raise fail(f"cannot load the dense model: {type(exc).__name__}: {exc}") from exc
         rank = dense
     failures = 0
     from worktree_sandbox import BareRepoCache, SandboxError, SyncSandbox
@@ -581,14 +506,14 @@ def predict(
     try:
         repo_cache = BareRepoCache(cache, source=source)
     except (SandboxError, OSError) as exc:  # a --source naming no repository, an unusable --cache
-        raise _fail(str(exc)) from exc
+        raise fail(str(exc)) from exc
     with SyncSandbox(repo_cache) as sb:
         for r, commits in _commits_by_repo(todo).items():
             try:  # one clone and one fetch per repository, rather than one per instance
                 repo_cache.ensure(r, commits=commits)
             except SandboxError as exc:
                 # not fatal: each instance it concerns fails below on its own and is counted
-                _say(f"{r}: {exc}", "yellow")
+                say(f"{r}: {exc}", "yellow")
 
         @contextmanager
         def open_tree(inst: Instance) -> Iterator[FileSource]:
@@ -617,7 +542,7 @@ def predict(
                     continue
                 fh.write(prediction_json(outcome.prediction) + "\n")
                 fh.flush()
-    _say(f"{len(todo) - failures} predicted, {failures} failed")
+    say(f"{len(todo) - failures} predicted, {failures} failed")
     if failures:
         raise typer.Exit(1)
 
@@ -654,18 +579,18 @@ def cut(
 
     Example: swe-eval cut -i lite.jsonl -p bm25-rankings.jsonl --best -o bm25.jsonl
     """
-    _check_output("-o", output)
+    check_output("-o", output)
     chosen = _load_chosen(instances, repo, exclude_repo, None)
-    with _clear_errors():
+    with clear_errors():
         loaded_preds = load_predictions(predictions)
     what = f"prediction ({predictions.name})"
     _report_problems(loaded_preds, what, path=predictions)  # type: ignore[arg-type]
     gold = gold_from_instances(chosen)
     preds = list(loaded_preds.records)
     results = sweep_cuts(gold, preds, relatives=(0.5, 0.6, 0.7, 0.8, 0.9, 0.95))
-    _say("cut            Fβ      P      R   files")
+    say("cut            Fβ      P      R   files")
     for r in results:
-        _say(
+        say(
             f"{r.cut.label():<13} {r.fbeta:.3f}  {r.precision:.3f}  {r.recall:.3f}  "
             f"{r.mean_files:.2f}"
         )
@@ -680,8 +605,8 @@ def cut(
         try:
             write_predictions(output, cut_preds)
         except OSError as exc:
-            raise _fail(f"cannot write -o {output}: {exc.strerror or exc}") from exc
-        _say(f"wrote {len(cut_preds)} predictions cut at {chosen_cut.label()} to {output}")
+            raise fail(f"cannot write -o {output}: {exc.strerror or exc}") from exc
+        say(f"wrote {len(cut_preds)} predictions cut at {chosen_cut.label()} to {output}")
 
 
 @app.command()
@@ -710,11 +635,11 @@ def plot(
     """
     from swe_eval.plots import plot_precision, precision_curve, require_plot_extra
 
-    _check_output("-o", output, suffixes=_IMAGE_SUFFIXES)
+    check_output("-o", output, suffixes=IMAGE_SUFFIXES)
     chosen = _load_chosen(instances, repo, exclude_repo, None)
-    with _clear_errors():
+    with clear_errors():
         require_plot_extra()  # before the bootstrap, not after it
-    with _clear_errors():
+    with clear_errors():
         gold = gold_from_instances(chosen)
         repos = {i.instance_id: i.repo for i in chosen}
         systems = _load_systems(predictions, name)
@@ -734,8 +659,13 @@ def plot(
         try:
             plot_precision(summaries, curves, output, title=title)
         except OSError as exc:
-            raise _fail(f"cannot write -o {output}: {exc.strerror or exc}") from exc
-    _say(f"wrote {output}")
+            raise fail(f"cannot write -o {output}: {exc.strerror or exc}") from exc
+    say(f"wrote {output}")
+
+
+# `swe-eval downstream ...`: its commands live in `swe_eval.downstream`, attached here; they
+# import nothing from this module.
+app.add_typer(downstream_app, name="downstream")
 
 
 def main() -> None:

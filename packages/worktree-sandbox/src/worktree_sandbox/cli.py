@@ -9,9 +9,10 @@ import sys
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, NoReturn, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import typer
+from codegrep_cli import fail, version_option
 from codegrep_records import Instance, RecordError, load_records, why_unwritable
 from pydantic import BaseModel, Field, ValidationError, field_validator
 from rich.console import Console
@@ -19,7 +20,6 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from worktree_sandbox import __version__
 from worktree_sandbox._git import git
 from worktree_sandbox.cache import BareRepoCache, _check_source, _fill_source
 from worktree_sandbox.errors import SandboxError
@@ -71,31 +71,15 @@ TimeoutOpt = Annotated[
 DEFAULT_SOURCE = "https://github.com/{repo}.git"
 
 
-def _version(value: bool) -> None:
-    if value:
-        typer.echo(f"worktree-sandbox {__version__}")
-        raise typer.Exit()
-
-
 @app.callback()
 def _top(
-    version: Annotated[
-        bool,
-        typer.Option(
-            "--version", callback=_version, is_eager=True, help="Print the version and exit."
-        ),
-    ] = False,
+    version: Annotated[bool, version_option("worktree-sandbox", "worktree_sandbox")] = False,
 ) -> None:
     """Read-only grep/glob/read over git repositories at a commit, without Docker."""
 
 
 # -- messages: one line each on stderr, never read as rich markup (paths, repository text and
 # exception text keep their square brackets) -------------------------------------------------------
-
-
-def _fail(message: str, code: int = 2) -> NoReturn:
-    err.print(f"[red]error:[/red] {escape(message)}", soft_wrap=True, highlight=False)
-    raise typer.Exit(code)
 
 
 def _tagged(tag: str, color: str, message: str) -> None:
@@ -114,12 +98,12 @@ def _check_readable(path: Path, name: str) -> None:
     """Exit 2 naming `name` unless `path` is a file that can be opened."""
     target = path.expanduser()
     if target.is_dir():
-        _fail(f"{name} {path}: cannot open (it is a directory)")
+        raise fail(f"{name} {path}: cannot open (it is a directory)")
     try:
         with target.open("rb"):
             pass
     except OSError as exc:
-        _fail(f"{name} {path}: cannot open ({exc.strerror or exc})")
+        raise fail(f"{name} {path}: cannot open ({exc.strerror or exc})") from exc
 
 
 def _check_output(output: Path | None, flag: str = "-o") -> None:
@@ -129,7 +113,7 @@ def _check_output(output: Path | None, flag: str = "-o") -> None:
     target = output.expanduser()
     why = why_unwritable(target)
     if why is not None:
-        _fail(f"{flag} {output}: cannot write a file there ({why})")
+        raise fail(f"{flag} {output}: cannot write a file there ({why})")
 
 
 def _check_cache_dir(cache_dir: Path, source: str) -> None:
@@ -137,12 +121,12 @@ def _check_cache_dir(cache_dir: Path, source: str) -> None:
     try:
         _check_source(source)
     except SandboxError as exc:
-        _fail(f"--source: {exc}")
+        raise fail(f"--source: {exc}") from exc
     root = cache_dir.expanduser()
     not_folder = root.exists() and not root.is_dir()
     why = "not a folder" if not_folder else why_unwritable(root, folder=True)
     if why is not None:
-        _fail(f"--cache {cache_dir}: cannot use it as the clone cache ({why})")
+        raise fail(f"--cache {cache_dir}: cannot use it as the clone cache ({why})")
 
 
 def _open_cache(cache_dir: Path, source: str) -> BareRepoCache:
@@ -151,22 +135,24 @@ def _open_cache(cache_dir: Path, source: str) -> BareRepoCache:
     try:
         return BareRepoCache(cache_dir, source)
     except SandboxError as exc:
-        _fail(f"--cache {cache_dir}: {exc}")
+        raise fail(f"--cache {cache_dir}: {exc}") from exc
     except OSError as exc:
         where = f": {exc.filename}" if exc.filename else ""
-        _fail(f"--cache {cache_dir}: cannot use it as the clone cache ({exc.strerror}{where})")
+        raise fail(
+            f"--cache {cache_dir}: cannot use it as the clone cache ({exc.strerror}{where})"
+        ) from exc
 
 
 def _instances_file(positional: Path | None, option: Path | None) -> Path:
     """The instances file, named as INSTANCES or -i/--instances (one of them, or both alike)."""
     if positional is None and option is None:
-        _fail("no instances file: give INSTANCES or -i/--instances FILE")
+        raise fail("no instances file: give INSTANCES or -i/--instances FILE")
     if (
         positional is not None
         and option is not None
         and positional.expanduser().resolve() != option.expanduser().resolve()
     ):
-        _fail(f"INSTANCES {positional} and -i/--instances {option} differ: give one")
+        raise fail(f"INSTANCES {positional} and -i/--instances {option} differ: give one")
     path = positional if positional is not None else option
     assert path is not None
     return path
@@ -267,7 +253,7 @@ def prepare(
     try:
         rows, bad = _read_instances(path)
     except SandboxError as exc:
-        _fail(str(exc))
+        raise fail(str(exc)) from exc
     rows = rows[:limit] if limit is not None else rows
     for b in bad:
         _tagged("skipped", "yellow", b)
@@ -347,7 +333,7 @@ def prepare(
     if output is not None:
         _write(output, {"repos": report, "failures": failures, "skipped_rows": bad})
     if failures or bad:
-        _fail(f"{len(failures)} instance(s) failed, {len(bad)} row(s) skipped", code=1)
+        raise fail(f"{len(failures)} instance(s) failed, {len(bad)} row(s) skipped", code=1)
 
 
 def _write(output: Path, data: object) -> None:
@@ -356,7 +342,7 @@ def _write(output: Path, data: object) -> None:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(json.dumps(data, indent=2))
     except OSError as exc:
-        _fail(f"-o {output}: {exc.strerror or exc}")
+        raise fail(f"-o {output}: {exc.strerror or exc}") from exc
 
 
 def _tree_bytes(git_dir: Path, commit: str) -> int:
@@ -392,7 +378,7 @@ def _run_tool(
 
     local = Path(repo).expanduser().is_dir()
     if not local and cache_dir is None:
-        _fail(f"--repo {repo!r} is no local folder; give --cache DIR for owner/name")
+        raise fail(f"--repo {repo!r} is no local folder; give --cache DIR for owner/name")
     cache = None if local or cache_dir is None else _open_cache(cache_dir, source)
 
     async def go() -> GrepResult | GlobResult | ReadResult:
@@ -405,7 +391,7 @@ def _run_tool(
     try:
         return asyncio.run(go())
     except SandboxError as exc:
-        _fail(str(exc))
+        raise fail(str(exc)) from exc
 
 
 _A = TypeVar("_A", bound=BaseModel)
@@ -520,14 +506,14 @@ def gc(
     """
     wd = workdir.expanduser() if workdir is not None else default_workdir()
     if wd.exists() and not wd.is_dir():
-        _fail(f"--workdir {workdir}: not a folder")
+        raise fail(f"--workdir {workdir}: not a folder")
     cache_root = cache_dir.expanduser() if cache_dir is not None else None
     if cache_root is not None and cache_root.exists() and not cache_root.is_dir():
-        _fail(f"--cache {cache_dir}: not a folder")
+        raise fail(f"--cache {cache_dir}: not a folder")
     try:
         report = prune_workdir(wd)
     except OSError as exc:
-        _fail(f"--workdir {wd}: {exc.strerror or exc}", code=1)
+        raise fail(f"--workdir {wd}: {exc.strerror or exc}", code=1) from exc
     typer.echo(
         f"checkouts: removed {report.folders} folder(s) of dead processes, "
         f"{_mib(report.freed_bytes)} ({wd})"
@@ -587,13 +573,13 @@ def bench(
     from worktree_sandbox._bench import run_bench
 
     if jobs is not None and old_jobs is not None and jobs != old_jobs:
-        _fail(f"--jobs {jobs} and --concurrency {old_jobs} differ: give one (--jobs)")
+        raise fail(f"--jobs {jobs} and --concurrency {old_jobs} differ: give one (--jobs)")
     concurrency = jobs or old_jobs or 64
     for name in repos or ():
         try:
             BareRepoCache.check_repo_name(name)
         except SandboxError as exc:
-            _fail(f"--repo: {exc}")
+            raise fail(f"--repo: {exc}") from exc
     _check_output(output)
     _check_cache_dir(cache_dir, source)
     wanted: dict[str, list[str]] | None = None
@@ -602,7 +588,7 @@ def bench(
         try:
             rows, bad = _read_instances(instances)
         except SandboxError as exc:
-            _fail(str(exc))
+            raise fail(str(exc)) from exc
         for b in bad:
             _tagged("skipped", "yellow", b)
         wanted = {}
@@ -614,7 +600,7 @@ def bench(
     cache = _open_cache(cache_dir, source) if exists or (repos and not dry_run) else None
     names = repos or (cache.repos() if cache is not None else [])
     if not names:
-        _fail(f"no repositories in {cache_dir}: pass --repo owner/name")
+        raise fail(f"no repositories in {cache_dir}: pass --repo owner/name")
     if dry_run:
         _plan(
             f"dry run: nothing was run; without --dry-run bench would use the clones in "
@@ -642,7 +628,7 @@ def bench(
             console=err,
         )
     except SandboxError as exc:
-        _fail(str(exc), code=1)
+        raise fail(str(exc), code=1) from exc
     if output is not None:
         _write(output, figures)
         err.print(f"figures written to {output}", markup=False, highlight=False, soft_wrap=True)

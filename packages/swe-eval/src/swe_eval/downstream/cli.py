@@ -1,7 +1,8 @@
 """`swe-eval downstream`: the frozen-agent evaluation commands, as a typer sub-app.
 
 Each command lives in its own module (`report_cli`, and `plan_cli` for run plans) and is
-registered here; `swe_eval.cli` adds this sub-app under the name `downstream`.
+registered here; `swe_eval.cli` attaches this sub-app under the name `downstream`. None of
+them imports `swe_eval.cli`: what they share with it is in `swe_eval._cli_io`.
 """
 
 from __future__ import annotations

@@ -13,7 +13,9 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import typer
+from codegrep_cli import fail
 
+from swe_eval._cli_io import say
 from swe_eval.downstream.plan import (
     AgentSettings,
     PlanError,
@@ -214,7 +216,6 @@ def plan(
     --config lexical=lexical.jsonl --config lexical-gated=lexical.jsonl,gate
     --max-iterations 100 -o plans/verified
     """
-    from swe_eval import cli as base
 
     del dry_run  # nothing ever runs here; the flag states it
     ws: Literal["docker", "remote", "apptainer"] = workspace.value
@@ -263,22 +264,22 @@ def plan(
         built = [build_config(s, selection, max_unknown=max_unknown) for s in specs]
         the_plan = make_plan(output, selection, built, settings, baseline=baseline)
     except (PlanError, ValueError) as exc:  # a pydantic ValidationError is a ValueError
-        raise base._fail(str(exc)) from exc
+        raise fail(str(exc)) from exc
     try:
         write_plan(the_plan, built)
     except OSError as exc:
-        raise base._fail(f"cannot write -o {output}: {exc.strerror or exc}") from exc
+        raise fail(f"cannot write -o {output}: {exc.strerror or exc}") from exc
     for note in [*the_plan.notes, *notes]:
-        base._say(note, "yellow")
+        say(note, "yellow")
     for c in the_plan.configs:
         gated = ""
         if c.gate is not None:
             gated = f"; gate {c.gate.threshold:g} ({c.gate.bound}) on {c.gate.calibration}"
-        base._say(
+        say(
             f"{c.name} ({c.kind}): {c.stats.injected_instances} of {c.stats.instances} "
             f"instance(s) injected, {c.stats.injected_files} file(s){gated}"
         )
-    base._say(
+    say(
         f"wrote {len(the_plan.files)} files under {the_plan.out}; run "
         f"{Path(the_plan.out) / 'commands.sh'} on a Docker host"
     )

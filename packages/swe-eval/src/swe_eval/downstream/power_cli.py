@@ -12,8 +12,10 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from codegrep_cli import fail
 from codegrep_records import RecordError, RowProblem
 
+from swe_eval._cli_io import clear_errors, emit
 from swe_eval.downstream.analysis import build_config
 from swe_eval.downstream.power import (
     FlipRate,
@@ -33,20 +35,19 @@ __all__ = ["power"]
 def _measured(
     specs: list[RunSpec], instances: Path | None, skipped: list[RowProblem]
 ) -> tuple[list[FlipRate], int]:
-    from swe_eval.cli import _fail
     from swe_eval.downstream.report_cli import _read_run
 
     read = {s.name: _read_run(s, skipped) for s in specs}
     if instances is None:
-        raise _fail("-i/--instances is required with --run: the flip rate needs a denominator")
+        raise fail("-i/--instances is required with --run: the flip rate needs a denominator")
     ids, problems = read_instance_ids(instances)
     skipped.extend(problems)
     if not ids:
-        raise _fail(f"{instances}: no instance id")
+        raise fail(f"{instances}: no instance id")
     configs = [build_config(s.name, ids, *read[s.name]) for s in specs]
     for c in configs:
         if not c.matched:
-            raise _fail(f"run {c.name} shares no instance id with {instances}")
+            raise fail(f"run {c.name} shares no instance id with {instances}")
     rates = pairwise_flip_rates([(c.name, [o.resolved for o in c.outcomes]) for c in configs])
     return rates, len(ids)
 
@@ -109,22 +110,21 @@ def power(
     --run r2=report=acr-run-2_report.json --run r3=report=acr-run-3_report.json
     -i lite.jsonl -n 500 --effect 0.012
     """
-    from swe_eval import cli as base
 
     skipped: list[RowProblem] = []
     measured: list[FlipRate] = []
     denominator: int | None = None
     try:
-        with base._clear_errors():
+        with clear_errors():
             loaded = read_manifest(manifest) if manifest is not None else None
             specs = [*(loaded.runs if loaded else ()), *(parse_run_option(r) for r in run or [])]
         instances = instances or (loaded.instances if loaded else None)
         names = [s.name for s in specs]
         twice = sorted({x for x in names if names.count(x) > 1})
         if twice:
-            raise base._fail(f"run name(s) given twice: {', '.join(twice)}")
+            raise fail(f"run name(s) given twice: {', '.join(twice)}")
         if len(specs) == 1:
-            raise base._fail("--run: give at least two runs of the same arm to measure a flip rate")
+            raise fail("--run: give at least two runs of the same arm to measure a flip rate")
         if specs:
             measured, denominator = _measured(specs, instances, skipped)
         rates: list[tuple[str, float]] = []
@@ -137,12 +137,12 @@ def power(
                 rates.append(("measured, highest pair", max(values)))
         rates += [("given", f) for f in flip or []]
         if not rates:
-            raise base._fail("give --run (two or more runs of one arm) or --flip-rate F")
+            raise fail("give --run (two or more runs of one arm) or --flip-rate F")
         if any(f <= 0 for _, f in rates):
-            raise base._fail("a flip rate of 0: identical runs never disagree; no power figure")
+            raise fail("a flip rate of 0: identical runs never disagree; no power figure")
         size = n or denominator
         if size is None:
-            raise base._fail("give -n N (the instances per run)")
+            raise fail("give -n N (the instances per run)")
         ks = sorted(set(repeats or [1]))
         rows = []
         for what, f in rates:
@@ -167,7 +167,7 @@ def power(
                     )
                 rows.append(row)
     except (SweEvalError, RecordError, ValueError) as exc:
-        raise base._fail(str(exc)) from exc
+        raise fail(str(exc)) from exc
     if as_json:
         body = {
             "pairs": [
@@ -179,7 +179,7 @@ def power(
             "effect": effect,
             "rows": rows,
         }
-        base._emit(json.dumps(body, indent=2) + "\n", None)
+        emit(json.dumps(body, indent=2) + "\n", None)
         return
     lines = [
         f"flip rate {r.a} vs {r.b}: {r.discordant}/{r.n} = {100 * r.value:.1f}%" for r in measured
@@ -209,4 +209,4 @@ def power(
         "(f + Δ) / 2f, summed exactly; K >= 2: the sign-flip test on per-instance shares as "
         "normal, se = sqrt(f / (N K)) (see the README, Power)",
     ]
-    base._emit("\n".join(lines) + "\n", None)
+    emit("\n".join(lines) + "\n", None)

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from codegrep_cli import fail
 from codegrep_records import (
     GoldLabel,
     RecordError,
@@ -20,6 +21,7 @@ from codegrep_records import (
     load_predictions,
 )
 
+from swe_eval._cli_io import IMAGE_SUFFIXES, check_output, clear_errors, emit, say
 from swe_eval.downstream.analysis import (
     ConfigRun,
     PairedComparison,
@@ -54,10 +56,9 @@ __all__ = ["report"]
 
 
 def _problems(what: str, path: str, problems: tuple[RowProblem, ...] | list[RowProblem]) -> None:
-    from swe_eval.cli import _say
 
     if problems:
-        _say(f"{len(problems)} {what} row(s) of {path} skipped, e.g. {problems[0]}", "yellow")
+        say(f"{len(problems)} {what} row(s) of {path} skipped, e.g. {problems[0]}", "yellow")
 
 
 def _claims(report: HarnessReport) -> str | None:
@@ -76,7 +77,6 @@ def _claims(report: HarnessReport) -> str | None:
 def _read_run(
     spec: RunSpec, skipped: list[RowProblem]
 ) -> tuple[AgentOutputs | None, HarnessReport | None]:
-    from swe_eval.cli import _fail, _say
 
     outputs = report = None
     if spec.output is not None:
@@ -84,15 +84,15 @@ def _read_run(
         skipped.extend(outputs.problems)
         _problems("output", str(spec.output), outputs.problems)
         if not outputs.runs:
-            raise _fail(f"{spec.output}: no valid agent output row ({len(outputs.problems)} bad)")
+            raise fail(f"{spec.output}: no valid agent output row ({len(outputs.problems)} bad)")
     if spec.report is not None:
         report = read_harness_report(spec.report, system=spec.system)
         skipped.extend(report.problems)
         _problems("report", str(spec.report), report.problems)
         if not report.verdicts and report.covers_all:
-            raise _fail(f"{spec.report}: the report holds no verdict")
+            raise fail(f"{spec.report}: the report holds no verdict")
     elif spec.system is not None:
-        raise _fail(f"--run {spec.name}: system= is for a resolved-by report; give report=PATH")
+        raise fail(f"--run {spec.name}: system= is for a resolved-by report; give report=PATH")
     parts = []
     if outputs is not None:
         kinds = sorted({r.format.value for r in outputs.runs.values()})
@@ -100,7 +100,7 @@ def _read_run(
     if report is not None:
         resolved = sum(1 for v in report.verdicts.values() if v.resolved)
         parts.append(f"{report.kind.value} report, {resolved} resolved ids")
-    _say(f"{spec.name}: " + "; ".join(parts))
+    say(f"{spec.name}: " + "; ".join(parts))
     return outputs, report
 
 
@@ -226,21 +226,20 @@ def report(
     --run codegrep=cg/output.jsonl,report=cg/report.json,predictions=cg.jsonl
     -i verified.jsonl --baseline base -f markdown --plot table3.png
     """
-    from swe_eval import cli as base
     from swe_eval.plots import require_plot_extra
 
-    base._check_output("-o", output)
-    base._check_output("--html", html)
-    base._check_output("--plot", plot, suffixes=base._IMAGE_SUFFIXES)
+    check_output("-o", output)
+    check_output("--html", html)
+    check_output("--plot", plot, suffixes=IMAGE_SUFFIXES)
     if plot is not None:
-        with base._clear_errors():
+        with clear_errors():
             require_plot_extra()
     skipped: list[RowProblem] = []
-    with base._clear_errors():
+    with clear_errors():
         loaded = read_manifest(manifest) if manifest is not None else None
         specs = [*(loaded.runs if loaded else ()), *(parse_run_option(r) for r in run or [])]
     if not specs:
-        raise base._fail("give at least one --run NAME=PATH (or a --manifest)")
+        raise fail("give at least one --run NAME=PATH (or a --manifest)")
     arms: dict[str, list[RunSpec]] = {}
     for s in specs:
         arms.setdefault(s.name, []).append(s)
@@ -251,20 +250,20 @@ def report(
     for s in specs:  # each run of a repeated arm under its own name: NAME#1, NAME#2, ...
         name = f"{s.name}#{len(runs_of[s.name]) + 1}" if len(arms[s.name]) > 1 else s.name
         if name in arms and name != s.name:
-            raise base._fail(f"run name {name} is both an arm and a repeat of {s.name}")
+            raise fail(f"run name {name} is both an arm and a repeat of {s.name}")
         runs_of[s.name].append(name)
         renamed.append(s.model_copy(update={"name": name}))
     specs = renamed
     baseline = baseline or (loaded.baseline if loaded else None) or names[0]
     if baseline not in names:
-        raise base._fail(f"--baseline {baseline}: no run of that name ({', '.join(names)})")
+        raise fail(f"--baseline {baseline}: no run of that name ({', '.join(names)})")
     instances = instances or (loaded.instances if loaded else None)
     title = title or (loaded.title if loaded else None)
 
     try:
         differences, notes = _manifest_differences(specs)
         if differences and not allow_manifest_diff:
-            raise base._fail(
+            raise fail(
                 "the runs' manifests differ in more than the arm: "
                 + " | ".join(differences)
                 + " (--allow-manifest-diff to compare them anyway)"
@@ -280,7 +279,7 @@ def report(
             skipped.extend(problems)
             _problems("instance", str(instances), problems)
             if not ids:
-                raise base._fail(f"{instances}: no instance id")
+                raise fail(f"{instances}: no instance id")
             source = str(instances)
         else:
             seen: set[str] = set()
@@ -289,7 +288,7 @@ def report(
                 seen |= set(rep.verdicts) if rep else set()
             ids = sorted(seen)
             source = "no -i: the ids seen in the outputs and reports"
-            base._say(
+            say(
                 f"no -i: the denominator is the {len(ids)} instance ids seen in the outputs and "
                 "reports; give -i for a fixed one",
                 "yellow",
@@ -327,7 +326,7 @@ def report(
                 precisions[spec.name] = (spec.precision, "given")
             built = build_config(spec.name, ids, outputs, rep, injected=injected)
             if not built.matched:
-                raise base._fail(
+                raise fail(
                     f"run {spec.name}: its outputs and report share no instance id with the "
                     f"denominator ({source}); a different dataset?"
                 )
@@ -371,7 +370,7 @@ def report(
             ]
             benefit = precision_benefit(vs_baseline, precisions)
     except (SweEvalError, RecordError, ValueError) as exc:
-        raise base._fail(str(exc)) from exc
+        raise fail(str(exc)) from exc
     result = DownstreamReport(
         title=title,
         denominator=len(ids),
@@ -388,20 +387,20 @@ def report(
         seed=seed,
         confidence=0.95,
     )
-    base._emit(render_report(result, fmt, skipped=skipped), output)
+    emit(render_report(result, fmt, skipped=skipped), output)
     if html is not None:
         from codegrep_report import CodegrepReportError, write_downstream_report
 
         try:
             write_downstream_report(html, result.model_dump(mode="json"))
         except CodegrepReportError as exc:
-            raise base._fail(f"cannot write --html {html}: {exc}") from exc
-        base._say(f"wrote {html}")
+            raise fail(f"cannot write --html {html}: {exc}") from exc
+        say(f"wrote {html}")
     if plot is not None:
         from swe_eval.downstream.plot import plot_report
 
         try:
             plot_report(result, plot)
         except OSError as exc:
-            raise base._fail(f"cannot write --plot {plot}: {exc.strerror or exc}") from exc
-        base._say(f"wrote {plot}")
+            raise fail(f"cannot write --plot {plot}: {exc.strerror or exc}") from exc
+        say(f"wrote {plot}")

@@ -8,8 +8,10 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from codegrep_cli import fail
 from codegrep_records import RecordFileError, read_text_file
 
+from swe_eval._cli_io import check_output, say
 from swe_eval.downstream.stock import StockTemplateError, stock_template, treatment_template
 
 __all__ = ["template"]
@@ -33,21 +35,20 @@ def template(
     Example: swe-eval downstream template "$BENCHMARKS/benchmarks/swebench/prompts/default.j2"
     --inject -o plans/verified/lexical/prompt.j2
     """
-    from swe_eval import cli as base
 
-    base._check_output("-o", output)
+    check_output("-o", output)
     try:
         text = read_text_file(stock, refuse_links=True)
     except RecordFileError as exc:
-        raise base._fail(str(exc)) from exc
+        raise fail(str(exc)) from exc
     try:
         out = treatment_template(text) if inject else stock_template(text)
     except StockTemplateError as exc:
-        raise base._fail(f"{stock}: {exc}") from exc
+        raise fail(f"{stock}: {exc}") from exc
     tmp = output.with_name(f".{output.name}.template-tmp")
     try:  # replaced in one step; a link at -o is replaced, never followed
         tmp.write_text(out, encoding="utf-8")
         os.replace(tmp, output)
     except OSError as exc:
-        raise base._fail(f"cannot write -o {output}: {exc.strerror or exc}") from exc
-    base._say(f"wrote {output} ({'with' if inject else 'without'} the injected section)")
+        raise fail(f"cannot write -o {output}: {exc.strerror or exc}") from exc
+    say(f"wrote {output} ({'with' if inject else 'without'} the injected section)")
