@@ -17,7 +17,7 @@ start=$(date +%s)
 "$venv/bin/pip" install --quiet hatchling  # the build backend, for --no-build-isolation below
 # One command, so that the siblings' ranges are met by these folders and not by an index.
 "$venv/bin/pip" install --quiet --no-build-isolation \
-  "$root/packages/codegrep-records" "$root/packages/worktree-sandbox" \
+  "$root/packages/codegrep-records" "$root/packages/codegrep-cli" "$root/packages/worktree-sandbox" \
   "$root/packages/grpo-rewards" "$root/packages/codegrep-model" \
   "$root/packages/catm" "$root/packages/codegrep-gate" "$root/packages/codegrep-report" \
   "$root/packages/swe-eval" "$root/apps/train-launcher[plot]"

@@ -26,7 +26,7 @@ pip="$venv/bin/pip"
 "$pip" install --quiet -r "$here/swift-requirements.txt" hatchling
 # One command, so that the siblings' version ranges are met by these folders and not by an index.
 "$pip" install --quiet --no-build-isolation \
-  "$root/packages/codegrep-records" "$root/packages/worktree-sandbox" \
+  "$root/packages/codegrep-records" "$root/packages/codegrep-cli" "$root/packages/worktree-sandbox" \
   "$root/packages/grpo-rewards" "$root/packages/codegrep-model"
 # Nothing installed after torch may have swapped in a CUDA build.
 "$venv/bin/python" -c "import torch; assert not torch.version.cuda, 'CUDA build of torch in CI'"

