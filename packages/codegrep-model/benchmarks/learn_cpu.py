@@ -274,8 +274,10 @@ def report(out: Path) -> None:
         f"n = {len(ids)} instances (in-sample: the GRPO rows), greedy decoding, "
         "95% bootstrap intervals over instances (2000 resamples, seed 0)",
         "",
-        "| stage | " + " | ".join(label for _, label in METRICS) + " | answered | zero-call |",
-        "| --- | --- | --- | --- | --- | --- |",
+        "| stage | "
+        + " | ".join(label for _, label in METRICS)
+        + " | answered | zero-call | `<tool_call>` in reply 1 |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
     ]
     for stage, label in STAGES:
         if not res[stage]:
@@ -286,7 +288,8 @@ def report(out: Path) -> None:
             cells.append(_fmt(sum(xs) / len(xs), *_boot_mean(xs)))
         answered = sum(res[stage][i]["answered"] for i in ids)
         zero = sum(res[stage][i]["calls_per_turn"] == 0 for i in ids)
-        md.append(f"| {label} | " + " | ".join(cells) + f" | {answered} | {zero} |")
+        tagged = sum("<tool_call>" in res[stage][i]["first_reply"] for i in ids)
+        md.append(f"| {label} | " + " | ".join(cells) + f" | {answered} | {zero} | {tagged} |")
     md += ["", "Paired differences (same instances):", ""]
     md += ["| difference | " + " | ".join(label for _, label in METRICS) + " |",
            "| --- | --- | --- | --- |"]  # fmt: skip
@@ -299,19 +302,55 @@ def report(out: Path) -> None:
             cells.append(_fmt(sum(d) / len(d), *_boot_mean(d)))
         md.append(f"| {b} − {a} | " + " | ".join(cells) + " |")
     curve = _curve(out)
+    trainer = _trainer_log(out)
     if curve:
-        md += ["", "GRPO, per step (the model's own rollouts, sampled at temperature 1):", ""]
-        md += ["| step | mean reward | reward std in group | calls/turn | zero-call rollouts |",
-               "| --- | --- | --- | --- | --- |"]  # fmt: skip
-        md += [f"| {s} | {r:.3f} | {sd:.3f} | {c:.2f} | {z} |" for s, r, sd, c, z in curve]
+        md += ["", "GRPO, per step (the model's own rollouts, sampled at temperature 1; loss, "
+               "grad norm, KL and the share of zero-variance groups from ms-swift's "
+               "logging.jsonl; `<tool_call>` = rollouts whose text has the tag):", ""]  # fmt: skip
+        md += ["| step | mean reward | reward std | calls/turn | zero-call rollouts | "
+               "`<tool_call>` written | loss | grad norm | KL | zero-std groups |",
+               "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]  # fmt: skip
+        for s, r, sd, c, z in curve:
+            t = trainer.get(s, {})
+            md.append(
+                f"| {s} | {r:.3f} | {sd:.3f} | {c:.2f} | {z} | {t.get('tagged', '-')} | "
+                f"{t.get('loss', '-')} | {t.get('grad_norm', '-')} | {t.get('kl', '-')} | "
+                f"{t.get('frac_reward_zero_std', '-')} |"
+            )
         (dest / "curve.csv").write_text(
-            "step,mean_reward,reward_std,calls_per_turn,zero_call_rollouts\n"
-            + "".join(f"{s},{r:.4f},{sd:.4f},{c:.4f},{z}\n" for s, r, sd, c, z in curve)
+            "step,mean_reward,reward_std,calls_per_turn,zero_call_rollouts,loss,grad_norm,kl\n"
+            + "".join(
+                f"{s},{r:.4f},{sd:.4f},{c:.4f},{z},{trainer.get(s, {}).get('loss', '')},"
+                f"{trainer.get(s, {}).get('grad_norm', '')},{trainer.get(s, {}).get('kl', '')}\n"
+                for s, r, sd, c, z in curve
+            )
         )
         (dest / "curve.svg").write_text(_svg(curve))
     text = "\n".join(md) + "\n"
     (dest / "table.md").write_text(text)
     print(text)
+
+
+def _trainer_log(out: Path) -> dict[int, dict[str, Any]]:
+    """Per step: ms-swift's logged loss, grad norm, KL, zero-std share; rollouts with a tag."""
+    run = out / "grpo" / "run"
+    steps: dict[int, dict[str, Any]] = {}
+    log = run / "logging.jsonl"
+    for line in log.read_text().splitlines() if log.exists() else []:
+        e = json.loads(line)
+        at = str(e.get("global_step/max_steps", ""))
+        if "loss" in e and "/" in at:
+            steps[int(at.split("/")[0])] = {
+                k: e.get(k) for k in ("loss", "grad_norm", "kl", "frac_reward_zero_std")
+            }
+    comp = run / "completions.jsonl"
+    for line in comp.read_text().splitlines() if comp.exists() else []:
+        e = json.loads(line)
+        step = int(e["step"][0]) if isinstance(e.get("step"), list) else None
+        if step is not None:
+            tagged = sum("<tool_call>" in str(c) for c in e.get("completion", []))
+            steps.setdefault(step, {})["tagged"] = f"{tagged}/{len(e.get('completion', []))}"
+    return steps
 
 
 def _curve(out: Path) -> list[tuple[int, float, float, float, int]]:

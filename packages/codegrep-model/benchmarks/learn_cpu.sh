@@ -10,8 +10,10 @@
 #   4. `swift rlhf --rlhf_type grpo` from the SFT model with our plugin (codegrep_tools scheduler,
 #      codegrep_v3 reward), LoRA, beta > 0, the model's own rollouts only (CODEGREP_TEST_POLICY
 #      unset), then the greedy evaluation again;
-#   5. the table and the per-step curve (OUT/report), `codegrep-train monitor` on the GRPO run
-#      (OUT/grpo/run/monitor: verdict.txt, report.json).
+#   5. the table and the per-step curve (OUT/report), `codegrep-train monitor` on the GRPO run,
+#      with its default thresholds (OUT/grpo/run/monitor) and with the windows scaled to 12 steps
+#      (learn_cpu_monitor.yaml; OUT/grpo/run/monitor-scaled): verdict.txt, report.json.
+# A stage that finished (OUT/.done-NAME) is skipped on a rerun.
 # Prints each stage's wall time. The evaluation is in-sample (the GRPO rows are the instances).
 #
 # Usage: MIRRORS=DIR VENV=DIR packages/codegrep-model/benchmarks/learn_cpu.sh OUT
@@ -26,7 +28,7 @@ root="$(cd "$here/../../.." && pwd)"
 out="$(mkdir -p "${1:?OUT}" && cd "$1" && pwd)"
 venv="${VENV:?VENV: the ms-swift venv}"
 mirrors="${MIRRORS:?MIRRORS: a folder with OWNER+NAME/repo clones}"
-sft_steps="${SFT_STEPS:-48}"
+sft_steps="${SFT_STEPS:-160}"
 grpo_steps="${GRPO_STEPS:-12}"
 beta="${BETA:-0.04}"
 py="$venv/bin/python"
@@ -36,7 +38,7 @@ export TOKENIZERS_PARALLELISM=false CUDA_VISIBLE_DEVICES="" PATH="$venv/bin:$PAT
 export HF_HOME="$out/hf" MODELSCOPE_CACHE="$out/modelscope"
 unset CODEGREP_TEST_POLICY CODEGREP_ROLLOUT_LOG
 timings="$out/timings.txt"
-: >"$timings"
+echo "run $(date -u +%FT%TZ)" >>"$timings"  # appended: a rerun skips the stages done before
 stage() { # NAME CMD...: run, log, time
   local name="$1" t0 t1
   shift
@@ -61,7 +63,7 @@ stage eval-base "$py" "$here/learn_cpu.py" eval "$out" base --model "$model"
 
 stage sft "$swift" sft --model "$model" "${common[@]}" \
   --tuner_type full --dataset "$out/sft.jsonl" --max_length 6144 --truncation_strategy right \
-  --learning_rate 2e-3 --lr_scheduler_type cosine --warmup_ratio 0.05 \
+  --learning_rate 3e-3 --lr_scheduler_type cosine --warmup_ratio 0.05 \
   --max_steps "$sft_steps" --per_device_train_batch_size 1 --gradient_accumulation_steps 1 \
   --save_steps "$sft_steps" --save_only_model true --output_dir "$out/sft" --add_version false
 sft_model="$out/sft/checkpoint-$sft_steps"
@@ -83,7 +85,11 @@ stage eval-grpo "$py" "$here/learn_cpu.py" eval "$out" grpo --model "$sft_model"
 "$py" "$here/learn_cpu.py" report "$out"
 end=$(date +%s)
 echo "total $((end - start)) s" | tee -a "$timings"
-echo "== monitor"
+echo "== monitor (exit 1 = an alarm fired)"
 set +e
-(cd "$root" && uv run --all-packages codegrep-train monitor "$out/grpo/run" --no-plot)
-echo "monitor exit $?"
+cd "$root"
+uv run --all-packages codegrep-train monitor "$out/grpo/run" --no-plot
+echo "monitor, default thresholds: exit $?"
+uv run --all-packages codegrep-train monitor "$out/grpo/run" --no-plot \
+  --config "$here/learn_cpu_monitor.yaml" -o "$out/grpo/run/monitor-scaled"
+echo "monitor, windows scaled to the run: exit $?"
