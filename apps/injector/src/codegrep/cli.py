@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Annotated
 from urllib.parse import urlsplit
 
 import typer
+from codegrep_gate import RENDER_STYLES as INJECT_STYLES
 from codegrep_model import DEFAULT_MAX_ISSUE_BYTES
 from codegrep_records import why_unwritable
 
@@ -32,7 +33,6 @@ app = typer.Typer(
 DEFAULT_TIMEOUT_S = 120.0
 GATE_DEFAULT = 0.45  # codegrep_gate.GateConfig's default: the paper's neutral precision
 _GATE_FLAG = "default"  # what `--gate` with no value stands for
-INJECT_STYLES = ("openhands", "markdown", "agent_context", "json")
 
 # The served-model options of `localize` and `serve`, declared once.
 _BaseUrlOption = Annotated[

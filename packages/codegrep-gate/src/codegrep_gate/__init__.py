@@ -28,6 +28,7 @@ from codegrep_gate._records import Bin, Calibration, Check, Curve, DataRef, Inte
 from codegrep_gate._render import (
     CANDIDATES_INTRO,
     MARKDOWN_HEADING,
+    RENDER_STYLES,
     RenderStyle,
     candidate_files_column,
     openhands_template_path,
@@ -49,6 +50,7 @@ except _metadata.PackageNotFoundError:
 __all__ = [
     "CANDIDATES_INTRO",
     "MARKDOWN_HEADING",
+    "RENDER_STYLES",
     "Bin",
     "Calibration",
     "CalibrationData",
