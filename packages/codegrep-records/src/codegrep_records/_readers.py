@@ -23,7 +23,7 @@ import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Generic, TypeVar, cast
+from typing import IO, Any, Generic, TypeVar, cast, overload
 
 from pydantic import BaseModel, ValidationError
 
@@ -296,11 +296,26 @@ def _json_line(record: BaseModel) -> str:
     return record.model_dump_json(exclude_none=True)
 
 
+_Row = TypeVar("_Row")
+
+
+@overload
+def write_records(
+    path: str | Path, records: Iterable[T], *, dump: None = None, append: bool = False
+) -> int: ...
+
+
+@overload
+def write_records(
+    path: str | Path, records: Iterable[_Row], *, dump: Callable[[_Row], str], append: bool = False
+) -> int: ...
+
+
 def write_records(
     path: str | Path,
-    records: Iterable[T],
+    records: Iterable[Any],
     *,
-    dump: Callable[[T], str] | None = None,
+    dump: Callable[[Any], str] | None = None,
     append: bool = False,
 ) -> int:
     """Write JSON Lines (gzipped when the name ends in .gz); returns the number of rows.
@@ -312,7 +327,7 @@ def write_records(
     """
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
-    line: Callable[[T], str] = dump or _json_line
+    line: Callable[[Any], str] = dump or _json_line
     n = 0
     opener = gzip.open if p.suffix == ".gz" else open
     with opener(p, "at" if append else "wt", encoding="utf-8") as fh:
