@@ -1,8 +1,8 @@
-"""The calibration math: per-instance scores, precision curves and a cluster bootstrap.
+"""The calibration math: precision curves, PAV-merged score bins and their intervals.
 
-Precision means exactly what swe-eval's Table 2 means by it (`swe_eval.metrics.score_instance`
-and `summarize`), so that a figure in an evaluation report and the figure the gate acts on are
-one number:
+Per-instance scores, the accounting and the cluster bootstrap are grpo-rewards' scoring core
+(`score_ranked`, `account`, `ClusterBootstrap`), the same functions swe-eval's Table 2 scores
+with, so that a figure in an evaluation report and the figure the gate acts on are one number:
 
 - every instance with a non-empty gold set counts once (a macro average);
 - an instance without a prediction row, or with an empty one, scores 0 (`missing`, `empty`);
@@ -25,17 +25,22 @@ Pure functions; no I/O.
 from __future__ import annotations
 
 import math
-import random
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import metadata
 from itertools import pairwise
-from operator import itemgetter
 from typing import Any, Literal
 
 from codegrep_records import GoldLabel, Prediction
-from grpo_rewards import fbeta_from_counts
+from grpo_rewards import (
+    ClusterBootstrap,
+    Ratio,
+    account,
+    answer_status,
+    percentile_interval,
+    score_ranked,
+)
 
 from codegrep_gate._records import Bin, Calibration, Check, Curve, DataRef, Interval, Retriever
 from codegrep_gate.errors import CalibrationMismatchError, GateError, GateInputError
@@ -85,52 +90,38 @@ def _gold_files(value: frozenset[str] | GoldLabel) -> frozenset[str]:
 
 
 def _evaluate(predictions: Iterable[Prediction], gold: GoldSets) -> _Evaluated:
-    """swe-eval's `evaluate`, file by file: see the module docstring for the accounting."""
-    by_id: dict[str, Prediction] = {}
-    unknown = 0
-    retrievers: set[str] = set()
-    for pred in predictions:
-        if pred.retriever:
-            retrievers.add(pred.retriever)
-        if pred.instance_id in gold:
-            by_id.setdefault(pred.instance_id, pred)
-        else:
-            unknown += 1
+    """grpo-rewards' accounting and ranked scores, file by file (see the module docstring)."""
+    rows = list(predictions)
+    retrievers = {pred.retriever for pred in rows if pred.retriever}
+    acc = account(
+        {iid: _gold_files(value) for iid, value in gold.items()},
+        rows,
+        key=lambda pred: pred.instance_id,
+    )
     scored: list[_Scored] = []
-    no_gold = 0
-    for iid in sorted(gold):
-        truth = _gold_files(gold[iid])
-        if not truth:
-            no_gold += 1
-            continue
-        found = by_id.get(iid)
-        if found is None or not found.files:
-            status: Literal["missing", "empty"] = "missing" if found is None else "empty"
+    for iid, truth, found in acc.scored:
+        status = answer_status(None if found is None else found.files)
+        if found is None or status != "ok":
             scored.append(_Scored(iid, status, 0.0, 0.0, 0.0, ()))
             continue
-        # a file named twice is one file (its first rank and score): counted twice it would
-        # give a recall, and an F-beta, above 1 (swe-eval's rule too)
-        first: dict[str, int] = {}
-        for j, name in enumerate(found.files):
-            first.setdefault(name, j)
-        files = tuple(first)
-        flags = [f in truth for f in files]
-        hits = sum(flags)
+        score = score_ranked(found.files, truth, beta=0.5)
         scores = found.scores
         scored.append(
             _Scored(
                 iid,
                 "ok",
-                hits / len(files),
-                hits / len(truth),
-                fbeta_from_counts(hits, len(files), len(truth), 0.5),
+                score.precision,
+                score.recall,
+                score.fbeta,
                 tuple(
-                    (k + 1, None if scores is None else scores[first[f]], flags[k])
-                    for k, f in enumerate(files)
+                    (k + 1, None if scores is None else scores[j], hit)
+                    for k, (j, hit) in enumerate(zip(score.first_index, score.hits, strict=True))
                 ),
             )
         )
-    return _Evaluated(tuple(scored), len(gold), no_gold, unknown, tuple(sorted(retrievers)))
+    return _Evaluated(
+        tuple(scored), len(gold), len(acc.no_gold), len(acc.unknown), tuple(sorted(retrievers))
+    )
 
 
 # --- bins -------------------------------------------------------------------------------------
@@ -210,64 +201,9 @@ def _pool_adjacent_violators(blocks: list[_Block]) -> tuple[list[_Block], int]:
 # --- bootstrap --------------------------------------------------------------------------------
 
 
-def _percentile(ordered: Sequence[float], q: float) -> float:
-    """numpy's default ('linear') percentile of an already sorted sequence, q in [0, 1]."""
-    pos = q * (len(ordered) - 1)
-    lo = math.floor(pos)
-    hi = min(lo + 1, len(ordered) - 1)
-    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
-
-
-@dataclass(frozen=True)
-class _Ratio:
-    """A figure that is sum(numerator column) / sum(denominator column) over the instances."""
-
-    num: int
-    den: int | None  # None: the number of instances (a plain mean)
-
-
-def _single(i: int) -> Callable[[Sequence[float]], Sequence[float]]:
-    def pick(column: Sequence[float]) -> Sequence[float]:
-        return (column[i],)
-
-    return pick
-
-
-class _Bootstrap:
-    """Resamples of instance indices, shared by every figure so that they move together."""
-
-    def __init__(self, n: int, resamples: int, seed: int) -> None:
-        rng = random.Random(seed)
-        population = range(n)
-        self.n = n
-        self.pickers: list[Callable[[Sequence[float]], Sequence[float]]] = []
-        for _ in range(resamples if n > 0 else 0):
-            idx = rng.choices(population, k=n)
-            # itemgetter of one index returns the item itself, not a 1-tuple.
-            self.pickers.append(itemgetter(*idx) if n > 1 else _single(idx[0]))
-
-    def distributions(
-        self, columns: Sequence[Sequence[float]], ratios: Sequence[_Ratio]
-    ) -> list[list[float]]:
-        """For each ratio, its value in every resample where its denominator is not 0."""
-        out: list[list[float]] = [[] for _ in ratios]
-        for pick in self.pickers:
-            sums = [math.fsum(pick(col)) for col in columns]
-            for k, ratio in enumerate(ratios):
-                den = self.n if ratio.den is None else sums[ratio.den]
-                if den > 0:
-                    out[k].append(sums[ratio.num] / den)
-        return out
-
-
 def _interval(point: float, dist: list[float], level: float) -> Interval:
     """Percentile interval, widened to hold the point when the percentiles miss it."""
-    if not dist:
-        return Interval(point=point, low=point, high=point, level=level)
-    dist.sort()
-    alpha = 1.0 - level
-    low = min(_percentile(dist, alpha / 2), point)
-    high = max(_percentile(dist, 1 - alpha / 2), point)
+    low, high = percentile_interval(point, dist, level)
     return Interval(point=point, low=low, high=high, level=level)
 
 
@@ -354,7 +290,7 @@ class _Columns:
         self.columns.append(list(values))
         return len(self.columns) - 1
 
-    def bins(self, spec: _BinSpec) -> tuple[list[_Ratio], list[tuple[int, int, int]]]:
+    def bins(self, spec: _BinSpec) -> tuple[list[Ratio], list[tuple[int, int, int]]]:
         """Per bin: the ratio hits/files and the totals (files, hits, instances)."""
         n_bins = len(spec.edges)
         files = [[0.0] * len(self.scored) for _ in range(n_bins)]
@@ -369,7 +305,7 @@ class _Columns:
         ratios = []
         totals = []
         for b in range(n_bins):
-            ratios.append(_Ratio(self.add(hits[b]), self.add(files[b])))
+            ratios.append(Ratio(self.add(hits[b]), self.add(files[b])))
             totals.append((int(sum(files[b])), int(sum(hits[b])), sum(1 for x in files[b] if x)))
         return ratios, totals
 
@@ -448,13 +384,13 @@ def _measure(
     a = cols.add(1.0 if s.answered else 0.0 for s in scored)
     # Unanswered instances have precision 0, so sum(precision) / sum(answered) is the mean
     # over answered instances.
-    overall = [_Ratio(p, None), _Ratio(p, a), _Ratio(r, None), _Ratio(f, None)]
+    overall = [Ratio(p, None), Ratio(p, a), Ratio(r, None), Ratio(f, None)]
     rank_ratios, rank_totals = cols.bins(rank_spec)
-    score_ratios: list[_Ratio] = []
+    score_ratios: list[Ratio] = []
     score_totals: list[tuple[int, int, int]] = []
     if score_spec is not None:
         score_ratios, score_totals = cols.bins(score_spec)
-    boot = _Bootstrap(len(scored), resamples, seed)
+    boot = ClusterBootstrap(len(scored), resamples, seed)
     dists = boot.distributions(cols.columns, [*overall, *rank_ratios, *score_ratios])
     n = len(scored)
     points = [
