@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from importlib import metadata as _metadata
 
-from codegrep_gate._calibrate import GoldSets, calibrate, check
+from codegrep_gate._calibrate import calibrate, check
 from codegrep_gate._data import CalibrationData, data_ref, gold_sets, load_calibration_data
 from codegrep_gate._files import (
     load_calibration,
@@ -34,6 +34,7 @@ from codegrep_gate._render import (
     openhands_template_path,
     render,
 )
+from codegrep_gate._scored import GoldSets
 from codegrep_gate.errors import (
     CalibrationFileError,
     CalibrationMismatchError,

@@ -19,30 +19,33 @@ independent): resample instance ids with replacement (`random.Random(seed)`), re
 figure with the bins held fixed, take percentiles. Per-instance, per-bin counts are computed
 once, so a resample costs a few C-level sums per column.
 
-Pure functions; no I/O.
+This module measures and checks; the per-instance scores are `_scored`, the bins (quantile
+blocks, PAV) `_bins`. Pure functions; no I/O.
 """
 
 from __future__ import annotations
 
 import math
-from bisect import bisect_right
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from importlib import metadata
-from itertools import pairwise
-from typing import Any, Literal
+from typing import Any
 
-from codegrep_records import GoldLabel, Prediction
+from codegrep_records import Prediction
 from grpo_rewards import (
     ClusterBootstrap,
     Ratio,
-    account,
-    answer_status,
     percentile_interval,
-    score_ranked,
 )
 
+from codegrep_gate._bins import (
+    BinSpec,
+    bin_spec_from_curve,
+    rank_bin_spec,
+    score_bin_spec,
+)
 from codegrep_gate._records import Bin, Calibration, Check, Curve, DataRef, Interval, Retriever
+from codegrep_gate._scored import Evaluated, GoldSets, Scored, evaluate
 from codegrep_gate.errors import CalibrationMismatchError, GateError, GateInputError
 
 __all__ = [
@@ -51,151 +54,11 @@ __all__ = [
     "check",
 ]
 
-GoldSets = Mapping[str, frozenset[str]] | Mapping[str, GoldLabel]
-
 # A bin needs this share of resamples with at least one file in it for its percentiles to mean
 # anything; below it the interval is [0, 1] and the bin's note says so. A bin fed by one
 # instance appears in about 63% of resamples (1 - 1/e), by two in about 86%, by three in 95%:
 # so in practice a bin from one or two instances gets no interval of its own.
 _MIN_VALID_SHARE = 0.9
-
-
-@dataclass(frozen=True, slots=True)
-class _Scored:
-    """One instance with gold: its scores, and each of its files with rank, score and hit."""
-
-    instance_id: str
-    status: Literal["ok", "missing", "empty"]
-    precision: float
-    recall: float
-    fbeta: float
-    files: tuple[tuple[int, float | None, bool], ...]  # (rank, score, is gold), ranked
-
-    @property
-    def answered(self) -> bool:
-        return self.status == "ok"
-
-
-@dataclass(frozen=True)
-class _Evaluated:
-    scored: tuple[_Scored, ...]  # sorted by instance id
-    instances: int
-    no_gold: int
-    unknown: int
-    other_retrievers: tuple[str, ...]
-
-
-def _gold_files(value: frozenset[str] | GoldLabel) -> frozenset[str]:
-    return value.files if isinstance(value, GoldLabel) else frozenset(value)
-
-
-def _evaluate(predictions: Iterable[Prediction], gold: GoldSets) -> _Evaluated:
-    """grpo-rewards' accounting and ranked scores, file by file (see the module docstring)."""
-    rows = list(predictions)
-    retrievers = {pred.retriever for pred in rows if pred.retriever}
-    acc = account(
-        {iid: _gold_files(value) for iid, value in gold.items()},
-        rows,
-        key=lambda pred: pred.instance_id,
-    )
-    scored: list[_Scored] = []
-    for iid, truth, found in acc.scored:
-        status = answer_status(None if found is None else found.files)
-        if found is None or status != "ok":
-            scored.append(_Scored(iid, status, 0.0, 0.0, 0.0, ()))
-            continue
-        score = score_ranked(found.files, truth, beta=0.5)
-        scores = found.scores
-        scored.append(
-            _Scored(
-                iid,
-                "ok",
-                score.precision,
-                score.recall,
-                score.fbeta,
-                tuple(
-                    (k + 1, None if scores is None else scores[j], hit)
-                    for k, (j, hit) in enumerate(zip(score.first_index, score.hits, strict=True))
-                ),
-            )
-        )
-    return _Evaluated(
-        tuple(scored), len(gold), len(acc.no_gold), len(acc.unknown), tuple(sorted(retrievers))
-    )
-
-
-# --- bins -------------------------------------------------------------------------------------
-
-
-@dataclass
-class _Block:
-    """A score bin while bins are being made: a run of sorted scores."""
-
-    lo: float
-    hi: float
-    files: int
-    hits: int
-
-    def merge(self, other: _Block) -> _Block:
-        return _Block(self.lo, other.hi, self.files + other.files, self.hits + other.hits)
-
-
-def _quantile_blocks(
-    entries: Sequence[tuple[float, bool]], n_bins: int, min_files: int
-) -> list[_Block]:
-    """Up to `n_bins` runs of the sorted scores, of near-equal size; equal scores stay together.
-
-    As many bins as leave each at least `min_files` files; a run left smaller than that (ties can
-    make one) is merged into its smaller neighbour.
-    """
-    ordered = sorted(entries, key=lambda e: e[0])
-    n = len(ordered)
-    k = max(1, min(n_bins, n // min_files))
-    cuts = [0]
-    for i in range(1, k):
-        c = round(i * n / k)
-        while 0 < c < n and ordered[c][0] == ordered[c - 1][0]:
-            c += 1
-        if cuts[-1] < c < n:
-            cuts.append(c)
-    cuts.append(n)
-    blocks = []
-    for a, b in pairwise(cuts):
-        run = ordered[a:b]
-        blocks.append(_Block(run[0][0], run[-1][0], len(run), sum(1 for _, hit in run if hit)))
-    while len(blocks) > 1:
-        small = [i for i, blk in enumerate(blocks) if blk.files < min_files]
-        if not small:
-            break
-        i = small[0]
-        if i == 0:
-            j = 1
-        elif i == len(blocks) - 1:
-            j = i - 1
-        else:
-            j = i - 1 if blocks[i - 1].files <= blocks[i + 1].files else i + 1
-        a, b = min(i, j), max(i, j)
-        blocks[a : b + 1] = [blocks[a].merge(blocks[b])]
-    return blocks
-
-
-def _pool_adjacent_violators(blocks: list[_Block]) -> tuple[list[_Block], int]:
-    """Merge neighbours until precision (hits/files) does not fall as score rises.
-
-    Returns the merged blocks and the number of merges. Precisions are compared by cross
-    multiplication, so equal precisions are never merged because of rounding.
-    """
-    stack: list[_Block] = []
-    merges = 0
-    for blk in blocks:
-        stack.append(blk)
-        while (
-            len(stack) > 1 and stack[-2].hits * stack[-1].files > stack[-1].hits * stack[-2].files
-        ):
-            top = stack.pop()
-            stack[-1] = stack[-1].merge(top)
-            merges += 1
-    return stack, merges
 
 
 # --- bootstrap --------------------------------------------------------------------------------
@@ -207,82 +70,10 @@ def _interval(point: float, dist: list[float], level: float) -> Interval:
     return Interval(point=point, low=low, high=high, level=level)
 
 
-@dataclass(frozen=True)
-class _BinSpec:
-    """Bins of one curve before intervals: edges, and which bin each file falls in."""
-
-    basis: Literal["rank", "score"]
-    method: str
-    edges: list[tuple[float, float | None]]  # (lo, hi) per bin
-    assign: Callable[[tuple[int, float | None, bool]], int | None]  # file -> bin index
-
-
-def _rank_spec(scored: Sequence[_Scored], max_rank: int) -> _BinSpec | None:
-    deepest = max((len(s.files) for s in scored), default=0)
-    if deepest == 0:
-        return None
-    last = min(deepest, max_rank)
-    edges: list[tuple[float, float | None]] = [(float(r), float(r)) for r in range(1, last)]
-    edges.append((float(last), None))
-    if last == 1:
-        method = "every rank pooled"
-    else:
-        ranks = "rank 1" if last == 2 else f"ranks 1-{last - 1}"
-        method = f"one bin for each of {ranks}, rank {last} and beyond pooled"
-    method += (
-        "; precision in a bin is the share of its files that are gold, over the instances "
-        "with a file at that rank"
-    )
-    return _BinSpec("rank", method, edges, lambda f: min(f[0], last) - 1)
-
-
-def _score_spec(scored: Sequence[_Scored], score_bins: int, min_bin_files: int) -> _BinSpec | None:
-    answered = [s for s in scored if s.answered]
-    with_scores = [s for s in answered if s.files[0][1] is not None]
-    if not with_scores:
-        return None
-    entries = [(f[1], f[2]) for s in with_scores for f in s.files if f[1] is not None]
-    blocks = _quantile_blocks(entries, score_bins, min_bin_files)
-    merged, merges = _pool_adjacent_violators(blocks)
-    method = (
-        f"{len(blocks)} quantile bin(s) of the {len(entries)} file scores (at most "
-        f"{score_bins}, each of >= {min_bin_files} files where possible, equal scores kept "
-        f"together), then pool-adjacent-violators: {merges} merge(s) so that precision does not "
-        f"fall as the score rises; {len(merged)} bin(s)"
-    )
-    if len(with_scores) < len(answered):
-        method += (
-            f"; from the {len(with_scores)} of {len(answered)} answered instances whose "
-            "predictions carry scores"
-        )
-    return _score_spec_from_edges([(b.lo, b.hi) for b in merged], method)
-
-
-def _score_spec_from_edges(edges: list[tuple[float, float | None]], method: str) -> _BinSpec:
-    los = [lo for lo, _ in edges]
-
-    def assign(f: tuple[int, float | None, bool]) -> int | None:
-        if f[1] is None:
-            return None
-        return max(bisect_right(los, f[1]) - 1, 0)
-
-    return _BinSpec("score", method, edges, assign)
-
-
-def _spec_from_curve(curve: Curve) -> _BinSpec:
-    """The bins of an existing curve, to measure them again on other data."""
-    edges = [(b.lo, b.hi) for b in curve.bins]
-    method = f"the calibration's bins, held fixed ({curve.method})"
-    if curve.basis == "score":
-        return _score_spec_from_edges(edges, method)
-    los = [lo for lo, _ in edges]
-    return _BinSpec("rank", method, edges, lambda f: max(bisect_right(los, float(f[0])) - 1, 0))
-
-
 class _Columns:
     """Per-instance columns the bootstrap sums, and the ratios read from them."""
 
-    def __init__(self, scored: Sequence[_Scored]) -> None:
+    def __init__(self, scored: Sequence[Scored]) -> None:
         self.scored = scored
         self.columns: list[list[float]] = []
 
@@ -290,7 +81,7 @@ class _Columns:
         self.columns.append(list(values))
         return len(self.columns) - 1
 
-    def bins(self, spec: _BinSpec) -> tuple[list[Ratio], list[tuple[int, int, int]]]:
+    def bins(self, spec: BinSpec) -> tuple[list[Ratio], list[tuple[int, int, int]]]:
         """Per bin: the ratio hits/files and the totals (files, hits, instances)."""
         n_bins = len(spec.edges)
         files = [[0.0] * len(self.scored) for _ in range(n_bins)]
@@ -311,7 +102,7 @@ class _Columns:
 
 
 def _curve(
-    spec: _BinSpec,
+    spec: BinSpec,
     totals: Sequence[tuple[int, int, int]],
     dists: Sequence[list[float]],
     *,
@@ -355,7 +146,7 @@ def _curve(
 
 @dataclass(frozen=True)
 class _Measured:
-    evaluated: _Evaluated
+    evaluated: Evaluated
     precision: Interval
     precision_answered: Interval
     recall: Interval
@@ -367,9 +158,9 @@ class _Measured:
 
 
 def _measure(
-    evaluated: _Evaluated,
-    rank_spec: _BinSpec,
-    score_spec: _BinSpec | None,
+    evaluated: Evaluated,
+    rank_spec: BinSpec,
+    score_spec: BinSpec | None,
     *,
     resamples: int,
     seed: int,
@@ -438,7 +229,7 @@ def _check_parameters(resamples: int, level: float) -> None:
         raise GateInputError(f"level must be between 0 and 1, got {level}")
 
 
-def _stamp(data: DataRef, ev: _Evaluated) -> DataRef:
+def _stamp(data: DataRef, ev: Evaluated) -> DataRef:
     """`data` with the counts measured here (they describe what was actually scored)."""
     statuses = [s.status for s in ev.scored]
     return data.model_copy(
@@ -453,7 +244,7 @@ def _stamp(data: DataRef, ev: _Evaluated) -> DataRef:
     )
 
 
-def _nothing_to_measure(ev: _Evaluated, what: str) -> GateError | None:
+def _nothing_to_measure(ev: Evaluated, what: str) -> GateError | None:
     if not ev.scored:
         return GateError(
             f"nothing to {what}: none of the {ev.instances} instance(s) has a gold file"
@@ -505,7 +296,7 @@ def calibrate(
             raise GateInputError(f"{name} must be >= 1, got {value}")
     if min_bin_files < 1:
         raise GateInputError(f"min_bin_files must be >= 1, got {min_bin_files}")
-    ev = _evaluate(predictions, gold)
+    ev = evaluate(predictions, gold)
     others = [r for r in ev.other_retrievers if r != retriever.name]
     if others:
         raise CalibrationMismatchError(
@@ -515,9 +306,9 @@ def calibrate(
     problem = _nothing_to_measure(ev, "calibrate")
     if problem is not None:
         raise problem
-    rank_spec = _rank_spec(ev.scored, max_rank)
+    rank_spec = rank_bin_spec(ev.scored, max_rank)
     assert rank_spec is not None
-    score_spec = _score_spec(ev.scored, score_bins, min_bin_files)
+    score_spec = score_bin_spec(ev.scored, score_bins, min_bin_files)
     m = _measure(ev, rank_spec, score_spec, resamples=resamples, seed=seed, level=level)
     bootstrap: dict[str, Any] = {
         "unit": "instance",
@@ -569,7 +360,7 @@ def check(
     """
     level = float(calibration.bootstrap.get("level", calibration.level))
     _check_parameters(resamples, level)
-    ev = _evaluate(predictions, gold)
+    ev = evaluate(predictions, gold)
     name = calibration.retriever.name
     others = [r for r in ev.other_retrievers if r != name]
     if others:
@@ -580,12 +371,12 @@ def check(
     problem = _nothing_to_measure(ev, "check")
     if problem is not None:
         raise problem
-    rank_spec = _spec_from_curve(calibration.by_rank)
+    rank_spec = bin_spec_from_curve(calibration.by_rank)
     score_spec = None
     if calibration.by_score is not None and any(
         s.answered and s.files[0][1] is not None for s in ev.scored
     ):
-        score_spec = _spec_from_curve(calibration.by_score)
+        score_spec = bin_spec_from_curve(calibration.by_score)
     m = _measure(ev, rank_spec, score_spec, resamples=resamples, seed=seed, level=level)
     parts = []
     consistent = True
