@@ -250,7 +250,7 @@ def localize(
         config=gate_config,
         policy_name=result.policy,
         max_files=max_files,
-        inject=inject,  # type: ignore[arg-type]  # checked against INJECT_STYLES above
+        inject=inject,  # narrowed to a RenderStyle by the INJECT_STYLES check above
     )
     from codegrep.service import LocalizeResponse
 
