@@ -1,9 +1,11 @@
 """The gate acts on the precision swe-eval reports: one number, not two that drift apart.
 
-codegrep-gate may not import swe-eval (it stays light, for serving), so it scores instances
-itself; these tests hold its figures equal to swe-eval's on the same predictions and gold:
-generated cases (missing, empty, repeated and unknown rows, files named twice, instances
-without gold), and the `swe-eval retrieval` command on files, with and without CATM labels.
+Both score with grpo-rewards' scoring core (`account`, `score_ranked`; its rules are tested in
+packages/grpo-rewards/tests/test_scoring.py). These tests hold the wiring: that codegrep-gate's
+calibration and swe-eval's summary, each reading through that core, give the same figures and
+the same accounting on the same predictions and gold: generated cases (missing, empty, repeated
+and unknown rows, files named twice, instances without gold), and the `swe-eval retrieval`
+command on files, with and without CATM labels.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 import yaml
-from train_launcher import Command, GpuInfo, NodeInfo
+from train_launcher import GpuInfo, NodeCommand, NodeInfo
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 
@@ -144,7 +144,7 @@ def _flag(argv: tuple[str, ...], name: str) -> str | None:
 
 @dataclass
 class FakeService:
-    command: Command
+    command: NodeCommand
     stopped: bool = False
 
     def ready(self) -> bool:
@@ -166,7 +166,7 @@ class FakeRunner:
     short) and then raise KeyboardInterrupt, as a killed launch would end.
     """
 
-    calls: list[Command] = field(default_factory=list)
+    calls: list[NodeCommand] = field(default_factory=list)
     services: list[FakeService] = field(default_factory=list)
     fail: dict[str, int] = field(default_factory=dict)
     kill_grpo_after: int | None = None
@@ -175,13 +175,13 @@ class FakeRunner:
         """`catm mine`, `swift rlhf`...: each call's program name and first word."""
         return [f"{Path(c.argv[0]).name} {c.argv[1]}" for c in self.calls]
 
-    def start(self, command: Command, log: Path) -> FakeService:
+    def start(self, command: NodeCommand, log: Path) -> FakeService:
         self.calls.append(command)
         service = FakeService(command)
         self.services.append(service)
         return service
 
-    def run(self, command: Command, log: Path) -> int:
+    def run(self, command: NodeCommand, log: Path) -> int:
         self.calls.append(command)
         log.parent.mkdir(parents=True, exist_ok=True)
         with log.open("a") as fh:

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 from train_launcher import (
-    Command,
     Event,
+    NodeCommand,
     NodeInfo,
     PlanError,
     StageFailed,
@@ -325,20 +325,20 @@ def test_the_subprocess_runner_logs_and_returns_the_exit_status(tmp_path: Path) 
     runner = SubprocessRunner()
     log = tmp_path / "logs" / "x.log"
     code = "import os, sys; print('hello', os.environ['GREETING']); sys.exit(4)"
-    rc = runner.run(Command(argv=(sys.executable, "-c", code), env={"GREETING": "node"}), log)
+    rc = runner.run(NodeCommand(argv=(sys.executable, "-c", code), env={"GREETING": "node"}), log)
     assert rc == 4
     text = log.read_text()
     assert "==== " in text
     assert "GREETING=node" in text
     assert "hello node" in text
-    assert runner.run(Command(argv=(str(tmp_path / "no-such-program"),)), log) == 127
+    assert runner.run(NodeCommand(argv=(str(tmp_path / "no-such-program"),)), log) == 127
 
 
 def test_the_subprocess_runner_starts_waits_for_and_stops_a_server(tmp_path: Path) -> None:
     from train_launcher.launch import _wait_ready
 
     port = _free_port()
-    command = Command(
+    command = NodeCommand(
         argv=(sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1"),
         background=True,
         ready_url=f"http://127.0.0.1:{port}/",
@@ -367,7 +367,7 @@ def test_stopping_a_server_takes_down_children_its_launcher_leaves(tmp_path: Pat
         f"open({str(pid_file)!r}, 'w').write(str(os.getpid())); time.sleep(120)"
     )
     launcher = f"{sys.executable} -c {shlex.quote(child)} & wait"
-    command = Command(argv=("sh", "-c", launcher), background=True)
+    command = NodeCommand(argv=("sh", "-c", launcher), background=True)
     service = SubprocessRunner().start(command, tmp_path / "server.log")
     import time
 
@@ -438,7 +438,7 @@ def test_the_subprocess_runner_refuses_a_log_that_is_a_link_or_a_folder_out(
     (root / "logs").mkdir(parents=True)
     (root / "logs" / "x.log").symlink_to(victim)
     runner = SubprocessRunner(within=root)
-    command = Command(argv=(sys.executable, "-c", "print('hello')"))
+    command = NodeCommand(argv=(sys.executable, "-c", "print('hello')"))
     with pytest.raises(OSError, match="link"):
         runner.run(command, root / "logs" / "x.log")
     (root / "elsewhere").symlink_to(tmp_path, target_is_directory=True)

@@ -9,7 +9,15 @@ from pathlib import Path
 
 import pytest
 from codegrep_model.train import swift_plugin_path
-from train_launcher import Command, GpuInfo, NodeInfo, Plan, RunConfig, build_plan, load_config
+from train_launcher import (
+    GpuInfo,
+    NodeCommand,
+    NodeInfo,
+    NodePlan,
+    RunConfig,
+    build_plan,
+    load_config,
+)
 from train_launcher.cli import app
 from train_launcher.estimate import PAPER_SECONDS_PER_STEP, model_size
 from typer.testing import CliRunner
@@ -48,7 +56,7 @@ def _pairs(argv: tuple[str, ...]) -> dict[str, str]:
     return out
 
 
-def _trainers(plan: Plan, stage: str = "grpo") -> list[Command]:
+def _trainers(plan: NodePlan, stage: str = "grpo") -> list[NodeCommand]:
     return [c for c in plan.stage(stage).commands if not c.background]
 
 

@@ -385,6 +385,20 @@ def test_load_records_is_generic(tmp_path: Path) -> None:
     assert load_records(p, GoldLabel, key="source").records == (labels[0],)
 
 
+@pytest.mark.parametrize("name", ["gold.jsonl", "gold.jsonl.gz"])
+def test_write_records_appends_rows_one_call_at_a_time(tmp_path: Path, name: str) -> None:
+    # a resumable job adds each finished row; a second call must not replace the first row
+    p = tmp_path / name
+    labels = [
+        GoldLabel(instance_id=iid, files=frozenset({"x.py"}), source="patch") for iid in "abc"
+    ]
+    for label in labels:
+        assert write_records(p, [label], append=True) == 1
+    assert load_records(p, GoldLabel).records == tuple(labels)
+    assert write_records(p, labels[:1]) == 1  # without append the file is replaced
+    assert load_records(p, GoldLabel).records == (labels[0],)
+
+
 def test_a_duplicate_is_reported_at_its_own_line(tmp_path: Path) -> None:
     p = tmp_path / "i.jsonl"
     p.write_text(json.dumps(ROW) + "\nnot json\n\n" + json.dumps(ROW) + "\n")

@@ -34,7 +34,7 @@ from swe_eval.downstream import (
     read_manifest,
     summarize_config,
 )
-from swe_eval.downstream._trajectory import shell_reads
+from swe_eval.downstream._trajectory import _Collector, shell_reads, trace_messages
 from swe_eval.downstream.records import AgentOutputs, HarnessReport, Verdict
 from swe_eval.errors import DatasetError
 from typer.testing import CliRunner
@@ -223,15 +223,66 @@ def test_error_classes() -> None:
     assert classify_error("RuntimeError: runtime died") is Failure.AGENT_ERROR
 
 
-def test_shell_reads() -> None:
-    assert shell_reads("cd /w && cat a/b.py | head -n 5") == ["a/b.py"]
-    assert shell_reads("sed -n '10,20p' x/y.py") == ["x/y.py"]
-    assert shell_reads("grep -n foo x/y.py z.py") == ["x/y.py", "z.py"]
-    assert shell_reads("grep -rn foo src/") == []
-    assert shell_reads("cat > new.py << 'EOF'\nprint(1)\nEOF") == []
-    assert shell_reads("head -n 20 setup.cfg; tail -5 README.rst") == ["setup.cfg", "README.rst"]
-    assert shell_reads("python reproduce.py") == []
-    assert shell_reads("cat 'unbalanced") == []
+def _opened_by_shell(*commands: str) -> tuple[str, ...]:
+    collector = _Collector()
+    for command in commands:
+        collector.shell("execute_bash", command)
+    return collector.trace().files_opened
+
+
+def test_shell_reads_follow_catms_rule() -> None:
+    # catm's parse_shell: `cd` is followed (within a line and across calls), joined paths are
+    # then normalized under the sandbox mounts
+    assert shell_reads("cd /w && cat a/b.py | head -n 5") == (("/w/a/b.py",), "/w")
+    assert _opened_by_shell("cd /workspace/o__r__1.0 && cat a/b.py | head -n 5") == ("a/b.py",)
+    assert _opened_by_shell("cd /workspace/o__r__1.0/tests", "grep -n x m.py") == ("tests/m.py",)
+    assert _opened_by_shell("sed -n '10,20p' x/y.py") == ("x/y.py",)
+    # a quoted `\|` is part of the pattern, not a pipe
+    assert _opened_by_shell('grep -n "a\\|b" x/y.py | head') == ("x/y.py",)
+    # a grep over several files or a tree is a search, not a read
+    assert _opened_by_shell("grep -n foo x/y.py z.py") == ()
+    assert _opened_by_shell("grep -rn foo src/", "grep -r foo /workspace/o__r__1.0") == ()
+    # `cat a > b` reads a (the redirect target is written)
+    assert _opened_by_shell("cat a.py > b.py") == ("a.py",)
+    assert _opened_by_shell("cat > new.py << 'EOF'\nprint(1)\nEOF") == ()
+    assert _opened_by_shell("head -n 20 setup.cfg; tail -5 README.rst") == (
+        "setup.cfg",
+        "README.rst",
+    )
+    assert _opened_by_shell("python reproduce.py") == ()
+    assert _opened_by_shell("cat 'unbalanced") == ()
+
+
+def test_tool_table_is_catms() -> None:
+    # `view_file` is an editor and `run` a shell in every format (they were "other" tools here)
+    trace = trace_messages(
+        [
+            {
+                "role": "assistant",
+                "tool_calls": [
+                    {"id": "1", "function": {"name": "view_file", "arguments": '{"path": "a.py"}'}},
+                    {
+                        "id": "2",
+                        "function": {"name": "run", "arguments": '{"command": "cat b.py"}'},
+                    },
+                ],
+            },
+            {"role": "tool", "tool_call_id": "1", "content": "1\tx = 1"},
+            {"role": "tool", "tool_call_id": "2", "content": "y = 2"},
+        ],
+        None,
+    )
+    assert trace.files_opened == ("a.py", "b.py")
+
+
+def test_a_failed_view_opens_nothing() -> None:
+    collector = _Collector()
+    collector.editor("str_replace_editor", "view", "/testbed/gone.py", "ERROR:\nInvalid `path`")
+    collector.editor(
+        "str_replace_editor", "view", "/testbed/src", "Here's the files and directories"
+    )
+    collector.editor("str_replace_editor", "view", "/testbed/ok.py", "1\tx = 1")
+    assert collector.trace().files_opened == ("ok.py",)
 
 
 def _write(path: Path, data: Any) -> Path:

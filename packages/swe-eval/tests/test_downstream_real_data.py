@@ -226,3 +226,19 @@ def test_swe_agent_and_resolved_by(shared_data: Path) -> None:
     p = compare(a, b, n_resamples=2000)
     assert (p.both, p.a_only, p.b_only) == (50, 32, 30)
     assert round(p.mcnemar_p, 3) == 0.899
+
+
+def test_files_opened_is_catms_rule_on_real_runs(shared_data: Path) -> None:
+    """Three runs of the GLM-4.6 Lite sessions where the case view's own shell rule was wrong.
+
+    django-16527 `cd tests && grep -n X admin_views/models.py`: the file is
+    tests/admin_views/models.py (the `cd` is followed). django-11283 viewed a path that does not
+    exist (the editor answered `ERROR: Invalid path`): nothing was opened. astropy-6938 ran
+    `grep -n "D.*format\\|format.*D" astropy/io/fits/column.py`: the quoted `\\|` is no pipe.
+    """
+    runs = read_agent_outputs(shared_data / "openhands_glm46_lite" / "sessions.jsonl.gz").runs
+    cwd = runs["django__django-16527"].files_opened
+    assert "tests/admin_views/models.py" in cwd
+    assert "admin_views/models.py" not in cwd
+    assert "tests/auth_tests/models.py" not in runs["django__django-11283"].files_opened
+    assert "astropy/io/fits/column.py" in runs["astropy__astropy-6938"].files_opened

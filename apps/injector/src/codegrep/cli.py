@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 from codegrep_cli import fail, version_option
+from codegrep_gate import RENDER_STYLES as INJECT_STYLES
 from codegrep_model import DEFAULT_MAX_ISSUE_BYTES
 from codegrep_records import why_unwritable
 
@@ -36,7 +37,6 @@ app = typer.Typer(
 DEFAULT_TIMEOUT_S = 120.0
 GATE_DEFAULT = 0.45  # codegrep_gate.GateConfig's default: the paper's neutral precision
 _GATE_FLAG = "default"  # what `--gate` with no value stands for
-INJECT_STYLES = ("openhands", "markdown", "agent_context", "json")
 
 
 @app.callback()
@@ -237,7 +237,7 @@ def localize(
         config=gate_config,
         policy_name=result.policy,
         max_files=max_files,
-        inject=inject,  # type: ignore[arg-type]  # checked against INJECT_STYLES above
+        inject=inject,  # narrowed to a RenderStyle by the INJECT_STYLES check above
     )
     from codegrep.service import LocalizeResponse
 

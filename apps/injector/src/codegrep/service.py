@@ -32,6 +32,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal, Self, TypeVar
 
+from codegrep_gate import RENDER_STYLES as INJECT_STYLES
 from codegrep_gate import (
     Calibration,
     GateConfig,
@@ -86,7 +87,6 @@ __all__ = [
 _log = logging.getLogger("codegrep.serve")
 
 InjectStyle = RenderStyle
-INJECT_STYLES: tuple[InjectStyle, ...] = ("openhands", "markdown", "agent_context", "json")
 
 # owner/name as the clone cache takes it; "." and ".." are never a name part.
 _REPO_NAME = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")

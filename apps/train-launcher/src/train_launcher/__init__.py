@@ -20,13 +20,25 @@ from train_launcher.estimate import Estimates, Finding
 from train_launcher.launch import Event, LaunchResult, Runner, Service, SubprocessRunner, launch
 from train_launcher.node import GpuInfo, NodeInfo, probe_node
 from train_launcher.outputs import Layout, Validity, latest_checkpoint
-from train_launcher.plan import STAGE_ORDER, Command, Plan, Stage, build_plan, stage_validity
+from train_launcher.plan import (
+    STAGE_ORDER,
+    NodeCommand,
+    NodePlan,
+    Stage,
+    build_plan,
+    stage_validity,
+)
 
 # pyproject.toml holds the version; a source checkout that was never installed has no metadata.
 try:
     __version__ = _metadata.version("train-launcher")
 except _metadata.PackageNotFoundError:
     __version__ = "0+unknown"
+
+# The names before 0.2: `NodeCommand` and `NodePlan` say what they are (one process of the node
+# job, the node job's plan) apart from swe-eval's downstream `Command` and `Plan`.
+Command = NodeCommand
+Plan = NodePlan
 
 __all__ = [
     "STAGE_ORDER",
@@ -39,7 +51,9 @@ __all__ = [
     "GpuInfo",
     "LaunchResult",
     "Layout",
+    "NodeCommand",
     "NodeInfo",
+    "NodePlan",
     "Plan",
     "PlanError",
     "RunConfig",

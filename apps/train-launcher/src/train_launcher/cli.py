@@ -23,7 +23,7 @@ from train_launcher.errors import ConfigError, PlanError, StageFailed
 from train_launcher.estimate import Estimates, Finding, duration
 from train_launcher.launch import Event, launch
 from train_launcher.node import NodeInfo, probe_node
-from train_launcher.plan import Command, Plan, Stage, build_plan, stage_validity
+from train_launcher.plan import NodeCommand, NodePlan, Stage, build_plan, stage_validity
 
 __all__ = ["app", "main"]
 
@@ -80,7 +80,7 @@ def _node(config: RunConfig) -> NodeInfo:
 # --- printing ---------------------------------------------------------------------------------
 
 
-def _wrapped(command: Command, indent: str = "    ") -> list[str]:
+def _wrapped(command: NodeCommand, indent: str = "    ") -> list[str]:
     """The command as shell lines: one variable of its environment per line, then the argv
     with one flag (and its values) per line, joined by backslashes."""
     import shlex
@@ -197,7 +197,7 @@ def _status(stage: Stage, config: RunConfig) -> str:
     return f"to run ({v.reason}){extra}"
 
 
-def _print_plan(plan: Plan, config: RunConfig) -> None:
+def _print_plan(plan: NodePlan, config: RunConfig) -> None:
     nodes = "every node's commands" if plan.node_rank is None else f"node {plan.node_rank}"
     lines = [
         f"run {plan.run}: {plan.config_file}",

@@ -51,8 +51,8 @@ from train_launcher.errors import PlanError, StageFailed
 from train_launcher.node import NodeInfo
 from train_launcher.outputs import Layout
 from train_launcher.plan import (
-    Command,
-    Plan,
+    NodeCommand,
+    NodePlan,
     Stage,
     base_stage,
     build_plan,
@@ -84,14 +84,14 @@ class Event:
     total: int
     message: str = ""
     seconds: float | None = None
-    commands: tuple[Command, ...] = ()
+    commands: tuple[NodeCommand, ...] = ()
 
 
 @dataclass
 class LaunchResult:
     ran: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
-    plan: Plan | None = None
+    plan: NodePlan | None = None
 
 
 class Service(Protocol):
@@ -108,17 +108,17 @@ class Service(Protocol):
 
 
 class Runner(Protocol):
-    def run(self, command: Command, log: Path) -> int:
+    def run(self, command: NodeCommand, log: Path) -> int:
         """Run `command` to its end, output appended to `log`; its exit status."""
 
-    def start(self, command: Command, log: Path) -> Service:
+    def start(self, command: NodeCommand, log: Path) -> Service:
         """Start a background `command`, output appended to `log`."""
 
 
 # --- the real runner ------------------------------------------------------------------------
 
 
-def _header(fh: IO[str], command: Command) -> None:
+def _header(fh: IO[str], command: NodeCommand) -> None:
     stamp = datetime.now(UTC).isoformat(timespec="seconds")
     fh.write(f"\n==== {stamp} $ {command.shell()}\n")
     fh.flush()
@@ -178,7 +178,7 @@ def _http_ready(url: str, model: str | None, timeout: float = 5.0) -> bool:
 
 
 class _Process:
-    def __init__(self, proc: subprocess.Popen[bytes], command: Command, fh: IO[str]) -> None:
+    def __init__(self, proc: subprocess.Popen[bytes], command: NodeCommand, fh: IO[str]) -> None:
         self.proc, self.command, self.fh = proc, command, fh
 
     def ready(self) -> bool:
@@ -203,7 +203,7 @@ class SubprocessRunner:
     def __init__(self, within: Path | None = None) -> None:
         self.within = within
 
-    def _popen(self, command: Command, fh: IO[str]) -> subprocess.Popen[bytes]:
+    def _popen(self, command: NodeCommand, fh: IO[str]) -> subprocess.Popen[bytes]:
         _header(fh, command)
         return subprocess.Popen(
             list(command.argv),
@@ -214,7 +214,7 @@ class SubprocessRunner:
             start_new_session=True,
         )
 
-    def run(self, command: Command, log: Path) -> int:
+    def run(self, command: NodeCommand, log: Path) -> int:
         log.parent.mkdir(parents=True, exist_ok=True)
         with open_appending(log, within=self.within) as fh:
             try:
@@ -228,7 +228,7 @@ class SubprocessRunner:
                 _kill_group(proc)
                 raise
 
-    def start(self, command: Command, log: Path) -> Service:
+    def start(self, command: NodeCommand, log: Path) -> Service:
         log.parent.mkdir(parents=True, exist_ok=True)
         fh = open_appending(log, within=self.within)
         try:
@@ -325,7 +325,7 @@ def _now() -> str:
 
 def _wait_ready(
     service: Service,
-    command: Command,
+    command: NodeCommand,
     *,
     sleep: Callable[[float], None],
     clock: Callable[[], float],
@@ -474,7 +474,7 @@ def launch(
 def _one_stage(
     stage: Stage,
     *,
-    plan: Plan,
+    plan: NodePlan,
     config: RunConfig,
     layout: Layout,
     runner: Runner,

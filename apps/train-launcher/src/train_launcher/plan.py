@@ -1,6 +1,6 @@
 """The run as stages of exact commands: what `plan` prints and `launch` runs.
 
-`build_plan(config, config_file)` turns a `RunConfig` into a `Plan`: the stages in order, each
+`build_plan(config, config_file)` turns a `RunConfig` into a `NodePlan`: the stages in order, each
 with its commands (argv, the environment they add, the node they run on), its outputs and the
 rule that says those outputs are valid (`stage_validity`), plus the estimates and every finding
 of the checks against this node. Stages:
@@ -67,8 +67,8 @@ __all__ = [
     "SCHEDULER",
     "STAGE_ORDER",
     "SUBSET_MODULE",
-    "Command",
-    "Plan",
+    "NodeCommand",
+    "NodePlan",
     "Stage",
     "base_stage",
     "build_plan",
@@ -91,8 +91,10 @@ class _Record(BaseModel):
     model_config = ConfigDict(frozen=True)
 
 
-class Command(_Record):
-    """One process: its argv, the environment it adds to the launcher's, and where it runs."""
+class NodeCommand(_Record):
+    """One process of the node job: its argv, the environment it adds to the launcher's, which
+    node runs it, and whether it is a server the next commands wait for. (Not swe-eval's
+    downstream `Command`, a step of an evaluation run written into its plan.json.)"""
 
     argv: tuple[str, ...]
     env: dict[str, str] = Field(default_factory=dict)
@@ -112,7 +114,7 @@ class Command(_Record):
 class Stage(_Record):
     name: str
     title: str
-    commands: tuple[Command, ...]
+    commands: tuple[NodeCommand, ...]
     outputs: tuple[Path, ...]
     check: str = Field(description="When the outputs count as there and valid, in words.")
     nodes: Literal["first", "all"] = "first"
@@ -121,7 +123,10 @@ class Stage(_Record):
     resume_from: Path | None = None
 
 
-class Plan(_Record):
+class NodePlan(_Record):
+    """The training node job: its stages in order, with outputs, checks and estimates. (Not
+    swe-eval's downstream `Plan`, the plan.json of an evaluation run.)"""
+
     config_file: Path
     run: str
     output_dir: Path
@@ -240,7 +245,7 @@ def _fetch_stage(config: RunConfig) -> Stage:
                 "-o": f.output,
             }
         )
-        commands.append(Command(argv=tuple(argv), env=dict(config.env)))
+        commands.append(NodeCommand(argv=tuple(argv), env=dict(config.env)))
     return Stage(
         name="fetch",
         title="download the training inputs at their pinned revisions",
@@ -268,7 +273,7 @@ def _labels_stage(config: RunConfig, layout: Layout) -> Stage:
     return Stage(
         name="labels",
         title="mine relevance labels from the trajectories (catm)",
-        commands=(Command(argv=tuple(argv), env=dict(config.env)),),
+        commands=(NodeCommand(argv=tuple(argv), env=dict(config.env)),),
         outputs=(layout.labels, layout.labels_stats),
         check="labels.jsonl reads with no bad row and >= 1 label; its .stats.json is JSON",
         requires=("fetch",),
@@ -284,7 +289,7 @@ def _prepare_stage(config: RunConfig, layout: Layout) -> Stage:
     for instances, report, limit in sets:
         argv = [_tool("worktree-sandbox"), "prepare"]
         argv += _opts({"-i": instances, **_clones(config), "-o": report, "--limit": limit})
-        commands.append(Command(argv=tuple(argv), env=dict(config.env)))
+        commands.append(NodeCommand(argv=tuple(argv), env=dict(config.env)))
     return Stage(
         name="prepare",
         title="bare clones and every base commit (worktree-sandbox prepare)",
@@ -311,12 +316,12 @@ def _datasets_stage(config: RunConfig, layout: Layout) -> Stage:
         }
     )
     argv += _repeat("--val-repo", d.val_repos)
-    commands = [Command(argv=tuple(argv), env=dict(config.env))]
+    commands = [NodeCommand(argv=tuple(argv), env=dict(config.env))]
     for split, out in (("train", layout.train_instances), ("val", layout.val_instances)):
         rows = layout.grpo_data / f"{split}.jsonl"
         sub = [sys.executable, "-m", SUBSET_MODULE]
         sub += _opts({"--rows": rows, "-i": d.instances, "-o": out})
-        commands.append(Command(argv=tuple(sub), env=dict(config.env)))
+        commands.append(NodeCommand(argv=tuple(sub), env=dict(config.env)))
     outputs: tuple[Path, ...] = ()
     if config.train.val_limit is not None:
         sample = [sys.executable, "-m", SUBSET_MODULE]
@@ -328,7 +333,7 @@ def _datasets_stage(config: RunConfig, layout: Layout) -> Stage:
                 "-o": layout.val_eval,
             }
         )
-        commands.append(Command(argv=tuple(sample), env=dict(config.env)))
+        commands.append(NodeCommand(argv=tuple(sample), env=dict(config.env)))
         outputs = (layout.val_eval,)
     return Stage(
         name="datasets",
@@ -367,7 +372,7 @@ def _sft_data_stage(config: RunConfig, layout: Layout) -> Stage:
                 "--timeout": s.teacher_timeout if s.teacher_base_url else None,
             }
         )
-        commands.append(Command(argv=tuple(batch), env=dict(config.env)))
+        commands.append(NodeCommand(argv=tuple(batch), env=dict(config.env)))
         rollouts = (layout.teacher_rollouts,)
     rows = [_tool("codegrep-model"), "dataset", "sft", *map(str, rollouts)]
     rows += _opts(
@@ -381,7 +386,7 @@ def _sft_data_stage(config: RunConfig, layout: Layout) -> Stage:
     )
     # each row's weight (its reward) on its trained messages, which `swift sft` reads below
     rows.append("--loss-scale")
-    commands.append(Command(argv=tuple(rows), env=dict(config.env)))
+    commands.append(NodeCommand(argv=tuple(rows), env=dict(config.env)))
     teacher = "given rollouts" if s.rollouts else (s.teacher_base_url or "the lexical policy")
     return Stage(
         name="sft-data",
@@ -473,7 +478,7 @@ def _sft_stage(config: RunConfig, layout: Layout, node_rank: int | None) -> Stag
     argv += [*config.swift.extra_args, *s.extra_args]
     gpus = config.cluster.gpus_per_node if config.uses_gpu else 0
     commands = tuple(
-        Command(
+        NodeCommand(
             argv=tuple(argv),
             env={**_node_env(config, rank, gpus), **config.env, **s.env},
             node_rank=rank,
@@ -585,14 +590,14 @@ def _grpo_stage(config: RunConfig, layout: Layout, node_rank: int | None) -> Sta
         }
     )
     argv += [*config.swift.extra_args, *t.extra_args]
-    commands: list[Command] = []
+    commands: list[NodeCommand] = []
     ranks = _ranks(config, node_rank)
     if config.server_mode and 0 in ranks:
         commands.append(_rollout_server(config, plugin))
     log = {"CODEGREP_ROLLOUT_LOG": str(layout.rollout_log)}
     for rank in ranks:
         env = {**_node_env(config, rank, config.trainer_gpus_per_node), **config.env, **log}
-        commands.append(Command(argv=tuple(argv), env={**env, **t.env}, node_rank=rank))
+        commands.append(NodeCommand(argv=tuple(argv), env={**env, **t.env}, node_rank=rank))
     engine = f"vLLM {config.rollout.mode}" if config.rollout.engine == "vllm" else "no vLLM"
     return Stage(
         name="grpo",
@@ -608,7 +613,7 @@ def _grpo_stage(config: RunConfig, layout: Layout, node_rank: int | None) -> Sta
     )
 
 
-def _rollout_server(config: RunConfig, plugin: Path) -> Command:
+def _rollout_server(config: RunConfig, plugin: Path) -> NodeCommand:
     r, t = config.rollout, config.train
     s = r.server
     lora = r.enable_lora and config.lora.tuner == "lora"
@@ -631,7 +636,7 @@ def _rollout_server(config: RunConfig, plugin: Path) -> Command:
     )
     argv += list(config.swift.extra_args)
     gpus = _gpu_list(config.trainer_gpus_per_node, s.gpus)
-    return Command(
+    return NodeCommand(
         argv=tuple(argv),
         env={"CUDA_VISIBLE_DEVICES": gpus, **config.env, **t.env},
         node_rank=0,
@@ -641,7 +646,7 @@ def _rollout_server(config: RunConfig, plugin: Path) -> Command:
     )
 
 
-def _eval_server(config: RunConfig, checkpoint: str) -> Command:
+def _eval_server(config: RunConfig, checkpoint: str) -> NodeCommand:
     e, m = config.evaluation, config.model
     full = config.lora.tuner == "full"
     if e.server == "vllm":
@@ -682,7 +687,7 @@ def _eval_server(config: RunConfig, checkpoint: str) -> Command:
         argv += list(config.swift.extra_args)
     argv += list(e.extra_args)
     gpus = _gpu_list(0, e.tensor_parallel_size) if config.uses_gpu else ""
-    return Command(
+    return NodeCommand(
         argv=tuple(argv),
         env={"CUDA_VISIBLE_DEVICES": gpus, **config.env, **e.env},
         background=True,
@@ -741,8 +746,8 @@ def _eval_stages(config: RunConfig, layout: Layout) -> list[Stage]:
                 title=f"evaluate {name} on the held-out instances ({e.server})",
                 commands=(
                     _eval_server(config, path),
-                    Command(argv=tuple(predict), env=env),
-                    Command(argv=tuple(score), env=env),
+                    NodeCommand(argv=tuple(predict), env=env),
+                    NodeCommand(argv=tuple(score), env=env),
                 ),
                 outputs=(predictions, scores),
                 check="predictions are not empty and retrieval.json is JSON",
@@ -765,7 +770,7 @@ def _eval_stages(config: RunConfig, layout: Layout) -> list[Stage]:
         Stage(
             name="eval-summary",
             title="every evaluated checkpoint side by side (swe-eval retrieval)",
-            commands=(Command(argv=tuple(summary), env=env),),
+            commands=(NodeCommand(argv=tuple(summary), env=env),),
             outputs=(layout.eval_summary,),
             check="summary.md names every evaluated checkpoint",
             requires=tuple(s.name for s in stages),
@@ -936,7 +941,7 @@ def build_plan(
     *,
     node: NodeInfo,
     node_rank: int | None = None,
-) -> Plan:
+) -> NodePlan:
     """Every stage with its exact commands, the estimates and the findings on `node`.
 
     `node_rank` None: the commands of every node; N: only node N's (nodes other than 0 run
@@ -973,7 +978,7 @@ def build_plan(
         eval_instances=config.evaluation.instances if config.evaluation.enabled else None,
     )
     findings = _input_findings(config, plugin) + found
-    return Plan(
+    return NodePlan(
         config_file=config_file,
         run=config.name,
         output_dir=config.output_dir,
@@ -1020,7 +1025,7 @@ def stage_validity(stage: Stage, config: RunConfig) -> Validity:
 
 
 def select_stages(
-    plan: Plan, *, only: Sequence[str] = (), from_stage: str | None = None
+    plan: NodePlan, *, only: Sequence[str] = (), from_stage: str | None = None
 ) -> list[str]:
     """The base stage names to run, in order; `PlanError` for a name this run does not have."""
     present = [n for n in STAGE_ORDER if any(base_stage(s.name) == n for s in plan.stages)]

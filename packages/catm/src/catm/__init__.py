@@ -28,9 +28,23 @@ from catm._judge import (
 )
 from catm._mining import FileEvidence, TrajectoryMining, mine_trajectory
 from catm._output import LabelReport, MinedExample, label_report, read_labels, write_labels
-from catm._paths import DropReason, to_repo_relative
+from catm._paths import (
+    DropReason,
+    guess_root,
+    is_directory_listing,
+    looks_like_directory,
+    to_repo_relative,
+    view_failed,
+)
 from catm._pipeline import MiningConfig, MiningResult, iter_records, mine_labels
-from catm._readers import parse_record, read_trajectories
+from catm._readers import (
+    EDITOR_ACTIONS,
+    EDITOR_TOOLS,
+    SHELL_ACTIONS,
+    SHELL_TOOLS,
+    parse_record,
+    read_trajectories,
+)
 from catm._records import (
     SCHEMA_VERSION,
     FileRead,
@@ -53,8 +67,12 @@ except _metadata.PackageNotFoundError:
     __version__ = "0+unknown"
 
 __all__ = [
+    "EDITOR_ACTIONS",
+    "EDITOR_TOOLS",
     "GOLD_THRESHOLD",
     "SCHEMA_VERSION",
+    "SHELL_ACTIONS",
+    "SHELL_TOOLS",
     "TOKENIZER_NAME",
     "CatmError",
     "DropReason",
@@ -89,9 +107,12 @@ __all__ = [
     "__version__",
     "count_tokens",
     "default_template",
+    "guess_root",
+    "is_directory_listing",
     "iter_records",
     "label_report",
     "load_instances",
+    "looks_like_directory",
     "median_beta",
     "mine_labels",
     "mine_trajectory",
@@ -103,5 +124,6 @@ __all__ = [
     "read_trajectories",
     "saturation_weight",
     "to_repo_relative",
+    "view_failed",
     "write_labels",
 ]

@@ -17,12 +17,10 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from catm._paths import DropReason, classify, guess_root, to_repo_relative
+from catm._paths import DropReason, classify, guess_root, to_repo_relative, view_failed
 from catm._records import FileRead, Trajectory
 from catm._shell import parse_shell
 from catm._tokens import count_tokens
-
-_FAILED_PREFIXES = ("ERROR:", "Error:", "The path ", "Invalid `path`")
 
 
 @dataclass(slots=True)
@@ -103,7 +101,7 @@ def mine_trajectory(trajectory: Trajectory) -> TrajectoryMining:
         for call in step.calls:
             if call.tool == "editor":
                 if call.command == "view":
-                    if call.observation.startswith(_FAILED_PREFIXES):
+                    if view_failed(call.observation):
                         dropped[DropReason.FAILED] += 1
                         relative = to_repo_relative(call.path, root, cwd)
                         if relative:

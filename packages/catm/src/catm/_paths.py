@@ -84,11 +84,26 @@ def to_repo_relative(path: str, root: str, cwd: str = "") -> str | None:
     return None
 
 
+# How the OpenHands editor answers a `view` that did not show a file's text.
+_VIEW_FAILED = ("ERROR:", "Error:", "The path ", "Invalid `path`")
+_DIRECTORY_LISTING = "Here's the files and directories"
+
+
+def view_failed(observation: str) -> bool:
+    """Whether an editor `view` answered with an error (no such path, outside the workspace)."""
+    return observation.startswith(_VIEW_FAILED)
+
+
+def is_directory_listing(observation: str) -> bool:
+    """Whether an editor `view` listed a directory instead of showing a file."""
+    return observation.startswith(_DIRECTORY_LISTING)
+
+
 def classify(relative: str, observation: str = "") -> DropReason | None:
     """Why a repository-relative path is not a file to label, or None if it is one."""
     if relative == "":
         return DropReason.ROOT
-    if observation.startswith("Here's the files and directories") or relative.endswith("/"):
+    if is_directory_listing(observation) or relative.endswith("/"):
         return DropReason.DIRECTORY
     parts = relative.split("/")
     name = parts[-1]
@@ -107,3 +122,16 @@ def classify(relative: str, observation: str = "") -> DropReason | None:
     if extension in DOC_EXTENSIONS or parts[0].lower() in DOC_DIRS:
         return DropReason.DOCUMENTATION
     return None
+
+
+_NOT_A_FILE = frozenset({DropReason.ROOT, DropReason.DIRECTORY, DropReason.EXTENSIONLESS})
+
+
+def looks_like_directory(relative: str) -> bool:
+    """Whether a path names a folder rather than a file, as far as its name tells.
+
+    The root, a trailing `/`, or no extension (`src`, `tests`; a `Makefile` too): what stage 1
+    drops as not a file when a shell line names it (`grep -r x src/`), and what swe-eval's case
+    view does not count as opened.
+    """
+    return classify(relative) in _NOT_A_FILE

@@ -25,8 +25,14 @@ from catm.errors import InputError
 # Enough of an observation to recognise a directory listing or a "file created" answer.
 _OBSERVATION_HEAD = 240
 
-_EDITOR_TOOLS = frozenset({"str_replace_editor", "file_editor", "edit_file", "view_file"})
-_SHELL_TOOLS = frozenset({"execute_bash", "terminal", "bash", "run", "shell", "execute_command"})
+# The one tool table of the toolkit: which tool names (OpenAI-style calls, OpenHands V0
+# `function_name`) and which OpenHands V1 action kinds are the file editor and which the shell.
+# swe-eval's downstream case view reads trajectories with this table too, so that "the agent
+# opened this file" means one thing in a label and in a report.
+EDITOR_TOOLS = frozenset({"str_replace_editor", "file_editor", "edit_file", "view_file"})
+SHELL_TOOLS = frozenset({"execute_bash", "terminal", "bash", "run", "shell", "execute_command"})
+EDITOR_ACTIONS = frozenset({"FileEditorAction", "StrReplaceEditorAction"})
+SHELL_ACTIONS = frozenset({"TerminalAction", "ExecuteBashAction", "BashAction"})
 _THINK_TOOLS = frozenset({"think"})
 _UPLOADED = re.compile(r"<uploaded_files>\s*(\S+?)/?\s*</uploaded_files>")
 _THINK_TAGS = re.compile(r"</?think>")
@@ -367,13 +373,13 @@ def _call_from_tool(name: str, args: dict[str, Any]) -> dict[str, str] | None:
     """Map a named tool call to catm's reduced call; None for reasoning-only tools (think)."""
     if name in _THINK_TOOLS:
         return None
-    if name in _EDITOR_TOOLS:
+    if name in EDITOR_TOOLS:
         return {
             "tool": "editor",
             "command": str(args.get("command") or "view"),
             "path": str(args.get("path") or ""),
         }
-    if name in _SHELL_TOOLS:
+    if name in SHELL_TOOLS:
         return {"tool": "shell", "command": str(args.get("command") or args.get("cmd") or "")}
     return {"tool": name or "unknown"}
 
@@ -525,9 +531,6 @@ def _steps_messages(messages: list[Any], final: Any) -> list[Step]:
 
 # -- OpenHands V1 (openhands-sdk) events ----------------------------------------------------------
 
-_V1_EDITOR = frozenset({"FileEditorAction", "StrReplaceEditorAction"})
-_V1_SHELL = frozenset({"TerminalAction", "ExecuteBashAction", "BashAction"})
-
 
 def _steps_v1(history: list[Any]) -> list[Step]:
     observations: dict[str, dict[str, Any]] = {}
@@ -564,7 +567,7 @@ def _steps_v1(history: list[Any]) -> list[Step]:
         obs = (obs_event or {}).get("observation") or {}
         observation = _text(obs.get("content"))[:_OBSERVATION_HEAD]
         action_kind = action.get("kind")
-        if action_kind in _V1_EDITOR:
+        if action_kind in EDITOR_ACTIONS:
             steps[-1].calls.append(
                 {
                     "tool": "editor",
@@ -573,7 +576,7 @@ def _steps_v1(history: list[Any]) -> list[Step]:
                     "observation": observation,
                 }
             )
-        elif action_kind in _V1_SHELL:
+        elif action_kind in SHELL_ACTIONS:
             metadata = obs.get("metadata")
             if not isinstance(metadata, dict):
                 metadata = {}

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from importlib import metadata as _metadata
 
-from codegrep_gate._calibrate import GoldSets, calibrate, check
+from codegrep_gate._calibrate import calibrate, check
 from codegrep_gate._data import CalibrationData, data_ref, gold_sets, load_calibration_data
 from codegrep_gate._files import (
     load_calibration,
@@ -28,11 +28,13 @@ from codegrep_gate._records import Bin, Calibration, Check, Curve, DataRef, Inte
 from codegrep_gate._render import (
     CANDIDATES_INTRO,
     MARKDOWN_HEADING,
+    RENDER_STYLES,
     RenderStyle,
     candidate_files_column,
     openhands_template_path,
     render,
 )
+from codegrep_gate._scored import GoldSets
 from codegrep_gate.errors import (
     CalibrationFileError,
     CalibrationMismatchError,
@@ -49,6 +51,7 @@ except _metadata.PackageNotFoundError:
 __all__ = [
     "CANDIDATES_INTRO",
     "MARKDOWN_HEADING",
+    "RENDER_STYLES",
     "Bin",
     "Calibration",
     "CalibrationData",

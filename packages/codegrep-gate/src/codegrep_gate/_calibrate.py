@@ -1,8 +1,8 @@
-"""The calibration math: per-instance scores, precision curves and a cluster bootstrap.
+"""The calibration math: precision curves, PAV-merged score bins and their intervals.
 
-Precision means exactly what swe-eval's Table 2 means by it (`swe_eval.metrics.score_instance`
-and `summarize`), so that a figure in an evaluation report and the figure the gate acts on are
-one number:
+Per-instance scores, the accounting and the cluster bootstrap are grpo-rewards' scoring core
+(`score_ranked`, `account`, `ClusterBootstrap`), the same functions swe-eval's Table 2 scores
+with, so that a figure in an evaluation report and the figure the gate acts on are one number:
 
 - every instance with a non-empty gold set counts once (a macro average);
 - an instance without a prediction row, or with an empty one, scores 0 (`missing`, `empty`);
@@ -19,25 +19,33 @@ independent): resample instance ids with replacement (`random.Random(seed)`), re
 figure with the bins held fixed, take percentiles. Per-instance, per-bin counts are computed
 once, so a resample costs a few C-level sums per column.
 
-Pure functions; no I/O.
+This module measures and checks; the per-instance scores are `_scored`, the bins (quantile
+blocks, PAV) `_bins`. Pure functions; no I/O.
 """
 
 from __future__ import annotations
 
 import math
-import random
-from bisect import bisect_right
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from importlib import metadata
-from itertools import pairwise
-from operator import itemgetter
-from typing import Any, Literal
+from typing import Any
 
-from codegrep_records import GoldLabel, Prediction
-from grpo_rewards import fbeta_from_counts
+from codegrep_records import Prediction
+from grpo_rewards import (
+    ClusterBootstrap,
+    Ratio,
+    percentile_interval,
+)
 
+from codegrep_gate._bins import (
+    BinSpec,
+    bin_spec_from_curve,
+    rank_bin_spec,
+    score_bin_spec,
+)
 from codegrep_gate._records import Bin, Calibration, Check, Curve, DataRef, Interval, Retriever
+from codegrep_gate._scored import Evaluated, GoldSets, Scored, evaluate
 from codegrep_gate.errors import CalibrationMismatchError, GateError, GateInputError
 
 __all__ = [
@@ -46,8 +54,6 @@ __all__ = [
     "check",
 ]
 
-GoldSets = Mapping[str, frozenset[str]] | Mapping[str, GoldLabel]
-
 # A bin needs this share of resamples with at least one file in it for its percentiles to mean
 # anything; below it the interval is [0, 1] and the bin's note says so. A bin fed by one
 # instance appears in about 63% of resamples (1 - 1/e), by two in about 86%, by three in 95%:
@@ -55,298 +61,19 @@ GoldSets = Mapping[str, frozenset[str]] | Mapping[str, GoldLabel]
 _MIN_VALID_SHARE = 0.9
 
 
-@dataclass(frozen=True, slots=True)
-class _Scored:
-    """One instance with gold: its scores, and each of its files with rank, score and hit."""
-
-    instance_id: str
-    status: Literal["ok", "missing", "empty"]
-    precision: float
-    recall: float
-    fbeta: float
-    files: tuple[tuple[int, float | None, bool], ...]  # (rank, score, is gold), ranked
-
-    @property
-    def answered(self) -> bool:
-        return self.status == "ok"
-
-
-@dataclass(frozen=True)
-class _Evaluated:
-    scored: tuple[_Scored, ...]  # sorted by instance id
-    instances: int
-    no_gold: int
-    unknown: int
-    other_retrievers: tuple[str, ...]
-
-
-def _gold_files(value: frozenset[str] | GoldLabel) -> frozenset[str]:
-    return value.files if isinstance(value, GoldLabel) else frozenset(value)
-
-
-def _evaluate(predictions: Iterable[Prediction], gold: GoldSets) -> _Evaluated:
-    """swe-eval's `evaluate`, file by file: see the module docstring for the accounting."""
-    by_id: dict[str, Prediction] = {}
-    unknown = 0
-    retrievers: set[str] = set()
-    for pred in predictions:
-        if pred.retriever:
-            retrievers.add(pred.retriever)
-        if pred.instance_id in gold:
-            by_id.setdefault(pred.instance_id, pred)
-        else:
-            unknown += 1
-    scored: list[_Scored] = []
-    no_gold = 0
-    for iid in sorted(gold):
-        truth = _gold_files(gold[iid])
-        if not truth:
-            no_gold += 1
-            continue
-        found = by_id.get(iid)
-        if found is None or not found.files:
-            status: Literal["missing", "empty"] = "missing" if found is None else "empty"
-            scored.append(_Scored(iid, status, 0.0, 0.0, 0.0, ()))
-            continue
-        # a file named twice is one file (its first rank and score): counted twice it would
-        # give a recall, and an F-beta, above 1 (swe-eval's rule too)
-        first: dict[str, int] = {}
-        for j, name in enumerate(found.files):
-            first.setdefault(name, j)
-        files = tuple(first)
-        flags = [f in truth for f in files]
-        hits = sum(flags)
-        scores = found.scores
-        scored.append(
-            _Scored(
-                iid,
-                "ok",
-                hits / len(files),
-                hits / len(truth),
-                fbeta_from_counts(hits, len(files), len(truth), 0.5),
-                tuple(
-                    (k + 1, None if scores is None else scores[first[f]], flags[k])
-                    for k, f in enumerate(files)
-                ),
-            )
-        )
-    return _Evaluated(tuple(scored), len(gold), no_gold, unknown, tuple(sorted(retrievers)))
-
-
-# --- bins -------------------------------------------------------------------------------------
-
-
-@dataclass
-class _Block:
-    """A score bin while bins are being made: a run of sorted scores."""
-
-    lo: float
-    hi: float
-    files: int
-    hits: int
-
-    def merge(self, other: _Block) -> _Block:
-        return _Block(self.lo, other.hi, self.files + other.files, self.hits + other.hits)
-
-
-def _quantile_blocks(
-    entries: Sequence[tuple[float, bool]], n_bins: int, min_files: int
-) -> list[_Block]:
-    """Up to `n_bins` runs of the sorted scores, of near-equal size; equal scores stay together.
-
-    As many bins as leave each at least `min_files` files; a run left smaller than that (ties can
-    make one) is merged into its smaller neighbour.
-    """
-    ordered = sorted(entries, key=lambda e: e[0])
-    n = len(ordered)
-    k = max(1, min(n_bins, n // min_files))
-    cuts = [0]
-    for i in range(1, k):
-        c = round(i * n / k)
-        while 0 < c < n and ordered[c][0] == ordered[c - 1][0]:
-            c += 1
-        if cuts[-1] < c < n:
-            cuts.append(c)
-    cuts.append(n)
-    blocks = []
-    for a, b in pairwise(cuts):
-        run = ordered[a:b]
-        blocks.append(_Block(run[0][0], run[-1][0], len(run), sum(1 for _, hit in run if hit)))
-    while len(blocks) > 1:
-        small = [i for i, blk in enumerate(blocks) if blk.files < min_files]
-        if not small:
-            break
-        i = small[0]
-        if i == 0:
-            j = 1
-        elif i == len(blocks) - 1:
-            j = i - 1
-        else:
-            j = i - 1 if blocks[i - 1].files <= blocks[i + 1].files else i + 1
-        a, b = min(i, j), max(i, j)
-        blocks[a : b + 1] = [blocks[a].merge(blocks[b])]
-    return blocks
-
-
-def _pool_adjacent_violators(blocks: list[_Block]) -> tuple[list[_Block], int]:
-    """Merge neighbours until precision (hits/files) does not fall as score rises.
-
-    Returns the merged blocks and the number of merges. Precisions are compared by cross
-    multiplication, so equal precisions are never merged because of rounding.
-    """
-    stack: list[_Block] = []
-    merges = 0
-    for blk in blocks:
-        stack.append(blk)
-        while (
-            len(stack) > 1 and stack[-2].hits * stack[-1].files > stack[-1].hits * stack[-2].files
-        ):
-            top = stack.pop()
-            stack[-1] = stack[-1].merge(top)
-            merges += 1
-    return stack, merges
-
-
 # --- bootstrap --------------------------------------------------------------------------------
-
-
-def _percentile(ordered: Sequence[float], q: float) -> float:
-    """numpy's default ('linear') percentile of an already sorted sequence, q in [0, 1]."""
-    pos = q * (len(ordered) - 1)
-    lo = math.floor(pos)
-    hi = min(lo + 1, len(ordered) - 1)
-    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
-
-
-@dataclass(frozen=True)
-class _Ratio:
-    """A figure that is sum(numerator column) / sum(denominator column) over the instances."""
-
-    num: int
-    den: int | None  # None: the number of instances (a plain mean)
-
-
-def _single(i: int) -> Callable[[Sequence[float]], Sequence[float]]:
-    def pick(column: Sequence[float]) -> Sequence[float]:
-        return (column[i],)
-
-    return pick
-
-
-class _Bootstrap:
-    """Resamples of instance indices, shared by every figure so that they move together."""
-
-    def __init__(self, n: int, resamples: int, seed: int) -> None:
-        rng = random.Random(seed)
-        population = range(n)
-        self.n = n
-        self.pickers: list[Callable[[Sequence[float]], Sequence[float]]] = []
-        for _ in range(resamples if n > 0 else 0):
-            idx = rng.choices(population, k=n)
-            # itemgetter of one index returns the item itself, not a 1-tuple.
-            self.pickers.append(itemgetter(*idx) if n > 1 else _single(idx[0]))
-
-    def distributions(
-        self, columns: Sequence[Sequence[float]], ratios: Sequence[_Ratio]
-    ) -> list[list[float]]:
-        """For each ratio, its value in every resample where its denominator is not 0."""
-        out: list[list[float]] = [[] for _ in ratios]
-        for pick in self.pickers:
-            sums = [math.fsum(pick(col)) for col in columns]
-            for k, ratio in enumerate(ratios):
-                den = self.n if ratio.den is None else sums[ratio.den]
-                if den > 0:
-                    out[k].append(sums[ratio.num] / den)
-        return out
 
 
 def _interval(point: float, dist: list[float], level: float) -> Interval:
     """Percentile interval, widened to hold the point when the percentiles miss it."""
-    if not dist:
-        return Interval(point=point, low=point, high=point, level=level)
-    dist.sort()
-    alpha = 1.0 - level
-    low = min(_percentile(dist, alpha / 2), point)
-    high = max(_percentile(dist, 1 - alpha / 2), point)
+    low, high = percentile_interval(point, dist, level)
     return Interval(point=point, low=low, high=high, level=level)
-
-
-@dataclass(frozen=True)
-class _BinSpec:
-    """Bins of one curve before intervals: edges, and which bin each file falls in."""
-
-    basis: Literal["rank", "score"]
-    method: str
-    edges: list[tuple[float, float | None]]  # (lo, hi) per bin
-    assign: Callable[[tuple[int, float | None, bool]], int | None]  # file -> bin index
-
-
-def _rank_spec(scored: Sequence[_Scored], max_rank: int) -> _BinSpec | None:
-    deepest = max((len(s.files) for s in scored), default=0)
-    if deepest == 0:
-        return None
-    last = min(deepest, max_rank)
-    edges: list[tuple[float, float | None]] = [(float(r), float(r)) for r in range(1, last)]
-    edges.append((float(last), None))
-    if last == 1:
-        method = "every rank pooled"
-    else:
-        ranks = "rank 1" if last == 2 else f"ranks 1-{last - 1}"
-        method = f"one bin for each of {ranks}, rank {last} and beyond pooled"
-    method += (
-        "; precision in a bin is the share of its files that are gold, over the instances "
-        "with a file at that rank"
-    )
-    return _BinSpec("rank", method, edges, lambda f: min(f[0], last) - 1)
-
-
-def _score_spec(scored: Sequence[_Scored], score_bins: int, min_bin_files: int) -> _BinSpec | None:
-    answered = [s for s in scored if s.answered]
-    with_scores = [s for s in answered if s.files[0][1] is not None]
-    if not with_scores:
-        return None
-    entries = [(f[1], f[2]) for s in with_scores for f in s.files if f[1] is not None]
-    blocks = _quantile_blocks(entries, score_bins, min_bin_files)
-    merged, merges = _pool_adjacent_violators(blocks)
-    method = (
-        f"{len(blocks)} quantile bin(s) of the {len(entries)} file scores (at most "
-        f"{score_bins}, each of >= {min_bin_files} files where possible, equal scores kept "
-        f"together), then pool-adjacent-violators: {merges} merge(s) so that precision does not "
-        f"fall as the score rises; {len(merged)} bin(s)"
-    )
-    if len(with_scores) < len(answered):
-        method += (
-            f"; from the {len(with_scores)} of {len(answered)} answered instances whose "
-            "predictions carry scores"
-        )
-    return _score_spec_from_edges([(b.lo, b.hi) for b in merged], method)
-
-
-def _score_spec_from_edges(edges: list[tuple[float, float | None]], method: str) -> _BinSpec:
-    los = [lo for lo, _ in edges]
-
-    def assign(f: tuple[int, float | None, bool]) -> int | None:
-        if f[1] is None:
-            return None
-        return max(bisect_right(los, f[1]) - 1, 0)
-
-    return _BinSpec("score", method, edges, assign)
-
-
-def _spec_from_curve(curve: Curve) -> _BinSpec:
-    """The bins of an existing curve, to measure them again on other data."""
-    edges = [(b.lo, b.hi) for b in curve.bins]
-    method = f"the calibration's bins, held fixed ({curve.method})"
-    if curve.basis == "score":
-        return _score_spec_from_edges(edges, method)
-    los = [lo for lo, _ in edges]
-    return _BinSpec("rank", method, edges, lambda f: max(bisect_right(los, float(f[0])) - 1, 0))
 
 
 class _Columns:
     """Per-instance columns the bootstrap sums, and the ratios read from them."""
 
-    def __init__(self, scored: Sequence[_Scored]) -> None:
+    def __init__(self, scored: Sequence[Scored]) -> None:
         self.scored = scored
         self.columns: list[list[float]] = []
 
@@ -354,7 +81,7 @@ class _Columns:
         self.columns.append(list(values))
         return len(self.columns) - 1
 
-    def bins(self, spec: _BinSpec) -> tuple[list[_Ratio], list[tuple[int, int, int]]]:
+    def bins(self, spec: BinSpec) -> tuple[list[Ratio], list[tuple[int, int, int]]]:
         """Per bin: the ratio hits/files and the totals (files, hits, instances)."""
         n_bins = len(spec.edges)
         files = [[0.0] * len(self.scored) for _ in range(n_bins)]
@@ -369,13 +96,13 @@ class _Columns:
         ratios = []
         totals = []
         for b in range(n_bins):
-            ratios.append(_Ratio(self.add(hits[b]), self.add(files[b])))
+            ratios.append(Ratio(self.add(hits[b]), self.add(files[b])))
             totals.append((int(sum(files[b])), int(sum(hits[b])), sum(1 for x in files[b] if x)))
         return ratios, totals
 
 
 def _curve(
-    spec: _BinSpec,
+    spec: BinSpec,
     totals: Sequence[tuple[int, int, int]],
     dists: Sequence[list[float]],
     *,
@@ -419,7 +146,7 @@ def _curve(
 
 @dataclass(frozen=True)
 class _Measured:
-    evaluated: _Evaluated
+    evaluated: Evaluated
     precision: Interval
     precision_answered: Interval
     recall: Interval
@@ -431,9 +158,9 @@ class _Measured:
 
 
 def _measure(
-    evaluated: _Evaluated,
-    rank_spec: _BinSpec,
-    score_spec: _BinSpec | None,
+    evaluated: Evaluated,
+    rank_spec: BinSpec,
+    score_spec: BinSpec | None,
     *,
     resamples: int,
     seed: int,
@@ -448,13 +175,13 @@ def _measure(
     a = cols.add(1.0 if s.answered else 0.0 for s in scored)
     # Unanswered instances have precision 0, so sum(precision) / sum(answered) is the mean
     # over answered instances.
-    overall = [_Ratio(p, None), _Ratio(p, a), _Ratio(r, None), _Ratio(f, None)]
+    overall = [Ratio(p, None), Ratio(p, a), Ratio(r, None), Ratio(f, None)]
     rank_ratios, rank_totals = cols.bins(rank_spec)
-    score_ratios: list[_Ratio] = []
+    score_ratios: list[Ratio] = []
     score_totals: list[tuple[int, int, int]] = []
     if score_spec is not None:
         score_ratios, score_totals = cols.bins(score_spec)
-    boot = _Bootstrap(len(scored), resamples, seed)
+    boot = ClusterBootstrap(len(scored), resamples, seed)
     dists = boot.distributions(cols.columns, [*overall, *rank_ratios, *score_ratios])
     n = len(scored)
     points = [
@@ -502,7 +229,7 @@ def _check_parameters(resamples: int, level: float) -> None:
         raise GateInputError(f"level must be between 0 and 1, got {level}")
 
 
-def _stamp(data: DataRef, ev: _Evaluated) -> DataRef:
+def _stamp(data: DataRef, ev: Evaluated) -> DataRef:
     """`data` with the counts measured here (they describe what was actually scored)."""
     statuses = [s.status for s in ev.scored]
     return data.model_copy(
@@ -517,7 +244,7 @@ def _stamp(data: DataRef, ev: _Evaluated) -> DataRef:
     )
 
 
-def _nothing_to_measure(ev: _Evaluated, what: str) -> GateError | None:
+def _nothing_to_measure(ev: Evaluated, what: str) -> GateError | None:
     if not ev.scored:
         return GateError(
             f"nothing to {what}: none of the {ev.instances} instance(s) has a gold file"
@@ -569,7 +296,7 @@ def calibrate(
             raise GateInputError(f"{name} must be >= 1, got {value}")
     if min_bin_files < 1:
         raise GateInputError(f"min_bin_files must be >= 1, got {min_bin_files}")
-    ev = _evaluate(predictions, gold)
+    ev = evaluate(predictions, gold)
     others = [r for r in ev.other_retrievers if r != retriever.name]
     if others:
         raise CalibrationMismatchError(
@@ -579,9 +306,9 @@ def calibrate(
     problem = _nothing_to_measure(ev, "calibrate")
     if problem is not None:
         raise problem
-    rank_spec = _rank_spec(ev.scored, max_rank)
+    rank_spec = rank_bin_spec(ev.scored, max_rank)
     assert rank_spec is not None
-    score_spec = _score_spec(ev.scored, score_bins, min_bin_files)
+    score_spec = score_bin_spec(ev.scored, score_bins, min_bin_files)
     m = _measure(ev, rank_spec, score_spec, resamples=resamples, seed=seed, level=level)
     bootstrap: dict[str, Any] = {
         "unit": "instance",
@@ -633,7 +360,7 @@ def check(
     """
     level = float(calibration.bootstrap.get("level", calibration.level))
     _check_parameters(resamples, level)
-    ev = _evaluate(predictions, gold)
+    ev = evaluate(predictions, gold)
     name = calibration.retriever.name
     others = [r for r in ev.other_retrievers if r != name]
     if others:
@@ -644,12 +371,12 @@ def check(
     problem = _nothing_to_measure(ev, "check")
     if problem is not None:
         raise problem
-    rank_spec = _spec_from_curve(calibration.by_rank)
+    rank_spec = bin_spec_from_curve(calibration.by_rank)
     score_spec = None
     if calibration.by_score is not None and any(
         s.answered and s.files[0][1] is not None for s in ev.scored
     ):
-        score_spec = _spec_from_curve(calibration.by_score)
+        score_spec = bin_spec_from_curve(calibration.by_score)
     m = _measure(ev, rank_spec, score_spec, resamples=resamples, seed=seed, level=level)
     parts = []
     consistent = True

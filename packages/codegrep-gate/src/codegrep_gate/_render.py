@@ -24,7 +24,7 @@ import re
 from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from codegrep_records import normalize_path
 
@@ -34,6 +34,7 @@ from codegrep_gate.errors import GateInputError
 __all__ = [
     "CANDIDATES_INTRO",
     "MARKDOWN_HEADING",
+    "RENDER_STYLES",
     "RenderStyle",
     "candidate_files_column",
     "openhands_template_path",
@@ -41,6 +42,9 @@ __all__ = [
 ]
 
 RenderStyle = Literal["openhands", "markdown", "agent_context", "json"]
+# The styles as a tuple, for option checks and help texts (the injector's `--inject`): written
+# once, from the Literal, so that a new style is one edit.
+RENDER_STYLES: tuple[RenderStyle, ...] = get_args(RenderStyle)
 
 # Neutral on purpose: the files are a lead, not an order, and may miss some.
 CANDIDATES_INTRO = (

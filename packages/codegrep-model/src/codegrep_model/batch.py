@@ -25,8 +25,8 @@ from codegrep_model.prompts import PromptSet
 from codegrep_model.records import (
     Instance,
     Prediction,
+    RolloutCounts,
     RolloutRecord,
-    RolloutStats,
     prediction_from_rollout,
 )
 
@@ -118,7 +118,7 @@ async def run_batch(
                         commit=inst.base_commit,
                         policy=policy.name,
                         status="error",
-                        stats=RolloutStats(turns=0, tool_calls=0, calls_per_turn=0.0),
+                        stats=RolloutCounts(turns=0, tool_calls=0, calls_per_turn=0.0),
                         error=f"{type(exc).__name__}: {exc}",
                     )
                 async with lock:

@@ -51,8 +51,8 @@ from codegrep_model.records import (
     ChatMessage,
     Instance,
     RewardView,
+    RolloutCounts,
     RolloutRecord,
-    RolloutStats,
     ToolCall,
     ToolCallRecord,
     TurnRecord,
@@ -115,14 +115,14 @@ class RolloutConfig(BaseModel):
     )
 
 
-def rollout_stats(turns: Sequence[TurnRecord]) -> RolloutStats:
+def rollout_stats(turns: Sequence[TurnRecord]) -> RolloutCounts:
     """T, C_total and c̄ as `grpo_rewards.RolloutStats` defines them (T counts every assistant
     turn, the answer turn included, and is at least 1). C_total counts the calls that ran:
     refused and malformed calls did not, so c̄ stays within the per-turn cap the rewards check."""
     calls = [c for t in turns for c in t.calls]
     executed = sum(c.status in ("ok", "tool_error") for c in calls)
     stats = rewards.RolloutStats(turns=len(turns), tool_calls=executed)
-    return RolloutStats(
+    return RolloutCounts(
         turns=stats.turns,
         tool_calls=stats.tool_calls,
         calls_per_turn=stats.cbar,
@@ -410,7 +410,7 @@ class Episode:
         return tuple(self._turns)
 
     @property
-    def stats(self) -> RolloutStats:
+    def stats(self) -> RolloutCounts:
         return rollout_stats(self._turns)
 
     @property

@@ -26,6 +26,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from grpo_rewards import fbeta_from_counts
+
 from codegrep_model.errors import CodegrepModelError
 
 __all__ = [
@@ -388,12 +390,10 @@ def _groups(examples: Sequence[Example]) -> dict[str, list[Example]]:
 
 
 def _fbeta(chosen: Sequence[Example], gold_total: int, beta: float = 0.5) -> float:
+    # grpo-rewards' F-beta, the one every figure and reward uses; a gold total below the hits
+    # (a candidate list holding gold files the instance's count missed) counts as the hits.
     tp = sum(e.gold for e in chosen)
-    if tp == 0:
-        return 0.0
-    p, r = tp / len(chosen), tp / max(gold_total, tp)
-    b2 = beta * beta
-    return (1 + b2) * p * r / (b2 * p + r)
+    return fbeta_from_counts(tp, len(chosen), max(gold_total, tp), beta)
 
 
 def _score_cut(

@@ -23,6 +23,8 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from pathlib import Path
 
+from codegrep_records import write_records
+
 from codegrep_model.engine import RolloutConfig, ToolTree, run_rollout
 from codegrep_model.lexical import Candidate, LexicalPolicy
 from codegrep_model.policy import PolicyReply, PolicyRequest
@@ -191,9 +193,7 @@ async def collect(
             candidates=recorder.seen.pop(inst.instance_id, ()),
         )
         async with lock:
-            with output.open("a", encoding="utf-8") as fh:
-                fh.write(row.to_json() + "\n")
-            written += 1
+            written += write_records(output, (row,), dump=InstanceCandidates.to_json, append=True)
         if on_done:
             on_done(inst.instance_id, None)
 

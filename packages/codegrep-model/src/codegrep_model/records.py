@@ -19,6 +19,7 @@ __all__ = [
     "Instance",
     "Prediction",
     "RewardView",
+    "RolloutCounts",
     "RolloutRecord",
     "RolloutStats",
     "ToolCall",
@@ -107,7 +108,7 @@ class TurnRecord(_Record):
     usage: Usage = Usage()
 
 
-class RolloutStats(_Record):
+class RolloutCounts(_Record):
     """What the rewards need: T turns, C_total executed calls, c̄ = C_total / T, as recorded.
 
     The record of one rollout's counts, with the refusals and failures beside them. The rewards'
@@ -122,6 +123,10 @@ class RolloutStats(_Record):
     refused_calls: int = 0
     malformed_calls: int = 0
     tool_errors: int = 0
+
+
+# Its name before 0.2, when it shared one with `grpo_rewards.RolloutStats` (the reward's input).
+RolloutStats = RolloutCounts
 
 
 class RewardView(_Record):
@@ -159,7 +164,7 @@ class RolloutRecord(_Record):
     answer: Answer | None = None
     messages: tuple[ChatMessage, ...] = ()
     turns: tuple[TurnRecord, ...] = ()
-    stats: RolloutStats
+    stats: RolloutCounts
     usage: Usage = Usage()
     wall_s: float = 0.0
     model_s: float = 0.0

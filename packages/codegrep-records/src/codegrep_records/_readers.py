@@ -23,7 +23,7 @@ import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Generic, TypeVar, cast
+from typing import IO, Any, Generic, TypeVar, cast, overload
 
 from pydantic import BaseModel, ValidationError
 
@@ -296,20 +296,41 @@ def _json_line(record: BaseModel) -> str:
     return record.model_dump_json(exclude_none=True)
 
 
+_Row = TypeVar("_Row")
+
+
+@overload
 def write_records(
-    path: str | Path, records: Iterable[T], *, dump: Callable[[T], str] | None = None
+    path: str | Path, records: Iterable[T], *, dump: None = None, append: bool = False
+) -> int: ...
+
+
+@overload
+def write_records(
+    path: str | Path, records: Iterable[_Row], *, dump: Callable[[_Row], str], append: bool = False
+) -> int: ...
+
+
+def write_records(
+    path: str | Path,
+    records: Iterable[Any],
+    *,
+    dump: Callable[[Any], str] | None = None,
+    append: bool = False,
 ) -> int:
     """Write JSON Lines (gzipped when the name ends in .gz); returns the number of rows.
 
     Each row is `dump(record)` (default: the record's JSON with the fields that are None left
-    out). The parent folder is created when missing.
+    out). The parent folder is created when missing. `append=True` adds the rows to the end of
+    the file instead of replacing it: the one way a resumable job writes its rows as they finish
+    (a gzipped file then holds one gzip member per call, which gzip readers join).
     """
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
-    line: Callable[[T], str] = dump or _json_line
+    line: Callable[[Any], str] = dump or _json_line
     n = 0
     opener = gzip.open if p.suffix == ".gz" else open
-    with opener(p, "wt", encoding="utf-8") as fh:
+    with opener(p, "at" if append else "wt", encoding="utf-8") as fh:
         for rec in records:
             fh.write(line(rec) + "\n")
             n += 1

@@ -14,6 +14,10 @@ The denominator is fixed by the gold set, never by the predictions:
 acc@k follows LocAgent's `eval_metric.py`: 1 when every gold file (at most k of them) is among the
 top k predictions, i.e. |top_k ∩ G| >= min(k, |G|); a full-recall@k.
 
+The per-instance scores and the accounting are grpo-rewards' scoring core (`score_ranked`,
+`account`), which codegrep-gate's calibration uses too: the precision here and the one the gate
+acts on are one number by construction.
+
 Pure functions; no I/O.
 """
 
@@ -28,7 +32,7 @@ from typing import Any
 
 import numpy as np
 from codegrep_records import GoldLabel, Prediction
-from grpo_rewards import fbeta_from_counts
+from grpo_rewards import account, answer_status, fbeta_from_counts, score_ranked
 from numpy.typing import NDArray
 from pydantic import BaseModel, ConfigDict
 
@@ -86,20 +90,19 @@ def score_instance(
     if not gold:
         raise ValueError("an empty gold set cannot be scored")
     iid = instance_id or (prediction.instance_id if prediction else "")
-    # a file named twice is one file: counted twice, recall and F-beta could pass 1
-    files = tuple(dict.fromkeys(prediction.files)) if prediction else ()
     turns = prediction.turns if prediction else None
-    if not files:
-        status = ScoreStatus.MISSING if prediction is None else ScoreStatus.EMPTY
+    status = answer_status(None if prediction is None else prediction.files)
+    if prediction is None or status != "ok":
         return InstanceScore(
-            iid, repo, status, len(gold), 0, 0, 0.0, 0.0, 0.0, 0.0, (0.0,) * len(ks), turns
-        )
-    hits = sum(1 for f in files if f in gold)
-    p = hits / len(files)
-    r = hits / len(gold)
+            iid, repo, ScoreStatus(status), len(gold), 0, 0, 0.0, 0.0, 0.0, 0.0,
+            (0.0,) * len(ks), turns,
+        )  # fmt: skip
+    # grpo-rewards' core: a file named twice is one file (recall and F-beta could pass 1)
+    score = score_ranked(prediction.files, gold, beta=beta)
+    files = score.files
     acc = []
     for k in ks:
-        top_hits = sum(1 for f in files[:k] if f in gold)
+        top_hits = sum(score.hits[:k])
         acc.append(1.0 if top_hits >= min(k, len(gold)) else 0.0)
     return InstanceScore(
         iid,
@@ -107,11 +110,11 @@ def score_instance(
         ScoreStatus.OK,
         len(gold),
         len(files),
-        hits,
-        p,
-        r,
-        fbeta_from_counts(hits, len(files), len(gold), beta),
-        fbeta_from_counts(hits, len(files), len(gold), 1.0),
+        score.true_positives,
+        score.precision,
+        score.recall,
+        score.fbeta,
+        fbeta_from_counts(score.true_positives, len(files), len(gold), 1.0),
         tuple(acc),
         turns,
     )
@@ -168,27 +171,18 @@ def evaluate(
     ks: Sequence[int] = DEFAULT_KS,
 ) -> SystemEval:
     """Score `predictions` on every instance of `gold`, in sorted instance-id order."""
-    by_id: dict[str, Prediction] = {}
-    unknown: list[str] = []
-    for pred in predictions:
-        if pred.instance_id in gold:
-            by_id.setdefault(pred.instance_id, pred)
-        else:
-            unknown.append(pred.instance_id)
-    scores: list[InstanceScore] = []
-    no_gold: list[str] = []
+    acc = account(
+        {iid: label.files for iid, label in gold.items()},
+        predictions,
+        key=lambda pred: pred.instance_id,
+    )
     repos = repos or {}
     ks = tuple(ks)
-    for iid in sorted(gold):
-        files = gold[iid].files
-        if not files:
-            no_gold.append(iid)
-            continue
-        found = by_id.get(iid)
-        scores.append(
-            score_instance(files, found, instance_id=iid, repo=repos.get(iid, ""), beta=beta, ks=ks)
-        )
-    return SystemEval(name, beta, ks, tuple(scores), tuple(no_gold), tuple(sorted(unknown)))
+    scores = tuple(
+        score_instance(files, found, instance_id=iid, repo=repos.get(iid, ""), beta=beta, ks=ks)
+        for iid, files, found in acc.scored
+    )
+    return SystemEval(name, beta, ks, scores, acc.no_gold, tuple(sorted(acc.unknown)))
 
 
 class Estimate(BaseModel):

@@ -1,38 +1,46 @@
 """Tool calls, opened files and edits from an agent's trajectory, for the per-instance case view.
 
 Three shapes come in: OpenHands V0 `history` (action/observation dicts), OpenHands V1 events
-(`kind` discriminator) and OpenAI-style `messages` with `tool_calls`. A file counts as opened
-when the editor viewed it (not a directory listing) or a shell command printed it (`cat`,
-`head`, `tail`, `less`, `more`, `nl`, `sed -n`, and `grep` on named files). Reading shell
-commands is a heuristic: a read through a script, a variable or a pipe is not seen. An edit is
-an editor command (`str_replace`, `insert`, `undo_edit`) on a file the agent did not create
-itself: `create` writes a new file (a reproduction script, usually), and neither it nor later
-edits of that script are "the first edit". Shell writes are not seen.
+(`kind` discriminator) and OpenAI-style `messages` with `tool_calls`. Which tool is the editor
+and which the shell, and which files a shell line reads, are catm's rules (`catm.EDITOR_TOOLS`,
+`catm.SHELL_TOOLS`, `catm.parse_shell`, `catm.view_failed`, `catm.is_directory_listing`), so
+that "the agent opened this file" means the same in a mined label and in this report: a file
+counts as opened when the editor showed it (not a directory listing, not an error) or a shell
+command printed it (`cat`, `head`, `tail`, `nl`, `less`, `more`, `bat`, `sed` without `-i`,
+`awk`, and `grep`/`rg` over exactly one file; a grep over several files or a tree is a search),
+with the shell's `cd`s followed across calls; a path whose name says it is a folder
+(`catm.looks_like_directory`: no extension, a trailing `/`) or that is the sandbox's
+repository root is not a file opened. Reading shell commands is a heuristic: a read through a
+script, a variable or `$(...)` is not seen. An edit is an editor command
+(`str_replace`, `insert`, `undo_edit`) on a file the agent did not create itself: `create`
+writes a new file (a reproduction script, usually), and neither it nor later edits of that
+script are "the first edit". Shell writes are not seen.
 
 Not for mining relevance labels (that is catm, which reads the same formats with the reasoning).
 """
 
 from __future__ import annotations
 
-import re
-import shlex
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from catm import (
+    EDITOR_ACTIONS,
+    EDITOR_TOOLS,
+    SHELL_ACTIONS,
+    SHELL_TOOLS,
+    guess_root,
+    is_directory_listing,
+    looks_like_directory,
+    parse_shell,
+    view_failed,
+)
 from codegrep_records import normalize_path, parse_json
 
 from swe_eval.downstream.records import Action
 
-_EDITOR_TOOLS = frozenset({"str_replace_editor", "file_editor", "edit_file"})
-_SHELL_TOOLS = frozenset({"execute_bash", "terminal", "bash", "shell", "execute_command"})
 _EDIT_COMMANDS = frozenset({"str_replace", "insert", "undo_edit", "edit"})
-_PRINTERS = frozenset({"cat", "head", "tail", "less", "more", "nl", "bat"})
-_SEGMENT = re.compile(r"&&|\|\||[;|\n]")
-# options that take a value in the next word
-_PRINTER_VALUES = frozenset({"-n", "-c", "--lines", "--bytes"})
-_GREP_VALUES = frozenset({"-A", "-B", "-C", "-m", "-e", "-f"})
-_DIRECTORY_LISTING = "files and directories"
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,61 +75,17 @@ def json_arguments(raw: Any) -> dict[str, Any]:
     return {}
 
 
-def _operands(words: list[str], takes_value: frozenset[str]) -> list[str]:
-    out: list[str] = []
-    skip = False
-    for w in words:
-        if skip:
-            skip = False
-            continue
-        if w in takes_value:
-            skip = True
-            continue
-        if w.startswith("-") or w.startswith("+"):
-            continue
-        out.append(w)
-    return out
+def _is_mount_root(path: str) -> bool:
+    """`/workspace/django__django__4.1`: the repository itself, though its name has a dot."""
+    folder = path.rstrip("/")
+    return bool(folder) and guess_root(folder + "/x") == folder
 
 
-def _looks_like_file(word: str) -> bool:
-    last = word.rstrip("/").rsplit("/", 1)[-1]
-    return "." in last.strip(".") and not any(c in word for c in "*?$`{}<>")
-
-
-def _recursive(args: list[str]) -> bool:
-    short = [a[1:] for a in args if a.startswith("-") and not a.startswith("--")]
-    return "--recursive" in args or any("r" in s or "R" in s for s in short)
-
-
-def shell_reads(command: str) -> list[str]:
-    """Files a shell line prints, as written (not normalized); see the module docstring."""
-    if "<<" in command:  # a heredoc body is data, not commands
-        command = command.split("\n", 1)[0]
-    reads: list[str] = []
-    for segment in _SEGMENT.split(command):
-        if ">" in segment:  # a redirection writes
-            continue
-        try:
-            words = shlex.split(segment)
-        except ValueError:
-            continue
-        while words and ("=" in words[0] and not words[0].startswith("-")):
-            words = words[1:]  # VAR=value prefixes
-        if not words:
-            continue
-        program, args = words[0].rsplit("/", 1)[-1], words[1:]
-        if program in _PRINTERS:
-            reads += [w for w in _operands(args, _PRINTER_VALUES) if _looks_like_file(w)]
-        elif program == "sed" and "-n" in args:
-            ops = [w for w in args if not w.startswith("-")]
-            reads += [w for w in ops[1:] if _looks_like_file(w)]
-        elif program in ("grep", "egrep", "fgrep") and not _recursive(args):
-            ops = _operands(args, _GREP_VALUES)
-            files = (
-                ops if "-e" in args or "-f" in args else ops[1:]
-            )  # else the first is the pattern
-            reads += [w for w in files if _looks_like_file(w)]
-    return reads
+def shell_reads(command: str, cwd: str = "") -> tuple[tuple[str, ...], str]:
+    """Files a shell line prints (as written, joined with the working directory), and the
+    working directory after its `cd`s: catm's rule, see the module docstring."""
+    effects = parse_shell(command, cwd)
+    return effects.reads, effects.cwd
 
 
 class _Collector:
@@ -134,10 +98,11 @@ class _Collector:
         self.editing = False  # an existing file has been edited: before_edit stops growing
         self.created: set[str] = set()  # files the agent created (its scripts): not "the edit"
         self.edited: dict[str, None] = {}
+        self.cwd = ""  # the shell's working directory, followed across calls
 
-    def _open(self, path: str) -> None:
+    def _open(self, path: str, *, by_name: bool = False) -> None:
         norm = normalize_path(path)
-        if not norm:
+        if not norm or (by_name and (looks_like_directory(norm) or _is_mount_root(path))):
             return
         self.opened.setdefault(norm)
         if not self.editing:
@@ -147,12 +112,9 @@ class _Collector:
         norm = normalize_path(path)
         self.actions.append(Action(tool, command, norm))
         if command == "view":
-            is_dir = (
-                _DIRECTORY_LISTING in observation[:400]
-                if observation is not None
-                else not _looks_like_file(path)
-            )
-            if not is_dir:
+            if observation is None:  # a format without observations: judge by the name
+                self._open(path, by_name=True)
+            elif not (view_failed(observation) or is_directory_listing(observation)):
                 self._open(path)
         elif command in _EDIT_COMMANDS or command == "create":
             if norm:
@@ -164,19 +126,20 @@ class _Collector:
 
     def shell(self, tool: str, command: str) -> None:
         self.actions.append(Action(tool, command))
-        for path in shell_reads(command):
-            self._open(path)
+        reads, self.cwd = shell_reads(command, self.cwd)
+        for path in reads:  # a shell line names folders too (`grep -r x src/`)
+            self._open(path, by_name=True)
 
     def other(self, tool: str) -> None:
         self.actions.append(Action(tool))
 
     def call(self, tool: str, args: dict[str, Any], observation: str | None) -> None:
         """An OpenAI-style tool call (completions, or V0 events carrying the tool name)."""
-        if tool in _EDITOR_TOOLS:
-            self.editor(
-                tool, str(args.get("command") or ""), str(args.get("path") or ""), observation
-            )
-        elif tool in _SHELL_TOOLS:
+        if tool in EDITOR_TOOLS:
+            # an editor call without a command is a view (`view_file`), as catm reads it
+            command = str(args.get("command") or "view")
+            self.editor(tool, command, str(args.get("path") or ""), observation)
+        elif tool in SHELL_TOOLS:
             self.shell(tool, str(args.get("command") or ""))
         else:
             self.other(tool)
@@ -240,10 +203,10 @@ def trace_v1(history: list[Any]) -> Trace:
         kind = str(action.get("kind") or "")
         tool = str(e.get("tool_name") or kind or "unknown")
         obs = observations.get(str(e.get("id"))) or observations.get(str(e.get("tool_call_id")))
-        if tool in _EDITOR_TOOLS or kind == "FileEditorAction":
+        if tool in EDITOR_TOOLS or kind in EDITOR_ACTIONS:
             command = str(action.get("command") or "view")
             c.editor(tool, command, str(action.get("path") or ""), obs)
-        elif tool in _SHELL_TOOLS or kind in ("TerminalAction", "ExecuteBashAction"):
+        elif tool in SHELL_TOOLS or kind in SHELL_ACTIONS:
             c.shell(tool, str(action.get("command") or ""))
         else:
             c.other(tool)

@@ -1,0 +1,195 @@
+"""The scoring-and-statistics core: ranked per-instance scores, the macro accounting of a
+prediction set against gold sets, and the cluster bootstrap over instances.
+
+swe-eval's Table 2 (`swe_eval.metrics`) and codegrep-gate's calibration both score with these,
+so that the precision a report prints and the precision the gate acts on are one number by
+construction (they used to be two copies held equal by a test). It lives here, in the stdlib-only
+package both already depend on, beside the F-beta it uses.
+
+The accounting (`account`):
+- every gold id with a non-empty gold set is scored once (a macro average), in sorted id order;
+- a gold id without a row, or whose row names no file, is scored 0 (`missing`, `empty`);
+- a gold id whose gold set is empty is left out and listed (`no_gold`);
+- rows for ids outside the gold sets are ignored and listed (`unknown`); for an id named twice,
+  the first row is used.
+
+A file named twice in one answer is one file at its first rank (`score_ranked`): counted twice
+it would give a recall, and an F-beta, above 1.
+
+The bootstrap (`ClusterBootstrap`) resamples instance indices with replacement from
+`random.Random(seed)` and recomputes each figure as a ratio of column sums, so that every figure
+moves with the same resamples; `percentile` is numpy's default ('linear') percentile.
+
+Pure functions; no I/O; stdlib only. Not for the downstream resolve-rate statistics (swe-eval's
+`downstream.analysis`, with numpy) nor for a training reward (`_rewards`).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
+from dataclasses import dataclass
+from operator import itemgetter
+from typing import Generic, Literal, TypeVar
+
+from grpo_rewards._metrics import fbeta_from_counts
+
+__all__ = [
+    "Accounting",
+    "AnswerStatus",
+    "ClusterBootstrap",
+    "RankedScore",
+    "Ratio",
+    "account",
+    "answer_status",
+    "percentile",
+    "percentile_interval",
+    "score_ranked",
+]
+
+R = TypeVar("R")
+AnswerStatus = Literal["ok", "missing", "empty"]
+
+
+@dataclass(frozen=True, slots=True)
+class RankedScore:
+    """One ranked answer against one non-empty gold set."""
+
+    files: tuple[str, ...]  # ranked, each file once (at its first rank)
+    first_index: tuple[int, ...]  # where each file first appears in the answer as given
+    hits: tuple[bool, ...]  # per file: is it gold
+    n_gold: int
+    beta: float
+    true_positives: int
+    precision: float
+    recall: float
+    fbeta: float
+
+
+def score_ranked(files: Sequence[str], gold: AbstractSet[str], *, beta: float = 0.5) -> RankedScore:
+    """Precision, recall and F-beta of a ranked answer; `files` must name at least one file."""
+    if not gold:
+        raise ValueError("an empty gold set cannot be scored")
+    first: dict[str, int] = {}
+    for j, name in enumerate(files):
+        first.setdefault(name, j)
+    if not first:
+        raise ValueError("an empty answer is not scored: it is `empty` (see `answer_status`)")
+    ranked = tuple(first)
+    hits = tuple(f in gold for f in ranked)
+    tp = sum(hits)
+    return RankedScore(
+        files=ranked,
+        first_index=tuple(first.values()),
+        hits=hits,
+        n_gold=len(gold),
+        beta=beta,
+        true_positives=tp,
+        precision=tp / len(ranked),
+        recall=tp / len(gold),
+        fbeta=fbeta_from_counts(tp, len(ranked), len(gold), beta),
+    )
+
+
+def answer_status(files: Sequence[str] | None) -> AnswerStatus:
+    """`missing` without a row, `empty` for a row that names no file, else `ok`."""
+    if files is None:
+        return "missing"
+    return "ok" if files else "empty"
+
+
+@dataclass(frozen=True)
+class Accounting(Generic[R]):
+    """Which row scores which gold id, and what was left out (see the module docstring)."""
+
+    scored: tuple[tuple[str, frozenset[str], R | None], ...]  # (id, gold, first row), sorted
+    no_gold: tuple[str, ...]  # sorted
+    unknown: tuple[str, ...]  # ids of rows outside the gold sets, in input order
+
+
+def account(
+    gold: Mapping[str, AbstractSet[str]], rows: Iterable[R], *, key: Callable[[R], str]
+) -> Accounting[R]:
+    """Pair rows with gold ids: the first row per id; unknown ids and empty gold sets listed."""
+    found: dict[str, R] = {}
+    unknown: list[str] = []
+    for row in rows:
+        iid = key(row)
+        if iid in gold:
+            found.setdefault(iid, row)
+        else:
+            unknown.append(iid)
+    scored: list[tuple[str, frozenset[str], R | None]] = []
+    no_gold: list[str] = []
+    for iid in sorted(gold):
+        truth = frozenset(gold[iid])
+        if not truth:
+            no_gold.append(iid)
+        else:
+            scored.append((iid, truth, found.get(iid)))
+    return Accounting(tuple(scored), tuple(no_gold), tuple(unknown))
+
+
+def percentile(ordered: Sequence[float], q: float) -> float:
+    """numpy's default ('linear') percentile of an already sorted sequence, q in [0, 1]."""
+    pos = q * (len(ordered) - 1)
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+
+
+def percentile_interval(point: float, dist: list[float], level: float) -> tuple[float, float]:
+    """(low, high) percentile interval of `dist` (sorted in place), widened to hold `point`;
+    (point, point) when there is no resample."""
+    if not dist:
+        return point, point
+    dist.sort()
+    alpha = 1.0 - level
+    return (
+        min(percentile(dist, alpha / 2), point),
+        max(percentile(dist, 1 - alpha / 2), point),
+    )
+
+
+@dataclass(frozen=True)
+class Ratio:
+    """A figure that is sum(numerator column) / sum(denominator column) over the instances."""
+
+    num: int
+    den: int | None  # None: the number of instances (a plain mean)
+
+
+def _single(i: int) -> Callable[[Sequence[float]], Sequence[float]]:
+    def pick(column: Sequence[float]) -> Sequence[float]:
+        return (column[i],)
+
+    return pick
+
+
+class ClusterBootstrap:
+    """Resamples of instance indices, shared by every figure so that they move together."""
+
+    def __init__(self, n: int, resamples: int, seed: int) -> None:
+        rng = random.Random(seed)
+        population = range(n)
+        self.n = n
+        self.pickers: list[Callable[[Sequence[float]], Sequence[float]]] = []
+        for _ in range(resamples if n > 0 else 0):
+            idx = rng.choices(population, k=n)
+            # itemgetter of one index returns the item itself, not a 1-tuple.
+            self.pickers.append(itemgetter(*idx) if n > 1 else _single(idx[0]))
+
+    def distributions(
+        self, columns: Sequence[Sequence[float]], ratios: Sequence[Ratio]
+    ) -> list[list[float]]:
+        """For each ratio, its value in every resample where its denominator is not 0."""
+        out: list[list[float]] = [[] for _ in ratios]
+        for pick in self.pickers:
+            sums = [math.fsum(pick(col)) for col in columns]
+            for k, ratio in enumerate(ratios):
+                den = self.n if ratio.den is None else sums[ratio.den]
+                if den > 0:
+                    out[k].append(sums[ratio.num] / den)
+        return out

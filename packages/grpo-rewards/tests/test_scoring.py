@@ -1,0 +1,108 @@
+"""The scoring core swe-eval and codegrep-gate both score with: ranked scores, the accounting of
+a prediction set against gold sets, and the cluster bootstrap."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+import pytest
+from grpo_rewards import (
+    ClusterBootstrap,
+    Ratio,
+    account,
+    answer_status,
+    percentile,
+    percentile_interval,
+    score_ranked,
+)
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+PATHS = ["a.py", "b.py", "c.py", "d.py"]
+IDS = ["i1", "i2", "i3", "i4"]
+
+
+@dataclass(frozen=True)
+class Row:
+    instance_id: str
+    files: tuple[str, ...]
+
+
+def test_a_file_named_twice_is_one_file_at_its_first_rank() -> None:
+    s = score_ranked(["a.py", "b.py", "a.py"], {"a.py", "c.py"})
+    assert s.files == ("a.py", "b.py")
+    assert s.first_index == (0, 1)
+    assert s.hits == (True, False)
+    assert (s.true_positives, s.precision, s.recall) == (1, 0.5, 0.5)
+    assert s.fbeta == pytest.approx(0.5)
+    # counted twice, recall would be 2/2 and precision 2/3
+    assert score_ranked(["a.py", "a.py"], {"a.py", "c.py"}).recall == 0.5
+
+
+def test_nothing_to_score_is_an_error_not_a_zero() -> None:
+    with pytest.raises(ValueError, match="empty gold"):
+        score_ranked(["a.py"], set())
+    with pytest.raises(ValueError, match="empty answer"):
+        score_ranked([], {"a.py"})
+    assert [answer_status(x) for x in (None, (), ("a.py",))] == ["missing", "empty", "ok"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    gold=st.dictionaries(st.sampled_from(IDS), st.frozensets(st.sampled_from(PATHS), max_size=3)),
+    rows=st.lists(
+        st.builds(
+            Row,
+            st.sampled_from([*IDS, "other"]),
+            st.lists(st.sampled_from(PATHS), max_size=5).map(tuple),
+        ),
+        max_size=8,
+    ),
+)
+def test_account_follows_the_written_rule(gold: dict[str, frozenset[str]], rows: list[Row]) -> None:
+    acc = account(gold, rows, key=lambda r: r.instance_id)
+    assert acc.no_gold == tuple(sorted(i for i, g in gold.items() if not g))
+    assert acc.unknown == tuple(r.instance_id for r in rows if r.instance_id not in gold)
+    assert [iid for iid, _, _ in acc.scored] == sorted(i for i, g in gold.items() if g)
+    for iid, truth, found in acc.scored:
+        assert truth == gold[iid]
+        firsts = [r for r in rows if r.instance_id == iid]
+        assert found == (firsts[0] if firsts else None)  # the first row of an id counts
+        if found is not None and found.files:
+            s = score_ranked(found.files, truth)
+            unique = set(found.files)
+            assert s.precision == len(unique & truth) / len(unique)
+            assert s.recall == len(unique & truth) / len(truth)
+
+
+def test_percentile_is_numpys_linear_percentile() -> None:
+    np = pytest.importorskip("numpy")
+    rng = random.Random(7)
+    values = sorted(rng.random() for _ in range(37))
+    for q in (0.0, 0.025, 0.5, 0.975, 1.0):
+        assert percentile(values, q) == pytest.approx(float(np.percentile(values, q * 100)))
+
+
+def test_percentile_interval_holds_the_point() -> None:
+    assert percentile_interval(0.3, [], 0.95) == (0.3, 0.3)
+    low, high = percentile_interval(0.9, [0.1, 0.2, 0.3], 0.95)
+    assert low == pytest.approx(0.105)
+    assert high == 0.9  # widened: the percentiles miss the point
+
+
+def test_cluster_bootstrap_resamples_instances_jointly_and_is_seeded() -> None:
+    hits = [1.0, 0.0, 2.0, 1.0]
+    files = [2.0, 1.0, 2.0, 4.0]
+    ratios = [Ratio(0, None), Ratio(0, 1)]
+    one = ClusterBootstrap(4, 50, seed=3).distributions([hits, files], ratios)
+    two = ClusterBootstrap(4, 50, seed=3).distributions([hits, files], ratios)
+    assert one == two
+    assert len(one[0]) == len(one[1]) == 50
+    # the same resample of instances for both figures: recompute each from its indices
+    rng = random.Random(3)
+    for k in range(50):
+        idx = rng.choices(range(4), k=4)
+        assert one[0][k] == pytest.approx(sum(hits[i] for i in idx) / 4)
+        assert one[1][k] == pytest.approx(sum(hits[i] for i in idx) / sum(files[i] for i in idx))
+    assert ClusterBootstrap(0, 50, seed=3).distributions([[], []], ratios) == [[], []]
