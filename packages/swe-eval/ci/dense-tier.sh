@@ -24,7 +24,7 @@ pip="$venv/bin/pip"
 "$pip" install --quiet "$root/packages/codegrep-records[parquet]" "$root/packages/grpo-rewards"
 "$pip" install --quiet "$root/packages/codegrep-cli" "$root/packages/worktree-sandbox"
 "$pip" install --quiet "$root/packages/codegrep-model" "$root/packages/codegrep-gate"
-"$pip" install --quiet "$root/packages/codegrep-report"
+"$pip" install --quiet "$root/packages/codegrep-report" "$root/packages/catm"
 "$pip" install --quiet "$root/packages/swe-eval[dense]" pytest hypothesis
 
 # Nothing installed after it may have swapped in a CUDA build.
