@@ -11,10 +11,7 @@ answer like the others, not a tool error.
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
-import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -25,10 +22,9 @@ import pytest
 pytest.importorskip("uvicorn", reason="needs codegrep's 'serve' extra")
 
 import httpx
-import uvicorn
 from codegrep.cli import app as codegrep_app
 from codegrep.gating import apply
-from codegrep.serve_http import build_app
+from codegrep.serve_http import build_app, serve_in_thread
 from codegrep.service import LocalizeService
 from codegrep_gate import GateConfig, shipped_calibration
 from swe_eval.cli import app as swe_eval_app
@@ -136,23 +132,8 @@ def _by_batch(mirrors: Path, commit: str, tmp_path: Path) -> dict[str, dict[str,
 
 @contextmanager
 def _serving(service: LocalizeService) -> Iterator[str]:
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(16)
-    server = uvicorn.Server(uvicorn.Config(build_app(service), log_level="warning"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 15
-    while not server.started:
-        assert thread.is_alive(), "the server stopped while starting"
-        assert time.monotonic() < deadline, "the server did not start"
-        time.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
-    finally:
-        server.should_exit = True
-        thread.join(15)
-        sock.close()
+    with serve_in_thread(build_app(service)) as url:
+        yield url
 
 
 def _by_http(mirrors: Path, repo: Path, commit: str) -> dict[str, dict[str, Any]]:

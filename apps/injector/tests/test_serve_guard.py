@@ -23,9 +23,8 @@ pytest.importorskip("uvicorn", reason="needs the 'serve' extra")
 pytest.importorskip("starlette", reason="needs the 'serve' extra")
 
 import httpx
-import uvicorn
 from codegrep.cli import app
-from codegrep.serve_http import build_app, server_config
+from codegrep.serve_http import build_app, serve_in_thread
 from codegrep.service import LocalizeService, ServiceConfigError, ServiceLimits
 from codegrep_model import PolicyReply, PolicyRequest
 from typer.testing import CliRunner
@@ -65,25 +64,8 @@ def outside(tmp_path: Path, make_repo: MakeRepo) -> Path:
 @contextmanager
 def serving(app_: Any, **config: Any) -> Iterator[str]:
     """A real uvicorn server, configured as `codegrep serve` configures it, on 127.0.0.1."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(128)
-    port = sock.getsockname()[1]
-    app_ = app_(port) if callable(app_) and not hasattr(app_, "router") else app_
-    server = uvicorn.Server(server_config(app_, **config))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 15
-    while not server.started:
-        assert thread.is_alive(), "the server stopped while starting"
-        assert time.monotonic() < deadline, "the server did not start"
-        time.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(15)
-        sock.close()
+    with serve_in_thread(app_, **config) as url:
+        yield url
 
 
 def _post(url: str, body: object, **kw: Any) -> httpx.Response:

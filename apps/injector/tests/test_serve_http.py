@@ -7,7 +7,6 @@ import asyncio
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
 import threading
@@ -23,9 +22,8 @@ pytest.importorskip("uvicorn", reason="needs the 'serve' extra")
 pytest.importorskip("starlette", reason="needs the 'serve' extra")
 
 import httpx
-import uvicorn
 from codegrep.cli import app
-from codegrep.serve_http import build_app
+from codegrep.serve_http import build_app, serve_in_thread
 from codegrep.service import LocalizeResponse, LocalizeService, ServiceConfigError, ServiceLimits
 from codegrep_gate import Calibration, DataRef, Retriever, calibrate, write_calibration
 from codegrep_model import PolicyError, PolicyReply, PolicyRequest
@@ -136,27 +134,8 @@ class AnswerPolicy:
 @contextmanager
 def serving(service: LocalizeService, *, max_body_bytes: int = 1 << 20) -> Iterator[str]:
     """A real uvicorn server on a free port of 127.0.0.1, in a thread; yields its base URL."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(128)
-    port = sock.getsockname()[1]
-    config = uvicorn.Config(
-        build_app(service, max_body_bytes=max_body_bytes), log_level="warning", lifespan="on"
-    )
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 15
-    while not server.started:
-        assert thread.is_alive(), "the server stopped while starting"
-        assert time.monotonic() < deadline, "the server did not start"
-        time.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(15)
-        sock.close()
+    with serve_in_thread(build_app(service, max_body_bytes=max_body_bytes)) as url:
+        yield url
 
 
 def _post(url: str, body: object, **kw: object) -> httpx.Response:

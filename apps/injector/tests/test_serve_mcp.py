@@ -4,10 +4,7 @@
 from __future__ import annotations
 
 import json
-import socket
 import sys
-import threading
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -17,8 +14,7 @@ import pytest
 pytest.importorskip("mcp", reason="needs the 'serve' extra")
 
 import httpx
-import uvicorn
-from codegrep.serve_http import build_app
+from codegrep.serve_http import build_app, serve_in_thread
 from codegrep.service import LocalizeService
 from codegrep_gate import DataRef, Retriever, calibrate, load_calibration, write_calibration
 from codegrep_model import __version__ as model_version
@@ -210,21 +206,5 @@ async def test_mcp_over_streamable_http_and_the_servers_gate_default(
 @contextmanager
 def _serving(service: LocalizeService) -> Iterator[str]:
     """`build_app` under a real uvicorn on a free port of 127.0.0.1, in a thread."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(16)
-    config = uvicorn.Config(build_app(service), log_level="warning", lifespan="on")
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 15
-    while not server.started:
-        assert thread.is_alive(), "the server stopped while starting"
-        assert time.monotonic() < deadline, "the server did not start"
-        time.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
-    finally:
-        server.should_exit = True
-        thread.join(15)
-        sock.close()
+    with serve_in_thread(build_app(service)) as url:
+        yield url

@@ -29,8 +29,18 @@ import hmac
 import json
 import logging
 import re
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, MutableMapping
-from contextlib import asynccontextmanager
+import socket
+import threading
+import time
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Iterable,
+    Iterator,
+    MutableMapping,
+)
+from contextlib import asynccontextmanager, contextmanager
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -66,6 +76,7 @@ __all__ = [
     "STATUS_OF",
     "RequestGuard",
     "build_app",
+    "serve_in_thread",
     "server_config",
 ]
 
@@ -509,3 +520,38 @@ def server_config(
         timeout_keep_alive=max(1, round(keep_alive_s)),
         limit_concurrency=limit_concurrency,
     )
+
+
+@contextmanager
+def serve_in_thread(app: Starlette | Callable[[int], Starlette], **config: Any) -> Iterator[str]:
+    """Serve `app` with a real uvicorn on a free port of 127.0.0.1, in a daemon thread, as
+    `codegrep serve` configures it (`server_config(**config)`); yields the base URL and stops
+    the server on exit. `app` may be a function of the bound port that makes the app (the
+    request guard must know the port). For embedding the server in a test or a harness; the
+    CLI serves in its own event loop instead."""
+    import uvicorn
+
+    sock = socket.socket()
+    try:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(128)
+        port = sock.getsockname()[1]
+        made = app(port) if callable(app) and not hasattr(app, "router") else app
+        server = uvicorn.Server(server_config(made, **config))  # type: ignore[arg-type]
+        thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+        thread.start()
+        deadline = time.monotonic() + 15
+        while not server.started:
+            if not thread.is_alive():
+                raise RuntimeError("the server stopped while starting")
+            if time.monotonic() > deadline:
+                server.should_exit = True
+                raise RuntimeError("the server did not start within 15 s")
+            time.sleep(0.02)
+        try:
+            yield f"http://127.0.0.1:{port}"
+        finally:
+            server.should_exit = True
+            thread.join(15)
+    finally:
+        sock.close()
