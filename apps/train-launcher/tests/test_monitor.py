@@ -145,7 +145,10 @@ def test_a_real_ms_swift_log_reads_without_a_bad_line() -> None:
     assert run.series("clipped_ratio").values == (0.5, 0.5)
     assert "CodeGrepV3ORM" in run.reward_funcs
     report = check(run)
-    assert report.alarms == []  # two steps: no window is full yet
+    # the run ended after two steps: they are its window, and c̄ 0.5 with half the completions
+    # cut at the limit is what a run that ends there looks like
+    assert {a.name for a in report.alarms} == {"calls_per_turn_low", "clipped_ratio_high"}
+    assert any("judged over all its steps" in n for n in report.notes)
     assert any("no KL logged (beta is 0" in n for n in report.notes)
     assert any("is per round" in n for n in report.notes)
 
@@ -346,7 +349,7 @@ def test_bad_input_exits_2_in_one_error_line(tmp_path: Path) -> None:
 def test_paths_with_square_brackets_are_printed_as_they_are(tmp_path: Path) -> None:
     run_dir = _copy(SWIFT_CPU, tmp_path / "[run]")
     res = runner.invoke(_app(), ["monitor", str(run_dir), "--no-plot"])
-    assert res.exit_code == 0, res.output
+    assert res.exit_code == 1, res.output  # the two-step CPU run's alarms (see above)
     assert f"wrote {run_dir / 'monitor' / 'report.json'}" in res.stdout
 
 
@@ -521,7 +524,7 @@ def test_a_link_planted_at_the_report_is_replaced_and_its_target_untouched(
     for name, target in outside.items():
         (run_dir / "monitor" / name).symlink_to(target)
     res = runner.invoke(_app(), ["monitor", str(run_dir), "--no-plot"])
-    assert res.exit_code == 0, res.output
+    assert res.exit_code == 1, res.output  # the two-step CPU run's alarms; the files are written
     for name, target in outside.items():
         assert target.read_text() == "keep me\n"
         written = run_dir / "monitor" / name
@@ -715,3 +718,27 @@ def test_the_monitor_reads_the_rollout_log_through_rollout_log_entry(tmp_path: P
     assert data.series("overflow_rate").values == (0.5, 0.5)
     assert data.series("overflow_rate").source == f"{ROLLOUT_LOG_FILE} stop_cause"
     assert data.series("parse_failure_rate").values == (0.0, 0.5)
+
+
+def test_a_finished_run_shorter_than_the_window_is_judged_over_all_its_steps(
+    tmp_path: Path,
+) -> None:
+    # 12 steps making no tool call: a run that ended there never fills a 20-step window, and
+    # used to read "OK: no alarm"; one still running waits for its window as before.
+    idle = {"codegrep/calls_per_turn": 0.0}
+    finished = check(read_run(_doctored(tmp_path / "done", 12, {}, idle)))
+    (alarm,) = [a for a in finished.alarms if a.name == "calls_per_turn_low"]
+    assert alarm.value == 0.0
+    assert "OK" not in finished.verdict
+    run = _doctored(tmp_path / "running", 12, {}, idle)
+    log = next(run.iterdir()) / "logging.jsonl"
+    steps_only = [
+        line.replace("/12", "/2000")
+        for line in log.read_text().splitlines()
+        if "train_runtime" not in line and "log_history" not in line
+    ]
+    log.write_text("\n".join(steps_only) + "\n")
+    running = check(read_run(run))
+    assert not read_run(run).finished
+    assert "calls_per_turn_low" not in {a.name for a in running.alarms}
+    assert any("no sustained check could fire yet" in n for n in running.notes)

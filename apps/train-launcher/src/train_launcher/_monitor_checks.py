@@ -329,6 +329,11 @@ class _Checks:
         self.run = run
         self.th = thresholds
         self.w = thresholds.window_steps
+        # A finished run shorter than the window will never fill it: the whole run is its
+        # window, so a 12-step run at 100% parse failures is not "OK" for want of 8 steps.
+        span = _span(run)
+        if run.finished and span is not None and span < self.w:
+            self.w = max(1, int(span))
         self.alarms: list[Alarm] = []
         self.notes = list(run.notes)
         self.latest: dict[str, float] = {}
@@ -671,6 +676,14 @@ def _length_limit(run: RunData, th: MonitorThresholds) -> int | None:
     return None
 
 
+def _span(run: RunData) -> float | None:
+    """How many steps the run's logs cover (None before any step is logged)."""
+    first = min((s.steps[0] for s in run.metrics.values() if s.steps), default=None)
+    if first is None or run.last_step is None:
+        return None
+    return run.last_step - first + _interval(run.series("reward") or run.series("kl"))
+
+
 def check(run: RunData, thresholds: MonitorThresholds | None = None) -> MonitorReport:
     """Every alarm the run raises (each at the first step it fired) and a short verdict."""
     th = thresholds or MonitorThresholds()
@@ -686,10 +699,14 @@ def check(run: RunData, thresholds: MonitorThresholds | None = None) -> MonitorR
     for name in ("num_turns", "ppo_clip_ratio"):
         checks.rolling(name)
     notes = checks.notes
-    first = min((s.steps[0] for s in run.metrics.values() if s.steps), default=None)
-    if first is not None and run.last_step is not None:
-        span = run.last_step - first + _interval(run.series("reward") or run.series("kl"))
-        if span < th.window_steps:
+    span = _span(run)
+    if span is not None and span < th.window_steps:
+        if checks.w < th.window_steps:
+            notes.append(
+                f"the run ended after {span:g} steps, fewer than window_steps "
+                f"({th.window_steps}): the sustained checks were judged over all its steps"
+            )
+        else:
             notes.append(
                 f"only {span:g} steps logged, fewer than window_steps ({th.window_steps}): "
                 "no sustained check could fire yet (the hard limits and the NaN checks apply)"
