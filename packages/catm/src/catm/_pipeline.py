@@ -13,6 +13,9 @@ Patch files are the shared gold rule's files of the patch (`MiningConfig.gold_ru
 toolkit's `GoldRule()`: a rename under its old path, no added files, no test files), from the
 `--instances` row or, without one, from the patch the trajectory record carries itself.
 
+`prepare_mining` and `mine_to_file` are what `catm mine` runs (inputs read and the judge opened,
+then stages 1-3 and the labels written); they report through `MiningProgress` and never print.
+
 Memory: one trajectory is in memory at a time; what grows is the per-instance aggregate (files,
 contributing trajectory ids, and the judge evidence only when a judge is used), i.e. the size of
 the labels themselves.
@@ -21,18 +24,21 @@ the labels themselves.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from codegrep_records import GoldRule, Instance, files_from_patch
 
-from catm._judge import Judge, JudgeRequest, JudgeResult
+from catm._instances import load_instances
+from catm._judge import Judge, JudgeRequest, JudgeResult, NoJudge, OpenAIJudge
 from catm._mining import TrajectoryMining, mine_trajectory
+from catm._output import write_labels
 from catm._readers import read_trajectories
 from catm._records import LabelRecord, MinedFile, MiningStats, Skip, Trajectory, Verdict
 from catm._tokens import TOKENIZER_NAME
 from catm._weights import GOLD_THRESHOLD, median_beta, normalized_weights, saturation_weight
+from catm.errors import JudgeError
 
 _KEPT_SKIPS = 1000  # skip details kept for the report; all of them are counted
 
@@ -303,3 +309,102 @@ def _finish(
         retention=len(contributing) / counts.trajectories if counts.trajectories else 0.0,
     )
     return MiningResult(stats, counts.skips, build)
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeSpec:
+    """Which judge to ask: `model="none"` keeps every mined file and sends no request."""
+
+    model: str = "none"
+    endpoint: str = "http://127.0.0.1:8000/v1"
+    api_key: str = ""
+    cache: Path | None = None  # the judge's SQLite answer cache; None: no cache
+    template: Path | None = None  # the judge prompt ({path}, {issue}, {reasoning})
+    concurrency: int = 16
+    retries: int = 4
+    timeout_s: float = 60.0
+
+
+@dataclass(frozen=True, slots=True)
+class MiningProgress:
+    """What a caller hears while `mine_to_file` runs (a CLI draws progress bars with it)."""
+
+    on_trajectory: Callable[[], None] | None = None  # one trajectory record read
+    on_judge_start: Callable[[int], None] | None = None  # stage 2 starts: this many requests
+    on_judged: Callable[[JudgeResult], None] | None = None  # one request answered
+
+
+@dataclass(slots=True)
+class MiningInputs:
+    """The usable instances, the `--instances` rows that were not, and the opened judge.
+
+    Owns the judge: `close()` it when done (a no-op for `NoJudge`)."""
+
+    instances: dict[str, Instance]
+    instance_skips: list[Skip]
+    judge: Judge
+
+    def close(self) -> None:
+        if isinstance(self.judge, OpenAIJudge):
+            self.judge.close()
+
+
+def prepare_mining(
+    instance_files: Sequence[Path], judge: JudgeSpec, rule: GoldRule
+) -> MiningInputs:
+    """Read the judge template and the instances and open the judge, in that order.
+
+    Raises `CatmError` (an unreadable template, unusable instance files, a bad endpoint or
+    cache) before any mining starts; the endpoint is not contacted here (`OpenAIJudge.preflight`).
+    """
+    prompt = _read_template(judge.template) if judge.template else None
+    table, skips = load_instances(list(instance_files), rule=rule)
+    opened: Judge
+    if judge.model == "none":
+        opened = NoJudge()
+    else:
+        opened = OpenAIJudge(
+            judge.endpoint,
+            judge.model,
+            api_key=judge.api_key,
+            cache=judge.cache,
+            template=prompt,
+            concurrency=judge.concurrency,
+            max_retries=judge.retries,
+            timeout_s=judge.timeout_s,
+        )
+    return MiningInputs(table, skips, opened)
+
+
+def mine_to_file(
+    trajectories: Sequence[Path],
+    inputs: MiningInputs,
+    output: Path,
+    *,
+    config: MiningConfig | None = None,
+    progress: MiningProgress | None = None,
+) -> MiningResult:
+    """Stages 1-3 over every record of `trajectories`; write the labels and their stats file.
+
+    Raises `CatmError` for unreadable trajectories and `OSError` when `output` cannot be written.
+    """
+    hooks = progress or MiningProgress()
+    result = mine_labels(
+        iter_records(trajectories),
+        inputs.instances,
+        inputs.judge,
+        config=config,
+        on_trajectory=hooks.on_trajectory,
+        on_judge_start=hooks.on_judge_start,
+        on_judged=hooks.on_judged,
+    )
+    result.stats.instance_rows_skipped = len(inputs.instance_skips)
+    write_labels(output, result.iter_labels(), result.stats)
+    return result
+
+
+def _read_template(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise JudgeError(f"cannot read judge template {path}: {exc}") from exc

@@ -19,17 +19,21 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from catm._instances import load_instances
-from catm._judge import Judge, JudgeResult, NoJudge, OpenAIJudge
+from catm._judge import Judge, OpenAIJudge
 from catm._output import (
     label_report,
     plot_histogram,
     read_labels,
     read_stats,
     stats_path,
-    write_labels,
 )
-from catm._pipeline import MiningConfig, iter_records, mine_labels
+from catm._pipeline import (
+    JudgeSpec,
+    MiningConfig,
+    MiningProgress,
+    mine_to_file,
+    prepare_mining,
+)
 from catm._records import Skip
 from catm._weights import GOLD_THRESHOLD
 from catm.errors import CatmError, JudgeError
@@ -163,37 +167,32 @@ def mine(
         _check_writable(cache_file, "--judge-cache")
     for path in trajectories:
         _check_readable(path, "TRAJECTORIES")
+    spec = JudgeSpec(
+        model=judge,
+        endpoint=endpoint,
+        api_key=api_key or os.environ.get("OPENAI_API_KEY", ""),
+        cache=None if dry_run else cache_file,
+        template=template,
+        concurrency=jobs,
+        retries=retries,
+        timeout_s=timeout,
+    )
     try:
-        prompt = _read_template(template) if template else None
-        table, instance_skips = load_instances(list(instances), rule=rule)
-        judge_impl: Judge
-        checked = ""
-        if judge == "none":
-            judge_impl = NoJudge()
-        else:
-            judge_impl = OpenAIJudge(
-                endpoint,
-                judge,
-                api_key=api_key or os.environ.get("OPENAI_API_KEY", ""),
-                cache=None if dry_run else cache_file,
-                template=prompt,
-                concurrency=jobs,
-                max_retries=retries,
-                timeout_s=timeout,
-            )
+        inputs = prepare_mining(instances, spec, rule)
     except CatmError as exc:
         raise fail(str(exc)) from exc
+    judge_impl, instance_skips, checked = inputs.judge, inputs.instance_skips, ""
     if isinstance(judge_impl, OpenAIJudge) and not keep_going:
         try:
             checked = judge_impl.preflight(timeout_s=min(timeout, _PREFLIGHT_S))
         except JudgeError as exc:
-            judge_impl.close()
+            inputs.close()
             raise fail(f"{exc} (--keep-going skips this check)") from exc
     if dry_run:
         _say_plan(
             trajectories,
             instances,
-            len(table),
+            len(inputs.instances),
             judge_impl,
             checked,
             cache_file,
@@ -202,46 +201,30 @@ def mine(
             plot,
         )
         return
+    config = MiningConfig(
+        threshold=threshold, limit=limit, keep_reasoning=keep_reasoning, gold_rule=rule
+    )
     try:
-        columns = (
-            TextColumn("[progress.description]{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-        )
-        with Progress(*columns, console=console, transient=False) as progress:
+        with _progress() as progress:
             reading = progress.add_task("stage 1: trajectories", total=limit)
             judging = progress.add_task("stage 2: judge", total=None, visible=False)
-
-            def judged(_: JudgeResult) -> None:
-                progress.advance(judging)
-
-            def judge_start(total: int) -> None:
-                progress.update(judging, total=total, visible=True)
-
-            result = mine_labels(
-                iter_records(trajectories),
-                table,
-                judge_impl,
-                config=MiningConfig(
-                    threshold=threshold,
-                    limit=limit,
-                    keep_reasoning=keep_reasoning,
-                    gold_rule=rule,
+            result = mine_to_file(
+                trajectories,
+                inputs,
+                output,
+                config=config,
+                progress=MiningProgress(
+                    on_trajectory=lambda: progress.advance(reading),
+                    on_judge_start=lambda n: progress.update(judging, total=n, visible=True),
+                    on_judged=lambda _: progress.advance(judging),
                 ),
-                on_trajectory=lambda: progress.advance(reading),
-                on_judge_start=judge_start,
-                on_judged=judged,
             )
-        result.stats.instance_rows_skipped = len(instance_skips)
-        write_labels(output, result.iter_labels(), result.stats)
     except CatmError as exc:
         raise fail(str(exc)) from exc
     except OSError as exc:
         raise fail(f"-o {output}: cannot write ({exc.strerror or exc})") from exc
     finally:
-        if isinstance(judge_impl, OpenAIJudge):
-            judge_impl.close()
+        inputs.close()
     stats = result.stats
     if stats.judge == "none":
         _warn("judge: none, every mined file was kept (verdict UNJUDGED)")
@@ -376,11 +359,14 @@ def _first_problem(labels: Path) -> str:
     return "no rows, and no stats file beside it"
 
 
-def _read_template(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise JudgeError(f"cannot read judge template {path}: {exc}") from exc
+def _progress() -> Progress:
+    columns = (
+        TextColumn("[progress.description]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+    )
+    return Progress(*columns, console=console, transient=False)
 
 
 def _plot(labels: Path, png: Path, threshold: float) -> None:
