@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -361,75 +361,45 @@ def train_ranker(
       codegrep-model train-ranker -i lite.jsonl -i swe_gym_validation.parquet \
         --cache ~/.cache/cg --examples bench-out/ranker.examples.jsonl -o ranker.json -j 2
     """
-    import hashlib
-
-    import codegrep_records as records
     from rich.console import Console
-    from worktree_sandbox import BareRepoCache, SandboxError, TreePool
+    from worktree_sandbox import BareRepoCache, SandboxError
 
-    from codegrep_model.engine import ToolTree
-    from codegrep_model.ranker import RankerError, fit
-    from codegrep_model.ranker_train import collect, examples_of, read_examples
-    from codegrep_model.records import Instance
+    from codegrep_model.ranker import RankerError
+    from codegrep_model.ranker_train import (
+        TrainingNote,
+        collect_in_cache,
+        fit_examples,
+        load_training_instances,
+        pending_instances,
+    )
 
     console = Console(stderr=True, soft_wrap=True)  # paths stay whole, to copy
+
+    def note(n: TrainingNote) -> None:
+        if n.level == "warning":
+            console.print(n.text, style="yellow", markup=False)
+        else:
+            console.print(n.text, markup=False, highlight=False)
+
     for flag, out in (("-o", output), ("--examples", examples)):
         problem = why_unwritable(out)
         if problem is not None:
             raise fail(f"cannot write {flag} {out}: {problem}")
     if output.resolve() == examples.resolve():
         raise fail(f"-o and --examples are the same file ({output}); name two files")
-    rows: list[Instance] = []
-    by_id: dict[str, Instance] = {}
-    data: list[dict[str, object]] = []
-    for path in instances or []:
-        try:
-            loaded = records.load_instances(path)
-        except records.RecordError as exc:
-            raise fail(str(exc)) from None
-        for bad in loaded.problems:
-            console.print(f"skipped bad row {bad}", style="yellow", markup=False)
-        kept, repeated = [], 0
-        for r in loaded.records:
-            if r.repo in set(exclude_repo or []):
-                continue
-            first = by_id.get(r.instance_id)
-            if first is None:
-                by_id[r.instance_id] = r
-                kept.append(r)
-            elif (first.repo, first.base_commit, first.patch) == (r.repo, r.base_commit, r.patch):
-                repeated += 1  # the same instance in two files: trained on once
-            else:
-                raise fail(
-                    f"{path}: instance {r.instance_id} is also in an earlier -i file with "
-                    "another repository, commit or patch; which one is right?"
-                )
-        rows.extend(kept)
-        data.append(
-            {
-                "file": path.name,
-                "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
-                "instances": len(kept),
-                "repeats_of_earlier_files": repeated,
-                "repos": sorted({r.repo for r in kept}),
-            }
-        )
-        if repeated:
-            console.print(
-                f"{path}: {repeated} instance(s) already in an earlier -i file, used once",
-                markup=False,
-                highlight=False,
-            )
     try:
-        have = {r.instance_id for r in read_examples(examples)} if examples.exists() else set()
-    except (RankerError, OSError) as exc:
+        training = load_training_instances(
+            instances or [], exclude_repos=exclude_repo or [], on_note=note
+        )
+        rows = training.rows
+        todo = pending_instances(rows, examples, limit)
+    except RankerError as exc:
         raise fail(str(exc)) from None
-    todo = [r for r in rows if r.instance_id not in have][: limit if limit is not None else None]
-    console.print(
-        f"{len(rows)} training instances, {len(rows) - len(todo)} already in {examples}, "
-        f"{len(todo)} to run",
-        markup=False,
-        highlight=False,
+    note(
+        TrainingNote(
+            f"{len(rows)} training instances, {len(rows) - len(todo)} already in {examples}, "
+            f"{len(todo)} to run"
+        )
     )
     if todo and cache is None:
         raise fail("rollouts to run need --cache (and --source)")
@@ -441,28 +411,21 @@ def train_ranker(
             repo_cache = BareRepoCache(cache, source=source)
         except (SandboxError, OSError) as exc:
             raise fail(str(exc)) from None
-
-        async def go() -> tuple[int, list[str]]:
-            async with TreePool(repo_cache) as pool:
-
-                def open_tree(inst: Instance) -> AbstractAsyncContextManager[ToolTree]:
-                    return pool.open(inst.repo, inst.base_commit, folders=False)
-
-                with _progress(console) as progress:
-                    task = progress.add_task("rollouts", total=len(todo))
-                    return await collect(
+        try:
+            with _progress(console) as progress:
+                task = progress.add_task("rollouts", total=len(todo))
+                written, errors = asyncio.run(
+                    collect_in_cache(
                         todo,
-                        open_tree,
+                        repo_cache,
                         examples,
                         jobs=jobs,
                         on_done=lambda _i, _e: progress.advance(task),
                     )
-
-        try:
-            written, errors = asyncio.run(go())
+                )
         except (OSError, SandboxError) as exc:
             raise fail(f"the rollouts stopped: {type(exc).__name__}: {exc}", code=1) from None
-        console.print(f"wrote {written} rows to {examples}", markup=False, highlight=False)
+        note(TrainingNote(f"wrote {written} rows to {examples}"))
         for msg in errors[:20]:
             console.print(f"error {msg}", style="red", markup=False)
         if errors:
@@ -474,22 +437,14 @@ def train_ranker(
     if not examples.exists():
         raise fail(f"--examples {examples} does not exist and no -i instances were given")
     try:
-        table = read_examples(examples)
-        wanted = {r.instance_id for r in rows}
-        if wanted:
-            table = [t for t in table if t.instance_id in wanted]
-        console.print(
-            f"fitting on {len(table)} instances: one fit per fold by repository ({folds} at "
-            "most), the cut, then the final fit (a minute or two for a few hundred instances)",
-            markup=False,
-            highlight=False,
-        )
-        ranker, report = fit(
-            examples_of(table),
+        ranker, report = fit_examples(
+            examples,
+            instance_ids=[r.instance_id for r in rows],
             l2=l2,
             folds=folds,
             seed=seed,
-            meta={"trained_on": data, "examples": examples.name},
+            trained_on=training.trained_on,
+            on_note=note,
         )
     except RankerError as exc:
         raise fail(str(exc)) from None

@@ -7,7 +7,9 @@ answer, and the calls of every turn are the same with or without it, so its feat
 inference come from the same kind of rollout as its training rows.
 
 Examples are written as JSON Lines, one instance per line (resumable: instances already in the
-file are not run again), so a refit with other settings needs no rollouts:
+file are not run again), so a refit with other settings needs no rollouts
+(`load_training_instances`, `pending_instances`, `collect_in_cache` and `fit_examples` are the
+steps of `codegrep-model train-ranker`, which only prints what they report as `TrainingNote`s):
 
     {"instance_id": ..., "repo": ..., "gold": [...],
      "candidates": [{"path": ..., "features": {...}}, ...]}
@@ -22,16 +24,31 @@ from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Literal
 
 from codegrep_records import write_records
 
 from codegrep_model.engine import RolloutConfig, ToolTree, run_rollout
 from codegrep_model.lexical import Candidate, LexicalPolicy
 from codegrep_model.policy import PolicyReply, PolicyRequest
-from codegrep_model.ranker import Example, RankerError
+from codegrep_model.ranker import Example, FitReport, Ranker, RankerError, fit
 from codegrep_model.records import Instance
 
-__all__ = ["InstanceCandidates", "collect", "examples_of", "read_examples"]
+if TYPE_CHECKING:
+    from worktree_sandbox import BareRepoCache
+
+__all__ = [
+    "InstanceCandidates",
+    "TrainingInstances",
+    "TrainingNote",
+    "collect",
+    "collect_in_cache",
+    "examples_of",
+    "fit_examples",
+    "load_training_instances",
+    "pending_instances",
+    "read_examples",
+]
 
 TreeOpener = Callable[[Instance], AbstractAsyncContextManager[ToolTree]]
 
@@ -199,3 +216,147 @@ async def collect(
 
     await asyncio.gather(*(one(i) for i in todo))
     return written, errors
+
+
+@dataclass(frozen=True)
+class TrainingNote:
+    """A line for the person running the training: `warning` for rows left out."""
+
+    text: str
+    level: Literal["info", "warning"] = "info"
+
+
+NoteSink = Callable[[TrainingNote], None]
+
+
+@dataclass(frozen=True)
+class TrainingInstances:
+    """The training instances, each once, and what the ranker file records about their files."""
+
+    rows: list[Instance]
+    trained_on: list[dict[str, object]]
+
+
+def load_training_instances(
+    paths: Sequence[Path],
+    *,
+    exclude_repos: Iterable[str] = (),
+    on_note: NoteSink | None = None,
+) -> TrainingInstances:
+    """The instances of `paths` in order, leaving out `exclude_repos`' and repeats of an earlier
+    file's instance (the same repository, commit and patch: trained on once).
+
+    Raises `RankerError` for an unreadable file or an instance id that an earlier file gives
+    another repository, commit or patch."""
+    import hashlib
+
+    import codegrep_records as records
+
+    note = on_note or (lambda _: None)
+    excluded = set(exclude_repos)
+    rows: list[Instance] = []
+    by_id: dict[str, Instance] = {}
+    data: list[dict[str, object]] = []
+    for path in paths:
+        try:
+            loaded = records.load_instances(path)
+        except records.RecordError as exc:
+            raise RankerError(str(exc)) from None
+        for bad in loaded.problems:
+            note(TrainingNote(f"skipped bad row {bad}", "warning"))
+        kept, repeated = [], 0
+        for r in loaded.records:
+            if r.repo in excluded:
+                continue
+            first = by_id.get(r.instance_id)
+            if first is None:
+                by_id[r.instance_id] = r
+                kept.append(r)
+            elif (first.repo, first.base_commit, first.patch) == (r.repo, r.base_commit, r.patch):
+                repeated += 1
+            else:
+                raise RankerError(
+                    f"{path}: instance {r.instance_id} is also in an earlier -i file with "
+                    "another repository, commit or patch; which one is right?"
+                )
+        rows.extend(kept)
+        data.append(
+            {
+                "file": path.name,
+                "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+                "instances": len(kept),
+                "repeats_of_earlier_files": repeated,
+                "repos": sorted({r.repo for r in kept}),
+            }
+        )
+        if repeated:
+            note(
+                TrainingNote(
+                    f"{path}: {repeated} instance(s) already in an earlier -i file, used once"
+                )
+            )
+    return TrainingInstances(rows, data)
+
+
+def pending_instances(
+    rows: Sequence[Instance], examples: Path, limit: int | None = None
+) -> list[Instance]:
+    """The instances of `rows` not yet in `examples` (at most `limit`); `RankerError` for an
+    examples file that cannot be read."""
+    try:
+        have = {r.instance_id for r in read_examples(examples)} if examples.exists() else set()
+    except OSError as exc:
+        raise RankerError(str(exc)) from None
+    return [r for r in rows if r.instance_id not in have][: limit if limit is not None else None]
+
+
+async def collect_in_cache(
+    instances: Sequence[Instance],
+    repo_cache: BareRepoCache,
+    output: Path,
+    *,
+    jobs: int = 2,
+    on_done: Callable[[str, str | None], None] | None = None,
+) -> tuple[int, list[str]]:
+    """`collect` over trees of `repo_cache` (one pool for the run; no folder listings)."""
+    from worktree_sandbox import TreePool
+
+    async with TreePool(repo_cache) as pool:
+
+        def open_tree(inst: Instance) -> AbstractAsyncContextManager[ToolTree]:
+            return pool.open(inst.repo, inst.base_commit, folders=False)
+
+        return await collect(instances, open_tree, output, jobs=jobs, on_done=on_done)
+
+
+def fit_examples(
+    examples: Path,
+    *,
+    instance_ids: Iterable[str] = (),
+    l2: float = 10.0,
+    folds: int = 5,
+    seed: int = 0,
+    trained_on: list[dict[str, object]] | None = None,
+    on_note: NoteSink | None = None,
+) -> tuple[Ranker, FitReport]:
+    """Fit the ranker and its cut on the rows of `examples` (only `instance_ids`' when given).
+
+    Raises `RankerError` for a bad examples file or too little to fit on."""
+    table = read_examples(examples)
+    wanted = set(instance_ids)
+    if wanted:
+        table = [t for t in table if t.instance_id in wanted]
+    if on_note is not None:
+        on_note(
+            TrainingNote(
+                f"fitting on {len(table)} instances: one fit per fold by repository ({folds} at "
+                "most), the cut, then the final fit (a minute or two for a few hundred instances)"
+            )
+        )
+    return fit(
+        examples_of(table),
+        l2=l2,
+        folds=folds,
+        seed=seed,
+        meta={"trained_on": trained_on or [], "examples": examples.name},
+    )
