@@ -11,7 +11,8 @@ exceptions is never read as rich markup.
 from __future__ import annotations
 
 import asyncio
-from contextlib import AbstractAsyncContextManager
+from collections.abc import Iterator
+from contextlib import AbstractAsyncContextManager, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -94,7 +95,7 @@ def _progress(console: Console) -> Progress:
 class BatchConsole:
     """How a command shows `run_batch_file`'s events and summary on stderr: bad rows in yellow,
     the plan, a progress bar over the rollouts, the summary and the first 20 errors. Pass it as
-    `on_event`, `close()` it when the batch returns or raises, then `report(summary)`. Text from
+    `on_event`, call `run_batch_file` inside `exits()`, then `report(summary)`. Text from
     files and exceptions is never read as markup."""
 
     def __init__(self) -> None:
@@ -126,6 +127,21 @@ class BatchConsole:
         if self._progress is not None:
             self._progress.stop()
             self._progress = None
+
+    @contextmanager
+    def exits(self) -> Iterator[None]:
+        """Around `run_batch_file`: bad input exits 2, a run that stopped 1, each said in its one
+        line; the progress bar stops either way."""
+        from codegrep_model.errors import BatchInputError, BatchStoppedError
+
+        try:
+            yield
+        except BatchInputError as exc:
+            raise fail(str(exc)) from None
+        except BatchStoppedError as exc:
+            raise fail(str(exc), code=1) from None
+        finally:
+            self.close()
 
     def report(self, summary: BatchSummary) -> None:
         """Say the summary and the first errors; exit 1 when some rollouts failed."""
@@ -212,7 +228,6 @@ def batch(
         --source "https://github.com/{repo}.git" -j 4 --limit 20
     """
     from codegrep_model.batch import BatchPlan, run_batch_file
-    from codegrep_model.errors import BatchInputError, BatchStoppedError
     from codegrep_model.policy_spec import PolicySpec, served_spec
 
     path = _instances_path(instances, instances_option)
@@ -232,7 +247,7 @@ def batch(
             if base_url and (heuristic or ranker is not None):
                 raise fail("--ranker and --heuristic are LexicalPolicy's; --base-url runs a model")
 
-    try:
+    with shown.exits():
         summary = run_batch_file(
             path,
             predictions=output,
@@ -249,12 +264,6 @@ def batch(
             dry_run=dry_run,
             on_event=on_event,
         )
-    except BatchInputError as exc:
-        raise fail(str(exc)) from None
-    except BatchStoppedError as exc:
-        raise fail(str(exc), code=1) from None
-    finally:
-        shown.close()
     if summary is not None:
         shown.report(summary)
 
