@@ -80,3 +80,93 @@ def test_a_torn_prediction_row_is_counted_and_rerun(small_repo: Path, tmp_path: 
     assert again.skipped == 1  # type: ignore[attr-defined]
     meta = json.loads((tmp_path / "pred.jsonl.meta.json").read_text())
     assert meta["bad_prediction_rows"] == 1
+
+
+def test_run_batch_file_is_the_whole_job_without_a_command_line(
+    small_repo: Path, tmp_path: Path
+) -> None:
+    import functools
+    import subprocess
+
+    import pytest
+    from codegrep_model import (
+        BadRow,
+        BatchEvent,
+        BatchInputError,
+        BatchPlan,
+        BatchStarted,
+        PolicySpec,
+        RolloutDone,
+        run_batch_file,
+        served_spec,
+    )
+
+    sha = subprocess.run(
+        ["git", "-C", str(small_repo), "rev-parse", "HEAD"], capture_output=True, text=True
+    ).stdout.strip()
+    rows = [
+        {
+            "instance_id": f"shop-{i}",
+            "repo": "acme/shop",
+            "base_commit": sha,
+            "problem_statement": "`Cart.add_item` raises ValueError: quantity must be positive",
+        }
+        for i in range(3)
+    ]
+    instances = tmp_path / "instances.jsonl"
+    instances.write_text("".join(json.dumps(r) + "\n" for r in rows) + "{broken\n")
+    pred = tmp_path / "out" / "pred.jsonl"
+    events: list[BatchEvent] = []
+    run_file = functools.partial(
+        run_batch_file,
+        instances,
+        predictions=pred,
+        cache=tmp_path / "cache",
+        source=str(small_repo.parent / "{name}"),
+        jobs=2,
+        on_event=events.append,
+    )
+
+    # a dry run checks and says its plan, and writes nothing
+    assert run_file(spec=PolicySpec("lexical"), dry_run=True) is None
+    assert [type(e) for e in events] == [BadRow, BatchPlan]
+    assert isinstance(events[0], BadRow)
+    assert events[0].text.startswith("skipped bad row ")
+    plan = events[1]
+    assert isinstance(plan, BatchPlan)
+    assert (plan.instances, plan.done, plan.todo) == (3, 0, 3)
+    assert plan.rollouts == tmp_path / "out" / "pred.rollouts.jsonl"
+    assert not pred.exists()
+    assert not (tmp_path / "cache").exists()
+
+    events.clear()
+    summary = run_file(spec=PolicySpec("lexical"), limit=2)
+    assert summary is not None
+    assert (summary.total, summary.answered, summary.errors) == (2, 2, 0)
+    assert summary.failure() is None
+    assert summary.describe().startswith("answered 2, fallback 0, errors 0, skipped 0 (")
+    started = [e for e in events if isinstance(e, BatchStarted)]
+    assert [(s.policy, s.total) for s in started] == [("lexical", 2)]
+    done = [e.record.instance_id for e in events if isinstance(e, RolloutDone)]
+    assert sorted(done) == ["shop-0", "shop-1"]
+    preds = [json.loads(x) for x in pred.read_text().splitlines()]
+    assert [p["files"] for p in preds] == [["shop/cart.py"]] * 2
+
+    # resumed: the two done ones are skipped, the third runs
+    events.clear()
+    again = run_file(spec=PolicySpec("lexical"))
+    assert again is not None
+    assert (again.total, again.skipped) == (1, 2)
+    plan = next(e for e in events if isinstance(e, BatchPlan))
+    assert (plan.done, plan.todo) == (2, 1)
+
+    # bad input is one BatchInputError naming the flag, before any rollout
+    with pytest.raises(BatchInputError, match=r"^--repo no/such: no instance"):
+        run_file(spec=PolicySpec("lexical"), repos=["no/such"])
+    with pytest.raises(BatchInputError, match=r"^--timeout must be a positive number"):
+        run_file(spec=PolicySpec("lexical"), timeout_s=0.0)
+    with pytest.raises(BatchInputError, match=r"^--limit must be >= 0"):
+        run_file(spec=PolicySpec("lexical"), limit=-1)
+    with pytest.raises(BatchInputError, match=r"^--base-url http://127\.0\.0\.1:9/v1 cannot be"):
+        run_file(spec=served_spec("http://127.0.0.1:9/v1", "m"), timeout_s=5.0)
+    assert len(pred.read_text().splitlines()) == 3

@@ -248,3 +248,21 @@ def test_install_hints_keep_their_brackets(
     assert res.exit_code == 2  # said once, before any tree, not once per instance
     assert _error_line(res.stderr).endswith("pip install 'swe-eval[dense]'")
     assert not (tmp / "c").exists()
+
+
+def test_predict_runs_the_batch_as_a_function_not_through_another_command(
+    files: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import codegrep_model.cli
+
+    def no_command(*args: object, **kwargs: object) -> None:
+        raise AssertionError("predict called codegrep-model's typer command")
+
+    monkeypatch.setattr(codegrep_model.cli, "batch", no_command)
+    tmp = files["tmp"]
+    out = tmp / "o.jsonl"
+    res = runner.invoke(app, ["predict", "-r", "lexical", "-i", str(files["inst"]), "--cache",
+                              str(tmp / "c"), "-o", str(out), "--dry-run"])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    assert f"already done, 4 to run -> {out}, " in res.stderr.replace("\n", "")
+    assert not out.exists()

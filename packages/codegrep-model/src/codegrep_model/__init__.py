@@ -9,7 +9,16 @@ one Protocol (`OpenAIPolicy`, `LexicalPolicy`, `ScriptedPolicy`) and a resumable
 from importlib import metadata as _metadata
 
 from codegrep_model.answer import Answer, normalize_path, parse_answer
-from codegrep_model.batch import BatchSummary, run_batch
+from codegrep_model.batch import (
+    BadRow,
+    BatchEvent,
+    BatchPlan,
+    BatchStarted,
+    BatchSummary,
+    RolloutDone,
+    run_batch,
+    run_batch_file,
+)
 from codegrep_model.budget import CharEstimate, TokenBudget, TokenCounter, TokenizerCounter
 from codegrep_model.engine import (
     DEFAULT_MAX_ISSUE_BYTES,
@@ -27,6 +36,9 @@ from codegrep_model.episode import (
     RunCalls,
 )
 from codegrep_model.errors import (
+    BatchError,
+    BatchInputError,
+    BatchStoppedError,
     CodegrepModelError,
     EndpointError,
     EndpointTimeoutError,
@@ -75,6 +87,13 @@ __all__ = [
     "Action",
     "Answer",
     "AskPolicy",
+    "BadRow",
+    "BatchError",
+    "BatchEvent",
+    "BatchInputError",
+    "BatchPlan",
+    "BatchStarted",
+    "BatchStoppedError",
     "BatchSummary",
     "CharEstimate",
     "ChatMessage",
@@ -102,6 +121,7 @@ __all__ = [
     "RewardView",
     "RolloutConfig",
     "RolloutCounts",
+    "RolloutDone",
     "RolloutRecord",
     "RolloutStats",
     "RunCalls",
@@ -125,6 +145,7 @@ __all__ = [
     "render_top_levels",
     "rollout_stats",
     "run_batch",
+    "run_batch_file",
     "run_rollout",
     "served_spec",
     "tool_names",

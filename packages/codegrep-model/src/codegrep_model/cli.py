@@ -11,8 +11,8 @@ exceptions is never read as rich markup.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -20,9 +20,13 @@ import typer
 from codegrep_cli import fail, version_option
 from codegrep_records import why_unwritable
 
+from codegrep_model.batch import DEFAULT_SOURCE, DEFAULT_TIMEOUT_S
+
 if TYPE_CHECKING:
     from rich.console import Console
-    from rich.progress import Progress
+    from rich.progress import Progress, TaskID
+
+    from codegrep_model.batch import BatchEvent, BatchSummary
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -31,7 +35,7 @@ app = typer.Typer(
     "reported); 2 bad input.",
 )
 
-DEFAULT_TIMEOUT_S = 120.0
+__all__ = ["DEFAULT_TIMEOUT_S", "BatchConsole", "app", "main"]
 
 
 @app.callback()
@@ -64,18 +68,15 @@ def _instances_path(positional: Path | None, option: Path | None) -> Path:
     return positional
 
 
-def _timeout(timeout: float | None, old_spelling: float | None) -> float:
-    """--timeout, or its old spelling --timeout-s; both only when they agree."""
+def _timeout(timeout: float | None, old_spelling: float | None) -> float | None:
+    """--timeout, or its old spelling --timeout-s; both only when they agree (None: neither;
+    the default and the check that it is positive are `run_batch_file`'s)."""
     if timeout is not None and old_spelling is not None and timeout != old_spelling:
         raise fail(
             f"--timeout {timeout:g} and --timeout-s {old_spelling:g} (its old spelling) "
             "disagree; give --timeout once"
         )
-    value = timeout if timeout is not None else old_spelling
-    value = DEFAULT_TIMEOUT_S if value is None else value
-    if not value > 0:  # also NaN
-        raise fail(f"--timeout must be a positive number of seconds, got {value:g}")
-    return value
+    return timeout if timeout is not None else old_spelling
 
 
 def _progress(console: Console) -> Progress:
@@ -91,24 +92,67 @@ def _progress(console: Console) -> Progress:
     )
 
 
-def _endpoint_problem(base_url: str, api_key: str | None, timeout: float) -> str | None:
-    """Why nothing answers at `base_url`, or None when something does (whatever its status).
+class BatchConsole:
+    """How a command shows `run_batch_file`'s events and summary on stderr: bad rows in yellow,
+    the plan, a progress bar over the rollouts, the summary and the first 20 errors. Pass it as
+    `on_event`, call `run_batch_file` inside `exits()`, then `report(summary)`. Text from
+    files and exceptions is never read as markup."""
 
-    One GET of `{base_url}/models`, the route OpenAI-compatible servers list models on: only a
-    refused or impossible connection counts, so a server without that route still passes.
-    """
-    import httpx
+    def __init__(self) -> None:
+        from rich.console import Console
 
-    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-    try:
-        httpx.get(f"{base_url.rstrip('/')}/models", headers=headers, timeout=min(timeout, 10.0))
-    except (httpx.ConnectError, httpx.ConnectTimeout, httpx.UnsupportedProtocol) as exc:
-        return f"{type(exc).__name__}: {exc}"
-    except httpx.InvalidURL as exc:
-        return f"not a URL ({exc})"
-    except httpx.HTTPError:
-        return None  # it answered, or began to: what it says shows up per request
-    return None
+        self.console = Console(stderr=True)
+        self._progress: Progress | None = None
+        self._task: TaskID | None = None
+
+    def __call__(self, event: BatchEvent) -> None:
+        from rich.markup import escape
+
+        from codegrep_model.batch import BadRow, BatchPlan, BatchStarted, RolloutDone
+
+        if isinstance(event, BadRow):
+            self.console.print(event.text, style="yellow", markup=False)
+        elif isinstance(event, BatchPlan):
+            self.console.print(event.text, markup=False, highlight=False)
+        elif isinstance(event, BatchStarted):
+            self._progress = _progress(self.console)
+            self._progress.start()
+            self._task = self._progress.add_task(escape(event.policy), total=event.total)
+        elif isinstance(event, RolloutDone) and self._progress is not None:
+            assert self._task is not None
+            self._progress.advance(self._task)
+
+    def close(self) -> None:
+        """Stop the progress bar, if one runs."""
+        if self._progress is not None:
+            self._progress.stop()
+            self._progress = None
+
+    @contextmanager
+    def exits(self) -> Iterator[None]:
+        """Around `run_batch_file`: bad input exits 2, a run that stopped 1, each said in its one
+        line; the progress bar stops either way."""
+        from codegrep_model.errors import BatchInputError, BatchStoppedError
+
+        try:
+            yield
+        except BatchInputError as exc:
+            raise fail(str(exc)) from None
+        except BatchStoppedError as exc:
+            raise fail(str(exc), code=1) from None
+        finally:
+            self.close()
+
+    def report(self, summary: BatchSummary) -> None:
+        """Say the summary and the first errors; exit 1 when some rollouts failed."""
+        from rich.text import Text
+
+        self.console.print(summary.describe(), highlight=False)
+        for msg in summary.error_messages[:20]:
+            self.console.print(Text.assemble(("error", "red"), f" {msg}"), soft_wrap=True)
+        failure = summary.failure()
+        if failure is not None:
+            raise fail(failure, code=1)
 
 
 @app.command()
@@ -132,7 +176,7 @@ def batch(
     ] = None,
     source: Annotated[
         str, typer.Option(help="Clone source template, e.g. https://github.com/{repo}.git")
-    ] = "https://github.com/{repo}.git",
+    ] = DEFAULT_SOURCE,
     rollouts: Annotated[
         Path | None,
         typer.Option(help="Rollouts JSONL (default: beside -o, .rollouts.jsonl); appended."),
@@ -183,130 +227,45 @@ def batch(
       codegrep-model batch swebench/lite.jsonl -o bench-out/lite.pred.jsonl --cache ~/.cache/cg \\
         --source "https://github.com/{repo}.git" -j 4 --limit 20
     """
-    import codegrep_records as records
-    from rich.console import Console
-    from rich.markup import escape
-    from rich.text import Text
-    from worktree_sandbox import BareRepoCache, SandboxError, TreePool
+    from codegrep_model.batch import BatchPlan, run_batch_file
+    from codegrep_model.policy_spec import PolicySpec, served_spec
 
-    from codegrep_model.batch import _finished, run_batch
-    from codegrep_model.engine import ToolTree
-    from codegrep_model.openai_policy import OpenAIPolicy
-    from codegrep_model.policy_spec import PolicySpec, policy_from_spec, served_spec
-    from codegrep_model.records import Instance, RolloutRecord
-
-    console = Console(stderr=True)
     path = _instances_path(instances, instances_option)
     request_timeout = _timeout(timeout, timeout_s)
-    rollouts = rollouts or output.with_name(output.name.removesuffix(".jsonl") + ".rollouts.jsonl")
-    for flag, out in (("-o", output), ("--rollouts", rollouts)):
-        if out.suffix == ".gz":
-            # batch appends as it goes and resumes from what is there: plain JSON Lines only
-            raise fail(f"{flag} {out}: batch appends to it; name a .jsonl file")
-    if output.resolve() == rollouts.resolve():
-        raise fail(f"-o and --rollouts are the same file ({output}); name two files")
-    for flag, out in (("-o", output), ("--rollouts", rollouts)):
-        problem = why_unwritable(out)
-        if problem is not None:
-            raise fail(f"cannot write {flag} {out}: {problem}")
-    try:
-        loaded = records.load_instances(path)
-    except records.RecordError as exc:  # missing, a folder, not JSON, parquet without pyarrow
-        raise fail(str(exc)) from None
-    for bad in loaded.problems:
-        console.print(f"skipped bad row {bad}", style="yellow", markup=False)
-    if not loaded.records:
-        raise fail(f"{path}: no valid instance row ({len(loaded.problems)} bad)")
-    known = {r.repo for r in loaded.records}
-    for name in repo or []:
-        if name not in known:
-            raise fail(f"--repo {name}: no instance of this repository in {path}")
-    rows = [r for r in loaded.records if not repo or r.repo in repo]
-    unparsed: list[str] = []
-    done = _finished(output, unparsed)
-    for msg in unparsed:
-        console.print(
-            f"bad prediction row (its instance runs again) {msg}", style="yellow", markup=False
-        )
-    todo = [r for r in rows if r.instance_id not in done][: limit if limit is not None else None]
-    console.print(
-        f"{len(rows)} instances, {len(rows) - len([r for r in rows if r.instance_id not in done])}"
-        f" already done, {len(todo)} to run -> {output}, {rollouts}",
-        markup=False,
-        highlight=False,
-    )
-    if heuristic and ranker is not None:
-        raise fail("--heuristic means no ranker; drop --ranker or --heuristic")
-    if base_url and (heuristic or ranker is not None):
-        raise fail("--ranker and --heuristic are LexicalPolicy's; --base-url runs a model")
-    from codegrep_model.ranker import Ranker, RankerError
-
-    try:
-        learned = Ranker.load(ranker) if ranker is not None else None
-    except RankerError as exc:
-        raise fail(str(exc)) from None
-    if base_url:
-        unreachable = _endpoint_problem(base_url, api_key, request_timeout)
-        if unreachable is not None:
-            raise fail(f"--base-url {base_url} cannot be reached: {unreachable}")
-    if dry_run:
-        return
-    try:
-        repo_cache = BareRepoCache(cache, source=source)
-    except (SandboxError, OSError) as exc:  # a --source naming no repository, an unusable --cache
-        raise fail(str(exc)) from None
     spec = (
         served_spec(base_url, model)
         if base_url
         else PolicySpec("lexical-heuristic" if heuristic else "lexical")
     )
-    policy = policy_from_spec(spec, api_key=api_key, timeout_s=request_timeout, ranker=learned)
+    shown = BatchConsole()
 
-    async def go() -> None:
-        async with TreePool(repo_cache) as pool:
+    def on_event(event: BatchEvent) -> None:
+        shown(event)
+        if isinstance(event, BatchPlan):  # the flags are judged after the plan is said
+            if heuristic and ranker is not None:
+                raise fail("--heuristic means no ranker; drop --ranker or --heuristic")
+            if base_url and (heuristic or ranker is not None):
+                raise fail("--ranker and --heuristic are LexicalPolicy's; --base-url runs a model")
 
-            @asynccontextmanager
-            async def open_tree(inst: Instance) -> AsyncIterator[ToolTree]:
-                # A row names a repository, never a folder that happens to be here.
-                async with pool.open(inst.repo, inst.base_commit, folders=False) as tree:
-                    yield tree
-
-            with _progress(console) as progress:
-                task = progress.add_task(escape(policy.name), total=len(todo))
-
-                def tick(_: RolloutRecord) -> None:
-                    progress.advance(task)
-
-                summary = await run_batch(
-                    policy,
-                    rows,
-                    open_tree,
-                    predictions=output,
-                    rollouts=rollouts,
-                    jobs=jobs,
-                    limit=limit,
-                    on_record=tick,
-                )
-        if isinstance(policy, OpenAIPolicy):
-            await policy.aclose()
-        console.print(
-            f"answered {summary.answered}, fallback {summary.fallback}, errors {summary.errors}, "
-            f"skipped {summary.skipped} ({summary.wall_s:.1f} s)",
-            highlight=False,
+    with shown.exits():
+        summary = run_batch_file(
+            path,
+            predictions=output,
+            cache=cache,
+            spec=spec,
+            source=source,
+            rollouts=rollouts,
+            jobs=jobs,
+            limit=limit,
+            repos=repo,
+            api_key=api_key,
+            timeout_s=request_timeout,
+            ranker=ranker,
+            dry_run=dry_run,
+            on_event=on_event,
         )
-        for msg in summary.error_messages[:20]:
-            console.print(Text.assemble(("error", "red"), f" {msg}"), soft_wrap=True)
-        if summary.errors:
-            raise fail(
-                f"{summary.errors} of {summary.total} instance(s) failed; they have no "
-                "prediction, and a rerun retries them",
-                code=1,
-            )
-
-    try:
-        asyncio.run(go())
-    except (OSError, SandboxError) as exc:  # a full disk, a pool that cannot start
-        raise fail(f"the batch stopped: {type(exc).__name__}: {exc}", code=1) from None
+    if summary is not None:
+        shown.report(summary)
 
 
 @app.command("train-ranker")

@@ -9,6 +9,9 @@ Record files are read by `codegrep_records`, whose `RecordError` says what was w
 from __future__ import annotations
 
 __all__ = [
+    "BatchError",
+    "BatchInputError",
+    "BatchStoppedError",
     "CodegrepModelError",
     "EndpointError",
     "EndpointTimeoutError",
@@ -41,3 +44,17 @@ class EpisodeError(CodegrepModelError):
 
 class PolicySpecError(CodegrepModelError):
     """A policy spec (`lexical`, `openai:MODEL@URL`) names no known policy or is malformed."""
+
+
+class BatchError(CodegrepModelError):
+    """`run_batch_file` could not run its batch (its message is one line, for the user)."""
+
+
+class BatchInputError(BatchError):
+    """Bad input, found before any rollout ran: an unreadable instances file, an unwritable
+    output, a `--repo` no instance has, an unusable ranker, cache or endpoint."""
+
+
+class BatchStoppedError(BatchError):
+    """The batch began and could not go on (a full disk, a pool that cannot start); what was
+    written stays, and a rerun resumes."""

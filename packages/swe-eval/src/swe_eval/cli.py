@@ -451,25 +451,34 @@ def predict(
             # an empty --repo list would mean "every repository" to the batch runner
             say(f"0 to do: --exclude-repo or --limit leave no instance of {instances}")
             return
-        from codegrep_model.cli import batch
+        from codegrep_model.batch import run_batch_file
+        from codegrep_model.cli import BatchConsole
+        from codegrep_model.policy_spec import PolicySpec, served_spec
 
+        served = base_url if retriever is RetrieverKind.AGENT else None
+        heuristic = retriever is RetrieverKind.LEXICAL_HEURISTIC
+        shown = BatchConsole()
         # The engine's batch runner selects by repository and limit itself; give it exactly
         # the repositories chosen here so --exclude-repo means the same for every retriever.
-        batch(
-            instances=instances,
-            output=output,
-            cache=cache,
-            source=source,
-            jobs=jobs,
-            limit=limit,
-            repo=sorted({i.repo for i in chosen}),
-            base_url=base_url if retriever is RetrieverKind.AGENT else None,
-            model=model,
-            api_key=os.environ.get("OPENAI_API_KEY"),
-            timeout=timeout,
-            heuristic=retriever is RetrieverKind.LEXICAL_HEURISTIC,
-            dry_run=dry_run,
-        )
+        with shown.exits():
+            summary = run_batch_file(
+                instances,
+                predictions=output,
+                cache=cache,
+                spec=served_spec(served, model)
+                if served
+                else PolicySpec("lexical-heuristic" if heuristic else "lexical"),
+                source=source,
+                jobs=jobs,
+                limit=limit,
+                repos=sorted({i.repo for i in chosen}),
+                api_key=os.environ.get("OPENAI_API_KEY"),
+                timeout_s=timeout,
+                dry_run=dry_run,
+                on_event=shown,
+            )
+        if summary is not None:
+            shown.report(summary)
         return
     with clear_errors():
         done = (
