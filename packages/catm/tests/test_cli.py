@@ -25,38 +25,8 @@ needs_data = pytest.mark.skipif(
 runner = CliRunner()
 
 
-def _write_small_corpus(tmp_path: Path) -> tuple[Path, Path]:
-    ws = "/workspace/o__p__1"
-    call = {
-        "id": "a",
-        "type": "function",
-        "function": {
-            "name": "str_replace_editor",
-            "arguments": json.dumps({"command": "view", "path": f"{ws}/p/a.py"}),
-        },
-    }
-    record = {
-        "instance_id": "o__p-1",
-        "trajectory_id": "t1",
-        "messages": [
-            {"role": "user", "content": f"<uploaded_files>\n{ws}\n</uploaded_files>"},
-            {"role": "assistant", "content": "look", "tool_calls": [call]},
-            {"role": "tool", "tool_call_id": "a", "content": "1 x"},
-            {"role": "assistant", "content": "a.py defines the parser that mis-handles tuples"},
-        ],
-    }
-    trajectories = tmp_path / "t.jsonl"
-    trajectories.write_text(json.dumps(record) + "\n{broken\n")
-    instances = tmp_path / "i.jsonl"
-    patch = "diff --git a/p/fix.py b/p/fix.py\n"
-    instances.write_text(
-        json.dumps({"instance_id": "o__p-1", "repo": "o/p", "patch": patch}) + "\n"
-    )
-    return trajectories, instances
-
-
-def test_mine_and_stats(tmp_path: Path) -> None:
-    trajectories, instances = _write_small_corpus(tmp_path)
+def test_mine_and_stats(tmp_path: Path, small_corpus: tuple[Path, Path]) -> None:
+    trajectories, instances = small_corpus
     labels = tmp_path / "out" / "labels.jsonl"
     result = runner.invoke(
         app, ["mine", str(trajectories), "-i", str(instances), "-o", str(labels), "-v"]
@@ -74,8 +44,10 @@ def test_mine_and_stats(tmp_path: Path) -> None:
     assert "mined, not in patch: o__p-1: p/a.py" in result.output
 
 
-def test_unusable_instance_rows_are_counted_and_listed(tmp_path: Path) -> None:
-    trajectories, instances = _write_small_corpus(tmp_path)
+def test_unusable_instance_rows_are_counted_and_listed(
+    tmp_path: Path, small_corpus: tuple[Path, Path]
+) -> None:
+    trajectories, instances = small_corpus
     with instances.open("a") as f:
         f.write(json.dumps({"instance_id": "o__p-2", "repo": "o/p", "patch": ""}) + "\n{bad\n")
     labels = tmp_path / "labels.jsonl"
@@ -91,16 +63,16 @@ def test_unusable_instance_rows_are_counted_and_listed(tmp_path: Path) -> None:
     assert "i.jsonl:3: not JSON" in listed  # codegrep-records' reader, with file and line
 
 
-def test_missing_template_is_a_clear_error(tmp_path: Path) -> None:
-    trajectories, instances = _write_small_corpus(tmp_path)
+def test_missing_template_is_a_clear_error(tmp_path: Path, small_corpus: tuple[Path, Path]) -> None:
+    trajectories, instances = small_corpus
     args = ["mine", str(trajectories), "-i", str(instances), "-o", str(tmp_path / "l.jsonl")]
     result = runner.invoke(app, [*args, "--judge", "m", "--template", str(tmp_path / "no.md")])
     assert result.exit_code == 2, result.output
     assert "cannot read judge template" in result.output
 
 
-def test_dry_run_writes_nothing(tmp_path: Path) -> None:
-    trajectories, instances = _write_small_corpus(tmp_path)
+def test_dry_run_writes_nothing(tmp_path: Path, small_corpus: tuple[Path, Path]) -> None:
+    trajectories, instances = small_corpus
     labels = tmp_path / "labels.jsonl"
     args = ["mine", str(trajectories), "-i", str(instances), "-o", str(labels), "--dry-run"]
     result = runner.invoke(app, args)
@@ -108,8 +80,8 @@ def test_dry_run_writes_nothing(tmp_path: Path) -> None:
     assert not labels.exists()
 
 
-def test_missing_input_is_a_clean_error(tmp_path: Path) -> None:
-    _, instances = _write_small_corpus(tmp_path)
+def test_missing_input_is_a_clean_error(tmp_path: Path, small_corpus: tuple[Path, Path]) -> None:
+    _, instances = small_corpus
     args = ["mine", str(tmp_path / "nope.jsonl"), "-i", str(instances), "-o", str(tmp_path / "l")]
     result = runner.invoke(app, args)
     assert result.exit_code == 2
@@ -122,8 +94,10 @@ _BAD_MEMBER = gzip.compress(b"")[:10] + b"\xff" * 64
 
 
 @pytest.mark.parametrize("broken", ["trajectories", "instances", "labels"])
-def test_corrupt_gzip_is_a_clean_exit_2(tmp_path: Path, broken: str) -> None:
-    trajectories, instances = _write_small_corpus(tmp_path)
+def test_corrupt_gzip_is_a_clean_exit_2(
+    tmp_path: Path, small_corpus: tuple[Path, Path], broken: str
+) -> None:
+    trajectories, instances = small_corpus
     labels = tmp_path / "labels.jsonl.gz"
     if broken == "labels":
         result = runner.invoke(
@@ -149,8 +123,10 @@ def test_corrupt_gzip_is_a_clean_exit_2(tmp_path: Path, broken: str) -> None:
     assert f".gz:{message}".replace(" ", "") in "".join(output.split())
 
 
-def test_deeply_nested_rows_are_counted_skips(tmp_path: Path) -> None:
-    trajectories, instances = _write_small_corpus(tmp_path)
+def test_deeply_nested_rows_are_counted_skips(
+    tmp_path: Path, small_corpus: tuple[Path, Path]
+) -> None:
+    trajectories, instances = small_corpus
     deep_object = '{"a":' * 1100 + "1" + "}" * 1100
     deep_list = "[" * 1100 + "]" * 1100
     with trajectories.open("a") as f:
@@ -172,8 +148,10 @@ def test_deeply_nested_rows_are_counted_skips(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("sidecar", ["directory", "invalid_utf8", "binary", "deep", "not_object"])
-def test_unreadable_stats_sidecar_is_a_clean_exit_2(tmp_path: Path, sidecar: str) -> None:
-    trajectories, instances = _write_small_corpus(tmp_path)
+def test_unreadable_stats_sidecar_is_a_clean_exit_2(
+    tmp_path: Path, small_corpus: tuple[Path, Path], sidecar: str
+) -> None:
+    trajectories, instances = small_corpus
     labels = tmp_path / "labels.jsonl"
     runner.invoke(app, ["mine", str(trajectories), "-i", str(instances), "-o", str(labels)])
     path = tmp_path / "labels.jsonl.stats.json"
@@ -195,8 +173,10 @@ def test_unreadable_stats_sidecar_is_a_clean_exit_2(tmp_path: Path, sidecar: str
     assert "labels.jsonl.stats.json" in "".join(result.output.split())
 
 
-def test_hostile_label_rows_are_counted_skips(tmp_path: Path) -> None:
-    trajectories, instances = _write_small_corpus(tmp_path)
+def test_hostile_label_rows_are_counted_skips(
+    tmp_path: Path, small_corpus: tuple[Path, Path]
+) -> None:
+    trajectories, instances = small_corpus
     labels = tmp_path / "labels.jsonl"
     runner.invoke(app, ["mine", str(trajectories), "-i", str(instances), "-o", str(labels)])
     [good] = labels.read_bytes().splitlines()
@@ -228,9 +208,14 @@ def test_hostile_label_rows_are_counted_skips(tmp_path: Path) -> None:
     ],
 )
 def test_unreadable_inputs_are_a_clean_exit_2(
-    tmp_path: Path, name: str, content: bytes | None, message: str, instance_message: str
+    tmp_path: Path,
+    small_corpus: tuple[Path, Path],
+    name: str,
+    content: bytes | None,
+    message: str,
+    instance_message: str,
 ) -> None:
-    trajectories, instances = _write_small_corpus(tmp_path)
+    trajectories, instances = small_corpus
     bad = tmp_path / name
     if content is None:
         bad.mkdir()
@@ -258,8 +243,8 @@ def test_every_command_has_an_example() -> None:
 
 
 @pytest.mark.skipif(importlib.util.find_spec("matplotlib") is None, reason="needs catm[plot]")
-def test_histogram_png(tmp_path: Path) -> None:
-    trajectories, instances = _write_small_corpus(tmp_path)
+def test_histogram_png(tmp_path: Path, small_corpus: tuple[Path, Path]) -> None:
+    trajectories, instances = small_corpus
     labels = tmp_path / "labels.jsonl"
     runner.invoke(app, ["mine", str(trajectories), "-i", str(instances), "-o", str(labels)])
     png = tmp_path / "w.png"
@@ -294,13 +279,15 @@ def test_mine_the_shared_lite_sessions(tmp_path: Path) -> None:
         assert set(row.patch_files) <= set(row.gold)
 
 
-def test_missing_plot_extra_names_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_missing_plot_extra_names_it(
+    tmp_path: Path, small_corpus: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
     import sys
 
     from catm import MissingExtraError
     from catm._output import label_report, plot_histogram
 
-    trajectories, instances = _write_small_corpus(tmp_path)
+    trajectories, instances = small_corpus
     labels = tmp_path / "labels.jsonl"
     runner.invoke(app, ["mine", str(trajectories), "-i", str(instances), "-o", str(labels)])
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # makes `import matplotlib` fail

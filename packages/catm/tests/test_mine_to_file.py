@@ -21,41 +21,21 @@ from catm import (
     read_labels,
 )
 
-WS = "/workspace/o__p__1"
 
-
-def _corpus(tmp_path: Path) -> tuple[Path, Path]:
-    call = {
-        "id": "a",
-        "type": "function",
-        "function": {
-            "name": "str_replace_editor",
-            "arguments": json.dumps({"command": "view", "path": f"{WS}/p/a.py"}),
-        },
-    }
-    record = {
-        "instance_id": "o__p-1",
-        "trajectory_id": "t1",
-        "messages": [
-            {"role": "user", "content": f"<uploaded_files>\n{WS}\n</uploaded_files>"},
-            {"role": "assistant", "content": "look", "tool_calls": [call]},
-            {"role": "tool", "tool_call_id": "a", "content": "1 x"},
-            {"role": "assistant", "content": "a.py defines the parser that mis-handles tuples"},
-        ],
-    }
-    trajectories = tmp_path / "t.jsonl"
-    trajectories.write_text(json.dumps(record) + "\n{broken\n")
-    instances = tmp_path / "i.jsonl"
-    rows = [
-        {"instance_id": "o__p-1", "repo": "o/p", "patch": "diff --git a/p/fix.py b/p/fix.py\n"},
-        {"instance_id": "o__p-2", "repo": "o/p", "patch": ""},
-    ]
-    instances.write_text("".join(json.dumps(r) + "\n" for r in rows))
+@pytest.fixture
+def corpus(small_corpus: tuple[Path, Path]) -> tuple[Path, Path]:
+    """conftest's corpus with a second instance whose patch names no file (a skipped row)."""
+    trajectories, instances = small_corpus
+    second = {"instance_id": "o__p-2", "repo": "o/p", "patch": ""}
+    with instances.open("a", encoding="utf-8") as out:
+        out.write(json.dumps(second) + "\n")
     return trajectories, instances
 
 
-def test_mine_to_file_writes_labels_and_reports_progress(tmp_path: Path) -> None:
-    trajectories, instances = _corpus(tmp_path)
+def test_mine_to_file_writes_labels_and_reports_progress(
+    tmp_path: Path, corpus: tuple[Path, Path]
+) -> None:
+    trajectories, instances = corpus
     inputs = prepare_mining([instances], JudgeSpec(), GoldRule())
     assert isinstance(inputs.judge, NoJudge)
     assert list(inputs.instances) == ["o__p-1"]
@@ -89,8 +69,10 @@ def test_mine_to_file_writes_labels_and_reports_progress(tmp_path: Path) -> None
     assert stats["labels_written"] == 1
 
 
-def test_prepare_mining_reads_the_template_first_and_opens_the_judge(tmp_path: Path) -> None:
-    _, instances = _corpus(tmp_path)
+def test_prepare_mining_reads_the_template_first_and_opens_the_judge(
+    tmp_path: Path, corpus: tuple[Path, Path]
+) -> None:
+    _, instances = corpus
     missing = tmp_path / "nope.txt"
     with pytest.raises(JudgeError, match="cannot read judge template"):
         prepare_mining([tmp_path / "no-instances.jsonl"], JudgeSpec(template=missing), GoldRule())
