@@ -45,12 +45,12 @@ AGENT_TOKENS = [
 ]
 VOCAB = 8000
 MODEL_SHAPE = {
-    "hidden_size": 64,
-    "intermediate_size": 128,
-    "num_hidden_layers": 2,
+    "hidden_size": 128,
+    "intermediate_size": 384,
+    "num_hidden_layers": 4,
     "num_attention_heads": 4,
     "num_key_value_heads": 2,
-    "head_dim": 16,
+    "head_dim": 32,
 }
 
 
@@ -59,7 +59,7 @@ def _run(cmd: list[str]) -> None:
     subprocess.run(cmd, check=True)
 
 
-def inputs(out: Path, mirrors: str, data: Path, threshold: float) -> None:
+def inputs(out: Path, mirrors: str, data: Path, threshold: float, max_length: int) -> None:
     out.mkdir(parents=True, exist_ok=True)
     bindir = Path(sys.executable).parent
     inst = out / "instances.jsonl"
@@ -75,18 +75,89 @@ def inputs(out: Path, mirrors: str, data: Path, threshold: float) -> None:
     if not teacher.exists():
         _run([str(bindir / "codegrep-model"), "batch", str(inst), "-o", str(teacher),
               "--cache", cache, "--source", source, "-j", "2"])  # fmt: skip
-    sft = out / "sft.jsonl"
-    rollouts = str(teacher.with_suffix(".rollouts.jsonl"))
-    _run([str(bindir / "codegrep-model"), "dataset", "sft", rollouts,
-          "-i", str(inst), "-o", str(sft), "--threshold", str(threshold)])  # fmt: skip
     grpo = out / "grpo"
     if not (grpo / "train.jsonl").exists():
         _run([str(bindir / "codegrep-model"), "dataset", "grpo", "-i", str(inst), "-o", str(grpo),
               "--cache", cache, "--source", source, "--val-fraction", "0"])  # fmt: skip
     model = out / "tiny-qwen3"
     if not (model / "config.json").exists():
-        corpus = sft.read_text().splitlines() + (grpo / "train.jsonl").read_text().splitlines()
+        corpus = (grpo / "train.jsonl").read_text().splitlines()
+        corpus += teacher.with_suffix(".rollouts.jsonl").read_text().splitlines()
         tiny_qwen3(model, corpus)
+    short = out / "teacher" / "confirm.pred.jsonl"
+    if not short.exists():
+        asyncio.run(confirm_teacher(inst, teacher, short, model, cache, source, max_length))
+    sft = out / "sft.jsonl"
+    _run([str(bindir / "codegrep-model"), "dataset", "sft", str(short.with_suffix(".rollouts.jsonl")),
+          "-i", str(inst), "-o", str(sft), "--threshold", str(threshold)])  # fmt: skip
+
+
+class ConfirmTeacher:
+    """The SFT teacher: LexicalPolicy's answer (from its full rollout), reached in two turns a
+    model of this size can imitate. Turn 1 globs the top answer file's name (`**/NAME`), turn 2
+    answers with LexicalPolicy's files. The full rollouts (6 to 14 grep/read calls, 9k to 34k
+    tokens) do not fit a CPU's context; these do, and their glob result holds the path the
+    answer names, so the answer can be copied from what the call returned."""
+
+    name = "lexical-confirm"
+
+    def __init__(self, answers: dict[str, list[str]]) -> None:
+        self.answers = answers
+
+    async def reply(self, request: Any) -> Any:
+        from codegrep_model import PolicyReply
+        from codegrep_model.scripted import call
+
+        files = self.answers.get(request.instance.instance_id) or []
+        if request.turn == 1 and files:
+            name = files[0].rsplit("/", 1)[-1]
+            return PolicyReply(content=None, tool_calls=(call("glob", {"pattern": f"**/{name}"}),))
+        return PolicyReply(content=json.dumps({"files": files}))
+
+
+async def confirm_teacher(
+    inst: Path, teacher: Path, dest: Path, model: Path, cache: str, source: str, max_length: int
+) -> None:
+    """Rollouts of `ConfirmTeacher` on every instance, under the GRPO run's token budget
+    (`--max_length`, counted with the model's tokenizer), with the training rollout config."""
+    from collections.abc import AsyncIterator
+    from contextlib import asynccontextmanager
+
+    import codegrep_records as records
+    from codegrep_model.batch import run_batch
+    from codegrep_model.budget import TokenizerCounter
+    from codegrep_model.datasets import TRAINING_CONFIG
+    from codegrep_model.train._scheduler_core import TRAINING_BUDGET
+    from transformers import AutoTokenizer
+    from worktree_sandbox import BareRepoCache, TreePool
+
+    answers = {}
+    for line in teacher.read_text().splitlines():
+        if line.strip():
+            pred = json.loads(line)
+            answers[pred["instance_id"]] = list(pred.get("files") or [])
+    instances = records.load_instances(inst).records
+    budget = TRAINING_BUDGET.model_copy(update={"max_length": max_length})
+    config = TRAINING_CONFIG.model_copy(update={"budget": budget})
+    counter = TokenizerCounter(AutoTokenizer.from_pretrained(str(model)))
+    async with TreePool(BareRepoCache(cache, source=source)) as pool:
+
+        @asynccontextmanager
+        async def open_tree(i: Any) -> AsyncIterator[Any]:
+            async with pool.open(i.repo, i.base_commit, folders=False) as tree:
+                yield tree
+
+        summary = await run_batch(
+            ConfirmTeacher(answers),
+            instances,
+            open_tree,
+            predictions=dest,
+            rollouts=dest.with_suffix(".rollouts.jsonl"),
+            jobs=2,
+            config=config,
+            counter=counter,
+        )
+    print(f"confirm teacher: {summary.answered} answered, {summary.errors} errors", flush=True)
 
 
 def tiny_qwen3(out: Path, corpus: list[str]) -> None:
@@ -414,6 +485,7 @@ def main() -> None:
     a.add_argument("--mirrors", required=True)
     a.add_argument("--data", type=Path, default=DATA)
     a.add_argument("--threshold", type=float, default=0.5)
+    a.add_argument("--max-length", type=int, default=6144)
     e = sub.add_parser("eval")
     e.add_argument("out", type=Path)
     e.add_argument("name")
@@ -427,7 +499,7 @@ def main() -> None:
     r.add_argument("out", type=Path)
     args = ap.parse_args()
     if args.cmd == "inputs":
-        inputs(args.out, args.mirrors, args.data, args.threshold)
+        inputs(args.out, args.mirrors, args.data, args.threshold, args.max_length)
     elif args.cmd == "eval":
         evaluate(
             args.out,

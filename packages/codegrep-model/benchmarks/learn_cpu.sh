@@ -28,8 +28,10 @@ root="$(cd "$here/../../.." && pwd)"
 out="$(mkdir -p "${1:?OUT}" && cd "$1" && pwd)"
 venv="${VENV:?VENV: the ms-swift venv}"
 mirrors="${MIRRORS:?MIRRORS: a folder with OWNER+NAME/repo clones}"
-sft_steps="${SFT_STEPS:-160}"
-grpo_steps="${GRPO_STEPS:-12}"
+sft_steps="${SFT_STEPS:-300}"
+grpo_steps="${GRPO_STEPS:-40}"
+generations="${GENERATIONS:-8}"
+max_length="${MAX_LENGTH:-6144}"
 beta="${BETA:-0.04}"
 py="$venv/bin/python"
 swift="$venv/bin/swift"
@@ -57,13 +59,13 @@ common=(
 )
 start=$(date +%s)
 
-stage inputs "$py" "$here/learn_cpu.py" inputs "$out" --mirrors "$mirrors"
+stage inputs "$py" "$here/learn_cpu.py" inputs "$out" --mirrors "$mirrors" --max-length "$max_length"
 model="$out/tiny-qwen3"
 stage eval-base "$py" "$here/learn_cpu.py" eval "$out" base --model "$model"
 
 stage sft "$swift" sft --model "$model" "${common[@]}" \
-  --tuner_type full --dataset "$out/sft.jsonl" --max_length 6144 --truncation_strategy right \
-  --learning_rate 3e-3 --lr_scheduler_type cosine --warmup_ratio 0.05 \
+  --tuner_type full --dataset "$out/sft.jsonl" --max_length "$max_length" --truncation_strategy right \
+  --learning_rate 2e-3 --lr_scheduler_type cosine --warmup_ratio 0.05 \
   --max_steps "$sft_steps" --per_device_train_batch_size 1 --gradient_accumulation_steps 1 \
   --save_steps "$sft_steps" --save_only_model true --output_dir "$out/sft" --add_version false
 sft_model="$out/sft/checkpoint-$sft_steps"
@@ -74,8 +76,8 @@ stage grpo "$swift" rlhf --rlhf_type grpo --model "$sft_model" "${common[@]}" \
   --tuner_type lora --lora_rank 16 --lora_alpha 32 --target_modules all-linear \
   --external_plugins "$plugin" --multi_turn_scheduler codegrep_tools --max_turns 4 \
   --reward_funcs codegrep_v3 --use_vllm false --dataset "$out/grpo/train.jsonl" \
-  --num_generations 4 --per_device_train_batch_size 4 --gradient_accumulation_steps 1 \
-  --max_completion_length 160 --completion_length_limit_scope per_round --max_length 6144 \
+  --num_generations "$generations" --per_device_train_batch_size "$generations" --gradient_accumulation_steps 1 \
+  --max_completion_length 160 --completion_length_limit_scope per_round --max_length "$max_length" \
   --temperature 1.0 --beta "$beta" --learning_rate 1e-3 --max_steps "$grpo_steps" \
   --save_steps "$grpo_steps" --save_only_model true --log_completions true \
   --output_dir "$out/grpo/run" --add_version false

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 
 import codegrep_records as records
 
+from codegrep_model.budget import TokenCounter
 from codegrep_model.engine import RolloutConfig, ToolTree, run_rollout
 from codegrep_model.errors import BatchInputError, BatchStoppedError
 from codegrep_model.policy import Policy
@@ -171,8 +172,12 @@ async def run_batch(
     config: RolloutConfig | None = None,
     prompts: PromptSet | None = None,
     on_record: Callable[[RolloutRecord], None] | None = None,
+    counter: TokenCounter | None = None,
 ) -> BatchSummary:
-    """Run `policy` on `instances` (first `limit` not yet done), `jobs` rollouts at a time."""
+    """Run `policy` on `instances` (first `limit` not yet done), `jobs` rollouts at a time.
+
+    `counter` counts tokens for `config.budget` (a trainer's tokenizer, so that rollouts made
+    here, e.g. a teacher's for SFT rows, are cut exactly as the trainer's own would be)."""
     if limit is not None and limit < 0:
         # a negative slice would silently drop instances from the end instead
         raise ValueError(f"limit must be >= 0, got {limit}")
@@ -198,7 +203,7 @@ async def run_batch(
                 try:
                     async with open_tree(inst) as tree:
                         record = await run_rollout(
-                            policy, tree, inst, config=config, prompts=prompts
+                            policy, tree, inst, config=config, prompts=prompts, counter=counter
                         )
                 except Exception as exc:  # a tree that cannot be opened: infrastructure
                     record = RolloutRecord(
