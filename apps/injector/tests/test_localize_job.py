@@ -34,7 +34,8 @@ def test_bad_settings_are_the_apps_errors_naming_the_flag(tmp_path: Path) -> Non
     (tmp_path / "empty.md").write_text("  \n")
     with pytest.raises(IssueInputError, match="the issue text is empty"):
         run_localize_job(LocalizeJob(repo=str(repo), issue=str(tmp_path / "empty.md")))
-    assert issubclass(JobInputError, InjectorError) and issubclass(OutputWriteError, InjectorError)
+    assert issubclass(JobInputError, InjectorError)
+    assert issubclass(OutputWriteError, InjectorError)
 
     outcome = run_localize_job(job)
     assert outcome.result.status != "error"
