@@ -501,3 +501,18 @@ def test_broken_v0_events_never_raise(events: list[Any]) -> None:
     assert isinstance(result, Trajectory | Skip)
     if isinstance(result, Trajectory):
         assert mine_trajectory(result).root == WS
+
+
+def test_tool_arguments_and_content_text_are_read_once_for_every_reader() -> None:
+    # swe-eval's case view imports these two; a hostile argument string is no arguments there
+    # and here alike (msgspec decoded 1e999 to inf and left deep nesting to its own limit)
+    from catm import json_arguments, text_of
+
+    assert json_arguments('{"path": "a.py"}') == {"path": "a.py"}
+    assert json_arguments('{"path": 1e999}') == {}
+    assert json_arguments("[" * 100_000 + "]" * 100_000) == {}
+    assert json_arguments('["a.py"]') == {}
+    assert json_arguments({"path": "b.py"}) == {"path": "b.py"}
+    assert json_arguments(None) == {}
+    assert text_of([{"type": "text", "text": "a"}, "b", {"content": "c"}]) == "a\nb\nc"
+    assert text_of(None) == text_of(3) == ""

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 import pytest
-from codegrep_records import open_appending, write_atomically
+from codegrep_records import open_appending, open_replacing, write_atomically
 
 
 @pytest.fixture
@@ -79,3 +79,30 @@ def test_open_appending_appends_and_refuses_a_link(tmp_path: Path, outside: Path
     with pytest.raises(OSError, match="link"):
         open_appending(tmp_path / "planted.log")
     assert outside.read_text() == "keep me\n"
+
+
+def test_open_replacing_streams_then_replaces_and_never_follows_a_link(
+    tmp_path: Path, outside: Path
+) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "rows.jsonl").symlink_to(outside)
+    with open_replacing(run / "rows.jsonl", within=run) as fh:
+        fh.write("{}\n")
+        assert outside.read_text() == "keep me\n"
+        assert (run / "rows.jsonl").is_symlink()  # replaced when the block ends, not before
+    assert outside.read_text() == "keep me\n"
+    assert (run / "rows.jsonl").read_text() == "{}\n"
+    assert not (run / "rows.jsonl").is_symlink()
+
+    def half_then_fail() -> None:
+        with open_replacing(run / "rows.jsonl") as fh:
+            fh.write("half\n")
+            raise RuntimeError("stop")
+
+    with pytest.raises(RuntimeError):
+        half_then_fail()
+    assert (run / "rows.jsonl").read_text() == "{}\n"
+    assert sorted(p.name for p in run.iterdir()) == ["rows.jsonl"]  # the temporary file is gone
+    write_atomically(run / "go.sh", "echo\n", mode=0o755)
+    assert (run / "go.sh").stat().st_mode & 0o777 == 0o755

@@ -15,6 +15,7 @@ from grpo_rewards import (
     percentile,
     percentile_interval,
     score_ranked,
+    two_sided_p,
 )
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -106,3 +107,32 @@ def test_cluster_bootstrap_resamples_instances_jointly_and_is_seeded() -> None:
         assert one[0][k] == pytest.approx(sum(hits[i] for i in idx) / 4)
         assert one[1][k] == pytest.approx(sum(hits[i] for i in idx) / sum(files[i] for i in idx))
     assert ClusterBootstrap(0, 50, seed=3).distributions([[], []], ratios) == [[], []]
+
+
+def test_cluster_bootstrap_takes_any_statistic_of_the_resampled_columns() -> None:
+    values = [0.5, 0.0, 1.0, 0.25, 0.75]
+    present = [1.0, 0.0, 1.0, 1.0, 1.0]
+    boot = ClusterBootstrap(5, 40, seed=11)
+    drawn = list(boot.resampled([values, present]))
+    rng = random.Random(11)
+    for cols in drawn:
+        idx = rng.choices(range(5), k=5)
+        assert list(cols[0]) == [values[i] for i in idx]
+        assert list(cols[1]) == [present[i] for i in idx]
+
+    # a resample where the statistic is undefined (None) or not finite is left out
+    def mean_of_present(cols: list[list[float]]) -> float | None:
+        n = sum(cols[1])
+        return sum(cols[0]) / n if n else None
+
+    dist = boot.distribution([values, present], mean_of_present)
+    expected = [mean_of_present([list(c) for c in cols]) for cols in drawn]
+    assert dist == [v for v in expected if v is not None]
+    assert boot.distribution([values], lambda cols: float("inf")) == []
+
+
+def test_two_sided_p_is_twice_the_smaller_tail_and_never_zero() -> None:
+    assert two_sided_p([0.1, 0.2, -0.1, 0.3], 4) == 0.5
+    assert two_sided_p([0.1, 0.2, 0.3], 1000) == 1 / 1000  # never 0
+    assert two_sided_p([0.0, 0.0], 10) == 1.0  # 0 counts on both sides; capped at 1
+    assert two_sided_p([], 10) == 1.0

@@ -510,3 +510,19 @@ def test_the_link_step_finds_the_one_runner_output(small: dict[str, Path]) -> No
     two = subprocess.run(link.argv, capture_output=True, text=True)
     assert two.returncode == 1
     assert "found 2" in two.stderr
+
+
+def test_a_link_planted_beside_the_plans_files_is_never_followed(tmp_path: Path) -> None:
+    from swe_eval.downstream._plan_writing import _write
+
+    victim = tmp_path / "victim.sh"
+    victim.write_text("keep me\n")
+    out = tmp_path / "plan"
+    out.mkdir()
+    # the fixed temporary name the writer used to open with a plain write: it wrote through it
+    (out / ".commands.sh.plan-tmp").symlink_to(victim)
+    _write(out / "commands.sh", b"echo run\n", 0o755)
+    assert victim.read_text() == "keep me\n"
+    assert (out / "commands.sh").read_bytes() == b"echo run\n"
+    assert (out / "commands.sh").stat().st_mode & 0o777 == 0o755
+    assert sorted(p.name for p in out.iterdir()) == [".commands.sh.plan-tmp", "commands.sh"]

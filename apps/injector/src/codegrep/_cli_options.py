@@ -8,10 +8,11 @@ do) or any other flag.
 from __future__ import annotations
 
 from typing import Annotated
-from urllib.parse import urlsplit
 
 import typer
 from codegrep_cli import fail
+
+from codegrep.localize_job import base_url_problem
 
 _BaseUrlOption = Annotated[
     str | None,
@@ -23,8 +24,6 @@ _ApiKeyOption = Annotated[str | None, typer.Option(envvar="OPENAI_API_KEY")]
 
 def _check_base_url(base_url: str | None) -> None:
     """--base-url, when given, is an http(s) URL with a host; else exit 2 saying so."""
-    if base_url is None:
-        return
-    url = urlsplit(base_url)
-    if url.scheme not in ("http", "https") or not url.netloc:
-        raise fail(f"--base-url {base_url}: not an http(s) URL (e.g. http://127.0.0.1:8000/v1)")
+    problem = base_url_problem(base_url)
+    if problem is not None:
+        raise fail(problem)

@@ -8,7 +8,6 @@ on stderr. Paths, reasons and error text are never read as rich markup.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 from pathlib import Path
@@ -16,12 +15,12 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 from codegrep_cli import fail, version_option
-from codegrep_gate import RENDER_STYLES as INJECT_STYLES
 from codegrep_model import DEFAULT_MAX_ISSUE_BYTES
-from codegrep_records import why_unwritable
 
-from codegrep._cli_options import _ApiKeyOption, _BaseUrlOption, _check_base_url, _ModelOption
+from codegrep._cli_options import _ApiKeyOption, _BaseUrlOption, _ModelOption
 from codegrep.calibrate_cli import calibrate
+from codegrep.errors import InjectorError
+from codegrep.localize_job import DEFAULT_TIMEOUT_S, LocalizeJob, run_localize_job
 from codegrep.serve_cli import serve
 
 if TYPE_CHECKING:
@@ -34,7 +33,6 @@ app = typer.Typer(
     "Exit codes: 0 done; 1 the policy failed; 2 bad input.",
 )
 
-DEFAULT_TIMEOUT_S = 120.0
 GATE_DEFAULT = 0.45  # codegrep_gate.GateConfig's default: the paper's neutral precision
 _GATE_FLAG = "default"  # what `--gate` with no value stands for
 
@@ -149,110 +147,35 @@ def localize(
       codegrep localize --repo . --issue apps/injector/examples/issue.md
       echo "KeyError in Session.get" | codegrep localize --repo ~/src/app --issue - --json
     """
-    from codegrep_model import (
-        OpenAIPolicy,
-        Policy,
-        PolicySpec,
-        RolloutConfig,
-        policy_from_spec,
-        served_spec,
+    job = LocalizeJob(
+        repo=repo,
+        issue=issue,
+        commit=commit,
+        output=output,
+        rollout=rollout,
+        base_url=base_url,
+        model=model,
+        api_key=api_key,
+        timeout_s=_timeout(timeout, timeout_s),
+        cache=cache,
+        source=source,
+        max_issue_bytes=max_issue_bytes,
+        gate=_gate_config(gate, gate_bound, max_files),
+        calibration=calibration,
+        inject=inject,
+        max_files=max_files,
     )
-
-    from codegrep.errors import InjectorError, IssueInputError
-    from codegrep.localize import localize as run_localize
-
-    request_timeout = _timeout(timeout, timeout_s)
-    gate_config = _gate_config(gate, gate_bound, max_files)
-    if inject is not None and inject not in INJECT_STYLES:
-        raise fail(f"--inject {inject}: not one of {', '.join(INJECT_STYLES)}")
-    if gate_config is None and calibration is not None:
-        raise fail("--calibration is for the gate: add --gate [THRESHOLD]")
-    spec = PolicySpec("lexical") if base_url is None else served_spec(base_url, model)
-    policy_name = spec.name
-    cal = None
-    if gate_config is not None:
-        from codegrep.gating import CalibrationChoiceError, calibration_for
-
-        try:  # checked now, before the search
-            cal = calibration_for(policy_name, calibration)
-        except CalibrationChoiceError as exc:
-            raise fail(str(exc)) from exc
-    _check_base_url(base_url)
-    if output is not None and rollout is not None and output.resolve() == rollout.resolve():
-        raise fail(f"-o and --rollout are the same file ({output}); name two files")
-    for flag, path in (("-o", output), ("--rollout", rollout)):
-        problem = None if path is None else why_unwritable(path)
-        if problem is not None:  # said now, not after the search
-            raise fail(f"cannot write {flag} {path}: {problem}")
     try:
-        # Bytes, decoded without newline translation: CRLF stays CRLF, so the issue (and its
-        # byte count) is what a server or a batch row with the same text gets.
-        raw = sys.stdin.buffer.read() if issue == "-" else Path(issue).read_bytes()
-        text = raw.decode("utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise fail(str(IssueInputError(f"cannot read --issue {issue}: {exc}"))) from exc
-    if not text.strip():
-        raise fail("the issue text is empty")
-
-    async def go() -> object:
-        # The lexical policy is localize's default (None): the one a server builds too.
-        policy: Policy | None = None
-        if spec.served:
-            policy = policy_from_spec(spec, api_key=api_key, timeout_s=request_timeout)
-        try:
-            return await run_localize(
-                repo,
-                text,
-                commit=commit,
-                policy=policy,
-                config=RolloutConfig(max_issue_bytes=max_issue_bytes),
-                cache_dir=cache,
-                source=source,
-            )
-        finally:
-            if isinstance(policy, OpenAIPolicy):
-                await policy.aclose()
-
-    try:
-        result = asyncio.run(go())
+        outcome = run_localize_job(job)
     except InjectorError as exc:
         raise fail(str(exc)) from exc
-    from codegrep.localize import Localization
-
-    assert isinstance(result, Localization)
+    result, gated, data = outcome.result, outcome.gated, outcome.response
     if result.record.issue_cut_to is not None:
         typer.echo(
             f"warning: the issue was cut from {result.record.issue_bytes} "
             f"to {result.record.issue_cut_to} bytes (--max-issue-bytes); the rest was not read",
             err=True,
         )
-    from codegrep.gating import apply
-
-    gated = apply(
-        [f.path for f in result.files],
-        None
-        if any(f.score is None for f in result.files)
-        else [f.score or 0.0 for f in result.files],
-        calibration=cal,
-        config=gate_config,
-        policy_name=result.policy,
-        max_files=max_files,
-        inject=inject,  # narrowed to a RenderStyle by the INJECT_STYLES check above
-    )
-    from codegrep.service import LocalizeResponse
-
-    data = LocalizeResponse.of(result, gated).model_dump(mode="json")
-    for flag, path, body in (
-        ("-o", output, json.dumps(data, indent=2)),
-        ("--rollout", rollout, result.record.model_dump_json(indent=2)),
-    ):
-        if path is None:
-            continue
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(body + "\n", encoding="utf-8")
-        except OSError as exc:
-            raise fail(f"cannot write {flag} {path}: {exc.strerror or exc}") from exc
     if as_json:
         typer.echo(json.dumps(data))
     elif inject is not None:

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-__all__ = ["InjectorError", "IssueInputError", "RepositoryInputError"]
+__all__ = [
+    "InjectorError",
+    "IssueInputError",
+    "JobInputError",
+    "OutputWriteError",
+    "RepositoryInputError",
+]
 
 
 class InjectorError(Exception):
@@ -15,3 +21,12 @@ class RepositoryInputError(InjectorError):
 
 class IssueInputError(InjectorError):
     """--issue is missing, unreadable or empty."""
+
+
+class JobInputError(InjectorError):
+    """A job's settings that cannot work (an unknown style, a calibration without the gate, a
+    bad --base-url, one file named for two outputs)."""
+
+
+class OutputWriteError(InjectorError):
+    """An output (-o, --rollout) that cannot be written."""

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 from codegrep_model import (
@@ -25,38 +24,11 @@ from pydantic import ValidationError
 from worktree_sandbox import BareRepoCache, CommitRequiredError, SandboxError, TreePool
 
 from codegrep.errors import RepositoryInputError
+from codegrep.response import Localization, LocalizedFile
 
 __all__ = ["Localization", "LocalizedFile", "clone_cache", "localize"]
 
 _DEFAULT_CACHE_DIR = Path("~/.cache/codegrep/repos")
-
-
-@dataclass(frozen=True)
-class LocalizedFile:
-    path: str
-    reason: str
-    score: float | None = None  # the policy's confidence, when it gives one (not calibrated)
-
-
-@dataclass(frozen=True)
-class Localization:
-    files: tuple[LocalizedFile, ...]
-    status: str
-    policy: str
-    turns: int
-    tool_calls: int
-    tokens: int
-    latency_s: float
-    record: RolloutRecord
-
-    def to_json(self) -> dict[str, object]:
-        """This answer, ungated, as the one response record (`codegrep.service.LocalizeResponse`)
-        that `localize --json`, the HTTP server and MCP give."""
-        from codegrep.gating import Gated
-        from codegrep.service import LocalizeResponse
-
-        ungated = Gated([f.path for f in self.files], None, None)
-        return LocalizeResponse.of(self, ungated).model_dump(mode="json")
 
 
 def _reason(record: RolloutRecord, path: str) -> str:

@@ -36,7 +36,6 @@ from codegrep_gate import RENDER_STYLES as INJECT_STYLES
 from codegrep_gate import (
     Calibration,
     GateConfig,
-    GateDecision,
     RenderStyle,
 )
 from codegrep_model import (
@@ -59,9 +58,10 @@ from worktree_sandbox import (
 )
 
 from codegrep.errors import InjectorError, RepositoryInputError
-from codegrep.gating import Gated, apply
-from codegrep.localize import Localization, clone_cache
+from codegrep.gating import apply
+from codegrep.localize import clone_cache
 from codegrep.localize import localize as run_localize
+from codegrep.response import Localization, LocalizeResponse
 
 __all__ = [
     "INJECT_STYLES",
@@ -197,71 +197,6 @@ class LocalizeRequest(BaseModel):
         if isinstance(value, float | int) and not isinstance(value, bool) and not 0 <= value <= 1:
             raise ValueError("a gate threshold is a precision in [0, 1]")
         return value
-
-
-class LocalizeResponse(BaseModel):
-    """The one answer record of `codegrep localize --json`, the HTTP server and MCP: what the
-    search found, what the gate kept (when gated) and the text to inject (when asked). Every
-    field is present on every surface (`queue_s` is 0 outside a server; `gate` and `injection`
-    are null when not asked for)."""
-
-    files: list[str] = Field(description="The retriever's files, most important first.")
-    scores: list[float] | None = Field(
-        description="The policy's confidence per file, aligned with `files`; null if none."
-    )
-    reasons: dict[str, str]
-    line_ranges: dict[str, list[list[int]]]
-    status: str = Field(
-        description="answered, fallback, or error (the CLI only: a server answers an error "
-        "with an HTTP error)."
-    )
-    policy: str
-    turns: int
-    tool_calls: int
-    tokens: int
-    latency_s: float = Field(description="Seconds from admission to answer, queueing included.")
-    queue_s: float = Field(default=0.0, description="Seconds of `latency_s` spent waiting.")
-    issue_bytes: int = Field(description="The issue's UTF-8 bytes as given (CRLF kept).")
-    issue_cut_to: int | None = Field(
-        default=None, description="The bytes searched, when the issue was cut to its limit."
-    )
-    error: str | None = Field(default=None, description="Why the search failed (status error).")
-    gate: GateDecision | None = Field(
-        default=None, description="The gate's decision per file, when the request was gated."
-    )
-    injected: list[str] = Field(
-        description="The files to put in front of the agent: the gate's, or all (cut to "
-        "`max_files`) when not gated."
-    )
-    injection: str | None = Field(
-        default=None, description="`injected` rendered in the style asked (`inject`)."
-    )
-
-    @classmethod
-    def of(cls, result: Localization, gated: Gated, *, queue_s: float = 0.0) -> Self:
-        """The record of one localization and what `gating.apply` made of it."""
-        answer = result.record.answer
-        line_ranges = answer.line_ranges if answer is not None else {}
-        given = [f.score for f in result.files]
-        return cls(
-            files=[f.path for f in result.files],
-            scores=None if None in given else [s for s in given if s is not None],
-            reasons={f.path: f.reason for f in result.files},
-            line_ranges={k: [list(r) for r in v] for k, v in line_ranges.items()},
-            status=result.status,
-            policy=result.policy,
-            turns=result.turns,
-            tool_calls=result.tool_calls,
-            tokens=result.tokens,
-            latency_s=round(result.latency_s, 3),
-            queue_s=round(queue_s, 3),
-            issue_bytes=result.record.issue_bytes,
-            issue_cut_to=result.record.issue_cut_to,
-            error=result.record.error,
-            gate=gated.decision,
-            injected=gated.injected,
-            injection=gated.injection,
-        )
 
 
 class ServiceLimits(BaseModel):

@@ -52,8 +52,10 @@ from catm._readers import (
     EDITOR_TOOLS,
     SHELL_ACTIONS,
     SHELL_TOOLS,
+    json_arguments,
     parse_record,
     read_trajectories,
+    text_of,
 )
 from catm._records import (
     SCHEMA_VERSION,
@@ -123,6 +125,7 @@ __all__ = [
     "guess_root",
     "is_directory_listing",
     "iter_records",
+    "json_arguments",
     "label_report",
     "load_instances",
     "looks_like_directory",
@@ -138,6 +141,7 @@ __all__ = [
     "read_labels",
     "read_trajectories",
     "saturation_weight",
+    "text_of",
     "to_repo_relative",
     "view_failed",
     "write_labels",

@@ -11,12 +11,12 @@ from __future__ import annotations
 import importlib
 import itertools
 import math
-import os
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from codegrep_records import open_replacing
 from pydantic import ValidationError
 
 from catm._readers import open_text_lines
@@ -33,17 +33,18 @@ def stats_path(labels: Path) -> Path:
 
 
 def write_labels(path: Path, labels: Iterable[LabelRecord], stats: MiningStats) -> None:
+    """Stream `labels` to `path` and write the stats beside it. Each goes to a new file beside
+    its destination (codegrep-records' `open_replacing`: a random name
+    opened with O_EXCL|O_NOFOLLOW, so a link planted there is never followed) and is renamed
+    over it at the end; a run that fails midway leaves the old files and no temporary one."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w", encoding="utf-8") as out:
-        for label in labels:
-            out.write(label.model_dump_json())
-            out.write("\n")
-    sidecar = stats_path(path)
-    sidecar_tmp = sidecar.with_name(sidecar.name + ".tmp")
-    sidecar_tmp.write_text(stats.model_dump_json(indent=2) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
-    os.replace(sidecar_tmp, sidecar)
+    with open_replacing(stats_path(path)) as sidecar:
+        with open_replacing(path) as out:
+            for label in labels:
+                out.write(label.model_dump_json())
+                out.write("\n")
+        # the labels are renamed into place first, then the stats
+        sidecar.write(stats.model_dump_json(indent=2) + "\n")
 
 
 def read_labels(path: Path) -> Iterator[LabelRecord | Skip]:

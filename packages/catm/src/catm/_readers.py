@@ -3,6 +3,8 @@
 Every input file yields `Trajectory | Skip` one record at a time, so memory does not grow with the
 file. The format is detected per record, not per file, because mixed dumps exist. A record that
 cannot be used becomes a `Skip` naming file, line and why; nothing here raises on bad data.
+`text_of` (a content field's text) and `json_arguments` (a tool call's arguments) are public:
+swe-eval's downstream case view reads trajectories with them.
 
 What this module is not for: deciding which reads count (that is `_mining`), or instance files
 (that is `_instances`).
@@ -18,6 +20,7 @@ from pathlib import Path
 from typing import IO, Any, cast
 
 import msgspec
+from codegrep_records import parse_json as parse_hostile_json
 
 from catm._records import Skip, Step, Trajectory, TrajectoryCall, TrajectoryFormat
 from catm.errors import InputError
@@ -320,33 +323,36 @@ def _first_user_text(probe: _Probe) -> str:
     items = _JSON.decode(raw) if raw else None
     for item in items[:6] if isinstance(items, list) else []:
         if isinstance(item, dict) and item.get("role") == "user":
-            return _text(item.get("content"))
+            return text_of(item.get("content"))
     return ""
 
 
-def _text(content: Any) -> str:
-    """Flatten an OpenAI/OpenHands content field (str, list of parts, or a message dict)."""
+def text_of(content: Any) -> str:
+    """The text of an OpenAI/OpenHands content field (str, list of parts joined by newlines, or a
+    message dict); anything else is no text."""
     if content is None:
         return ""
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "\n".join(_text(part) for part in content)
+        return "\n".join(text_of(part) for part in content)
     if isinstance(content, dict):
         if "text" in content:
-            return _text(content["text"])
+            return text_of(content["text"])
         if "content" in content:
-            return _text(content["content"])
+            return text_of(content["content"])
     return ""
 
 
-def _arguments(raw: Any) -> dict[str, Any]:
+def json_arguments(raw: Any) -> dict[str, Any]:
+    """A tool call's arguments: a JSON string (OpenAI) or already an object; anything else, and
+    a string that is hostile or not an object (too deep, `1e999`, not JSON), is no arguments."""
     if isinstance(raw, dict):
         return raw
     if isinstance(raw, str) and raw:
         try:
-            value = _JSON.decode(raw)
-        except msgspec.DecodeError:
+            value = parse_hostile_json(raw)
+        except ValueError:
             return {}
         return value if isinstance(value, dict) else {}
     return {}
@@ -422,13 +428,13 @@ def _response_reasoning(response: _Response) -> str:
     message = response.choices[0].message if response.choices else None
     if message is None:
         return ""
-    parts = [_clean(_text(message.content))]
+    parts = [_clean(text_of(message.content))]
     if message.reasoning_content:
         parts.append(str(message.reasoning_content).strip())
     for tool_call in message.tool_calls or ():
         function = tool_call.function
         if function is not None and function.name in _THINK_TOOLS:
-            parts.append(str(_arguments(function.arguments).get("thought") or ""))
+            parts.append(str(json_arguments(function.arguments).get("thought") or ""))
     return "\n".join(p for p in parts if p)
 
 
@@ -492,7 +498,7 @@ def _steps_messages(messages: list[Any], final: Any) -> list[Step]:
             continue
         role = message.get("role")
         if role == "assistant":
-            parts = [_clean(_text(message.get("content")))]
+            parts = [_clean(text_of(message.get("content")))]
             if message.get("reasoning_content"):
                 parts.append(str(message["reasoning_content"]).strip())
             step = _StepBuilder("")
@@ -502,7 +508,7 @@ def _steps_messages(messages: list[Any], final: Any) -> list[Step]:
             for tool_call in tool_calls:
                 function = tool_call.get("function") or {}
                 name = str(function.get("name") or "")
-                args = _arguments(function.get("arguments"))
+                args = json_arguments(function.get("arguments"))
                 if name in _THINK_TOOLS:
                     parts.append(str(args.get("thought") or ""))
                 call = _call_from_tool(name, args)
@@ -515,7 +521,7 @@ def _steps_messages(messages: list[Any], final: Any) -> list[Step]:
             step.reasoning = "\n".join(p for p in parts if p)
             steps.append(step)
         elif role in ("tool", "function"):
-            text = _text(message.get("content"))
+            text = text_of(message.get("content"))
             if text.startswith("OBSERVATION:"):
                 text = text[len("OBSERVATION:") :].lstrip()
             # litellm dumps may rewrite tool_call_id between request and answer: fall back to order.
@@ -545,14 +551,14 @@ def _steps_v1(history: list[Any]) -> list[Step]:
         kind = event.get("kind")
         if kind == "MessageEvent":
             message = event.get("llm_message") or {}
-            steps.append(_StepBuilder(_clean(_text(message.get("content")))))
+            steps.append(_StepBuilder(_clean(text_of(message.get("content")))))
             last_key = object()
             continue
         if kind != "ActionEvent":
             continue
         key = event.get("llm_response_id")
         if key is None or key != last_key:
-            parts = [_clean(_text(event.get("thought")))]
+            parts = [_clean(text_of(event.get("thought")))]
             if event.get("reasoning_content"):
                 parts.append(str(event["reasoning_content"]).strip())
             for block in event.get("thinking_blocks") or []:
@@ -565,7 +571,7 @@ def _steps_v1(history: list[Any]) -> list[Step]:
             str(event.get("tool_call_id"))
         )
         obs = (obs_event or {}).get("observation") or {}
-        observation = _text(obs.get("content"))[:_OBSERVATION_HEAD]
+        observation = text_of(obs.get("content"))[:_OBSERVATION_HEAD]
         action_kind = action.get("kind")
         if action_kind in EDITOR_ACTIONS:
             steps[-1].calls.append(

@@ -25,7 +25,12 @@ from codegrep_records._json_files import (
     read_json_object,
     read_text_file,
 )
-from codegrep_records._output import open_appending, why_unwritable, write_atomically
+from codegrep_records._output import (
+    open_appending,
+    open_replacing,
+    why_unwritable,
+    write_atomically,
+)
 from codegrep_records._paths import MOUNT_PREFIXES, normalize_path, normalize_paths
 from codegrep_records._readers import (
     Loaded,
@@ -86,6 +91,7 @@ __all__ = [
     "normalize_path",
     "normalize_paths",
     "open_appending",
+    "open_replacing",
     "parse_json",
     "parse_patch",
     "read_json_file",

@@ -8,9 +8,10 @@ An output folder may hold what others wrote (a training run's folder, written by
 and whatever it runs): a link planted at an output's name would make a plain `open(path, "w")`
 overwrite the file it points to, anywhere the user can write. `write_atomically` writes a new
 file beside the output (opened with O_CREAT|O_EXCL|O_NOFOLLOW, so never through a link) and
-renames it over the output, which replaces a link itself rather than its target; `open_appending`
-appends to a log without following a link. Both refuse a destination that is not a regular file
-(a folder, a FIFO, a device) and, given `within`, a folder that resolves outside `within`.
+renames it over the output, which replaces a link itself rather than its target;
+`open_replacing` does the same for a writer that streams; `open_appending` appends to a log
+without following a link. All three refuse a destination that is not a regular file (a folder,
+a FIFO, a device) and, given `within`, a folder that resolves outside `within`.
 """
 
 from __future__ import annotations
@@ -21,10 +22,11 @@ import os
 import secrets
 import stat
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
-__all__ = ["open_appending", "why_unwritable", "write_atomically"]
+__all__ = ["open_appending", "open_replacing", "why_unwritable", "write_atomically"]
 
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | _CLOEXEC
@@ -99,16 +101,38 @@ def _refuse_odd(name: str, fd: int, path: Path) -> None:
 
 
 def write_atomically(
-    path: str | Path, data: bytes | str, *, within: str | Path | None = None
+    path: str | Path,
+    data: bytes | str,
+    *,
+    within: str | Path | None = None,
+    mode: int | None = None,
 ) -> Path:
     """Replace `path` with `data` (text is written as UTF-8) in one step: a reader sees the old
     file or the new one, never half of one, and a link at `path` is replaced, not followed.
 
     The folder must exist. Raises `OSError` when it cannot write, when `path` is a folder or
     another file that is not a regular one, and (with `within`) when the folder resolves
-    outside `within`. Returns `path`."""
-    target = Path(path)
+    outside `within`. `mode` sets the new file's permission bits (`0o755` for a script).
+    Returns `path`."""
     payload = data.encode("utf-8") if isinstance(data, str) else data
+    with open_replacing(path, within=within, mode=mode, binary=True) as fh:
+        fh.write(payload)
+    return Path(path)
+
+
+@contextlib.contextmanager
+def open_replacing(
+    path: str | Path,
+    *,
+    within: str | Path | None = None,
+    mode: int | None = None,
+    binary: bool = False,
+) -> Iterator[IO[Any]]:
+    """`write_atomically` for a writer that streams: a new file beside `path` (O_CREAT|O_EXCL|
+    O_NOFOLLOW, a random name, so never through a link) to write in the block; it replaces
+    `path` when the block ends, and is removed when the block raises. Text is UTF-8; the same
+    refusals and errors as `write_atomically`."""
+    target = Path(path)
     fd = _open_folder(target, within)
     try:
         _refuse_odd(target.name, fd, target)
@@ -117,8 +141,10 @@ def write_atomically(
             tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | _CLOEXEC, 0o666, dir_fd=fd
         )
         try:
-            with os.fdopen(out, "wb") as fh:
-                fh.write(payload)
+            if mode is not None:
+                os.fchmod(out, mode)
+            with os.fdopen(out, "wb") if binary else os.fdopen(out, "w", encoding="utf-8") as fh:
+                yield fh
             os.replace(tmp, target.name, src_dir_fd=fd, dst_dir_fd=fd)
         except BaseException:
             with contextlib.suppress(OSError):
@@ -126,7 +152,6 @@ def write_atomically(
             raise
     finally:
         os.close(fd)
-    return target
 
 
 def open_appending(path: str | Path, *, within: str | Path | None = None) -> IO[str]:

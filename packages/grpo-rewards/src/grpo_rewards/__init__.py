@@ -86,6 +86,7 @@ from grpo_rewards._scoring import (
     percentile,
     percentile_interval,
     score_ranked,
+    two_sided_p,
 )
 from grpo_rewards._spec import (
     REWARD_SPECS,
@@ -218,4 +219,5 @@ __all__ = [
     "set_scores",
     "sigma_v1",
     "targets_from_file_changes",
+    "two_sided_p",
 ]

@@ -16,19 +16,22 @@ The accounting (`account`):
 A file named twice in one answer is one file at its first rank (`score_ranked`): counted twice
 it would give a recall, and an F-beta, above 1.
 
-The bootstrap (`ClusterBootstrap`) resamples instance indices with replacement from
-`random.Random(seed)` and recomputes each figure as a ratio of column sums, so that every figure
-moves with the same resamples; `percentile` is numpy's default ('linear') percentile.
+The bootstrap (`ClusterBootstrap`) is the project's one bootstrap: swe-eval's Table 2 intervals
+and paired differences, its downstream resolve-rate intervals and codegrep-gate's calibration all
+draw from it. It resamples instance indices with replacement from `random.Random(seed)` and
+recomputes each figure on the resampled instances (a ratio of column sums, or any statistic of
+the resampled columns), so that every figure moves with the same resamples. The interval is the
+percentile interval (`percentile` is numpy's default, 'linear', percentile) widened to hold the
+point; `two_sided_p` is the share of resamples on the far side of 0, doubled.
 
-Pure functions; no I/O; stdlib only. Not for the downstream resolve-rate statistics (swe-eval's
-`downstream.analysis`, with numpy) nor for a training reward (`_rewards`).
+Pure functions; no I/O; stdlib only. Not for a training reward (`_rewards`).
 """
 
 from __future__ import annotations
 
 import math
 import random
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from operator import itemgetter
@@ -47,6 +50,7 @@ __all__ = [
     "percentile",
     "percentile_interval",
     "score_ranked",
+    "two_sided_p",
 ]
 
 R = TypeVar("R")
@@ -153,6 +157,16 @@ def percentile_interval(point: float, dist: list[float], level: float) -> tuple[
     )
 
 
+def two_sided_p(dist: Sequence[float], resamples: int) -> float:
+    """Twice the smaller share of resampled values on either side of 0 (0 counts on both),
+    capped at 1 and never below 1/resamples: the bootstrap p-value of "the figure is 0"."""
+    if not dist:
+        return 1.0
+    below = sum(1 for v in dist if v <= 0) / len(dist)
+    above = sum(1 for v in dist if v >= 0) / len(dist)
+    return min(1.0, max(2 * min(below, above), 1.0 / max(1, resamples)))
+
+
 @dataclass(frozen=True)
 class Ratio:
     """A figure that is sum(numerator column) / sum(denominator column) over the instances."""
@@ -180,6 +194,25 @@ class ClusterBootstrap:
             idx = rng.choices(population, k=n)
             # itemgetter of one index returns the item itself, not a 1-tuple.
             self.pickers.append(itemgetter(*idx) if n > 1 else _single(idx[0]))
+
+    def resampled(self, columns: Sequence[Sequence[float]]) -> Iterator[list[Sequence[float]]]:
+        """Each resample's columns: the values of the drawn instances, in draw order."""
+        for pick in self.pickers:
+            yield [pick(col) for col in columns]
+
+    def distribution(
+        self,
+        columns: Sequence[Sequence[float]],
+        statistic: Callable[[Sequence[Sequence[float]]], float | None],
+    ) -> list[float]:
+        """`statistic` of every resample's columns; a resample where it is None or not finite
+        (a ratio over nothing) is left out."""
+        out: list[float] = []
+        for drawn in self.resampled(columns):
+            value = statistic(drawn)
+            if value is not None and math.isfinite(value):
+                out.append(value)
+        return out
 
     def distributions(
         self, columns: Sequence[Sequence[float]], ratios: Sequence[Ratio]

@@ -18,21 +18,31 @@ The per-instance scores and the accounting are grpo-rewards' scoring core (`scor
 `account`), which codegrep-gate's calibration uses too: the precision here and the one the gate
 acts on are one number by construction.
 
+The bootstrap intervals and the paired p-value are the same core's `ClusterBootstrap`,
+`percentile_interval` and `two_sided_p` (stdlib, seeded with `random.Random(seed)`).
+
 Pure functions; no I/O.
 """
 
 from __future__ import annotations
 
-import inspect
 import math
+import statistics
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
 
 import numpy as np
 from codegrep_records import GoldLabel, Prediction
-from grpo_rewards import account, answer_status, fbeta_from_counts, score_ranked
+from grpo_rewards import (
+    ClusterBootstrap,
+    account,
+    answer_status,
+    fbeta_from_counts,
+    percentile_interval,
+    score_ranked,
+    two_sided_p,
+)
 from numpy.typing import NDArray
 from pydantic import BaseModel, ConfigDict
 
@@ -232,48 +242,31 @@ def _metric_names(ks: Sequence[int]) -> list[str]:
     ]
 
 
-def _scipy_bootstrap(
-    data: NDArray[np.float64],
-    stat: Callable[..., NDArray[np.float64]],
-    *,
-    n_resamples: int,
+def _interval(
+    boot: ClusterBootstrap,
+    point: float,
+    columns: Sequence[Sequence[float]],
+    statistic: Callable[[Sequence[Sequence[float]]], float | None],
     confidence: float,
-    rng: np.random.Generator,
-) -> Any:
-    from scipy import stats  # type: ignore[import-untyped, unused-ignore]
-
-    # scipy 1.15 renamed bootstrap's `random_state` to `rng`; the declared floor (1.11) knows
-    # only the old name, so pass the generator under whichever name this scipy has.
-    params = inspect.signature(stats.bootstrap).parameters
-    seed_kw = "rng" if "rng" in params else "random_state"
-    return stats.bootstrap(
-        (data,),
-        stat,
-        n_resamples=n_resamples,
-        confidence_level=confidence,
-        method="percentile",
-        vectorized=True,
-        batch=max(1, min(n_resamples, 2_000_000 // max(1, len(data)))),
-        **{seed_kw: rng},
-    )
-
-
-def _bootstrap(
-    x: NDArray[np.float64],
-    stat: Callable[..., NDArray[np.float64]],
-    *,
-    n_resamples: int,
-    confidence: float,
-    rng: np.random.Generator,
 ) -> tuple[float, float]:
-    if len(x) < 2 or n_resamples <= 0:
-        v = float(stat(x, axis=-1)) if len(x) else math.nan
-        return v, v
-    if np.all(x == x[0]):
-        # scipy warns and returns NaN on a degenerate distribution; the interval is the point.
-        return float(x[0]), float(x[0])
-    res = _scipy_bootstrap(x, stat, n_resamples=n_resamples, confidence=confidence, rng=rng)
-    return float(res.confidence_interval.low), float(res.confidence_interval.high)
+    """The core's percentile interval of `statistic` over the instance resamples."""
+    if math.isnan(point):
+        return point, point
+    return percentile_interval(point, boot.distribution(columns, statistic), confidence)
+
+
+def _mean(drawn: Sequence[Sequence[float]]) -> float:
+    return math.fsum(drawn[0]) / len(drawn[0])
+
+
+def _median(drawn: Sequence[Sequence[float]]) -> float:
+    return statistics.median(drawn[0])
+
+
+def _mean_of_present(drawn: Sequence[Sequence[float]]) -> float | None:
+    # column 0: the value (0 where absent), column 1: 1 where present
+    present = math.fsum(drawn[1])
+    return math.fsum(drawn[0]) / present if present else None
 
 
 def _summarize_scores(
@@ -285,16 +278,22 @@ def _summarize_scores(
     no_gold: int,
     unknown: int,
 ) -> SystemSummary:
-    rng = np.random.default_rng(seed)
+    boot = ClusterBootstrap(len(ev.scores), n_resamples, seed)
     metrics: dict[str, Estimate] = {}
     for name in _metric_names(ev.ks):
-        stat: Callable[..., NDArray[np.float64]] = np.mean
-        column = name
-        if name == "fbeta_median":
-            stat, column = np.median, "fbeta"
-        x = ev.column(column)
-        value = float(stat(x)) if len(x) else math.nan
-        low, high = _bootstrap(x, stat, n_resamples=n_resamples, confidence=confidence, rng=rng)
+        if name == "turns":
+            # a cluster resample of the instances; the figure is the mean over those with turns
+            turns = [s.turns for s in ev.scores]
+            x = ev.column("turns")
+            columns = [[t or 0.0 for t in turns], [float(t is not None) for t in turns]]
+            statistic = _mean_of_present
+        else:
+            x = ev.column("fbeta" if name == "fbeta_median" else name)
+            columns = [x.tolist()]
+            statistic = _median if name == "fbeta_median" else _mean
+        agg = np.median if name == "fbeta_median" else np.mean
+        value = float(agg(x)) if len(x) else math.nan
+        low, high = _interval(boot, value, columns, statistic, confidence)
         metrics[name] = Estimate(value=value, low=low, high=high, n=len(x))
     statuses = [s.status for s in ev.scores]
     return SystemSummary(
@@ -316,7 +315,11 @@ def summarize(
     seed: int = 0,
     by_repo: bool = True,
 ) -> SystemSummary:
-    """Macro averages with percentile-bootstrap intervals (seeded, so reruns agree)."""
+    """Macro averages with percentile-bootstrap intervals (seeded, so reruns agree).
+
+    The intervals are grpo-rewards' `ClusterBootstrap` (the one codegrep-gate calibrates with):
+    every figure is recomputed on the same resamples of instances.
+    """
     top = _summarize_scores(
         ev,
         n_resamples=n_resamples,
@@ -361,7 +364,7 @@ def paired_difference(
     """Paired bootstrap of the mean difference; instances are resampled jointly for a and b.
 
     The p-value is two-sided: twice the smaller share of resampled means on either side of 0
-    (at least 1/n_resamples, never exactly 0).
+    (at least 1/n_resamples, never exactly 0); grpo-rewards' `two_sided_p`.
     """
     if metric in ("fbeta_median", "turns"):
         raise ValueError(f"paired difference is defined for per-instance means, not {metric}")
@@ -372,31 +375,16 @@ def paired_difference(
         raise ValueError(f"{a.name} and {b.name} share fewer than two scored instances")
     ca, cb = a.column(metric), b.column(metric)
     d = np.array([ca[ia[i]] - cb[ib[i]] for i in common])
-    rng = np.random.default_rng(seed)
     mean = float(d.mean())
-    if np.all(d == d[0]):
-        return PairedDifference(
-            a=a.name,
-            b=b.name,
-            metric=metric,
-            n=len(d),
-            diff=Estimate(value=mean, low=mean, high=mean, n=len(d)),
-            p_value=1.0 if mean == 0 else 1.0 / n_resamples,
-        )
-    res = _scipy_bootstrap(d, np.mean, n_resamples=n_resamples, confidence=confidence, rng=rng)
-    dist = res.bootstrap_distribution
-    share = min(float(np.mean(dist <= 0)), float(np.mean(dist >= 0)))
-    p = min(1.0, max(2 * share, 1.0 / n_resamples))
+    boot = ClusterBootstrap(len(d), n_resamples, seed)
+    dist = boot.distribution([d.tolist()], _mean)
+    p = two_sided_p(dist, n_resamples)
+    low, high = percentile_interval(mean, dist, confidence)
     return PairedDifference(
         a=a.name,
         b=b.name,
         metric=metric,
         n=len(d),
-        diff=Estimate(
-            value=mean,
-            low=float(res.confidence_interval.low),
-            high=float(res.confidence_interval.high),
-            n=len(d),
-        ),
+        diff=Estimate(value=mean, low=low, high=high, n=len(d)),
         p_value=p,
     )

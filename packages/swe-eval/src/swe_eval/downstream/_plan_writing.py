@@ -6,7 +6,6 @@ Not for: building the plan (`_plan_commands`).
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -15,6 +14,7 @@ from codegrep_gate import (
 )
 from codegrep_records import (
     RecordError,
+    write_atomically,
 )
 
 from swe_eval.downstream._plan_commands import Plan, render_commands, report_manifest, run_manifest
@@ -89,13 +89,11 @@ def check_output(out: Path, targets: Sequence[str], *, force: bool) -> list[str]
 
 
 def _write(path: Path, data: bytes, mode: int | None = None) -> None:
-    """Replace `path` in one step (a reader never sees half a file)."""
+    """Replace `path` in one step (a reader never sees half a file) through a new file with a
+    random name (codegrep-records' `write_atomically`), so a link planted beside the plan's
+    files is never followed."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.plan-tmp")
-    tmp.write_bytes(data)
-    if mode is not None:
-        tmp.chmod(mode)
-    os.replace(tmp, path)
+    write_atomically(path, data, mode=mode)
 
 
 def write_plan(plan: Plan, built: Sequence[BuiltConfig]) -> list[Path]:

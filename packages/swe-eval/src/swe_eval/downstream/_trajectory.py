@@ -3,8 +3,9 @@
 Three shapes come in: OpenHands V0 `history` (action/observation dicts), OpenHands V1 events
 (`kind` discriminator) and OpenAI-style `messages` with `tool_calls`. Which tool is the editor
 and which the shell, and which files a shell line reads, are catm's rules (`catm.EDITOR_TOOLS`,
-`catm.SHELL_TOOLS`, `catm.parse_shell`, `catm.view_failed`, `catm.is_directory_listing`), so
-that "the agent opened this file" means the same in a mined label and in this report: a file
+`catm.SHELL_TOOLS`, `catm.parse_shell`, `catm.view_failed`, `catm.is_directory_listing`), as
+is reading a content field and a tool call's arguments (`catm.text_of`, `catm.json_arguments`),
+so that "the agent opened this file" means the same in a mined label and in this report: a file
 counts as opened when the editor showed it (not a directory listing, not an error) or a shell
 command printed it (`cat`, `head`, `tail`, `nl`, `less`, `more`, `bat`, `sed` without `-i`,
 `awk`, and `grep`/`rg` over exactly one file; a grep over several files or a tree is a search),
@@ -32,11 +33,13 @@ from catm import (
     SHELL_TOOLS,
     guess_root,
     is_directory_listing,
+    json_arguments,
     looks_like_directory,
     parse_shell,
+    text_of,
     view_failed,
 )
-from codegrep_records import normalize_path, parse_json
+from codegrep_records import normalize_path
 
 from swe_eval.downstream.records import Action
 
@@ -51,28 +54,6 @@ class Trace:
     files_opened: tuple[str, ...]
     files_opened_before_edit: tuple[str, ...]
     files_edited: tuple[str, ...]
-
-
-def text_of(content: Any) -> str:
-    """The text of a message or observation `content`: a string or a list of text parts."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(str(p.get("text") or "") if isinstance(p, dict) else str(p) for p in content)
-    return ""
-
-
-def json_arguments(raw: Any) -> dict[str, Any]:
-    """A tool call's arguments: a JSON string (OpenAI) or already an object."""
-    if isinstance(raw, dict):
-        return raw
-    if isinstance(raw, str):
-        try:
-            value = parse_json(raw)  # too deep, 1e999, not JSON: no arguments
-        except ValueError:
-            return {}
-        return value if isinstance(value, dict) else {}
-    return {}
 
 
 def _is_mount_root(path: str) -> bool:

@@ -14,7 +14,8 @@ The denominator is the instance list and nothing else: an instance without outpu
 unresolved and counted `missing`; every other failure (empty patch, harness error, timeout,
 agent error, ...) is unresolved and counted by cause; none leaves the denominator.
 
-Pure functions; numpy for the bootstrap, scipy (imported when a test is run) for the binomial.
+Pure functions; the bootstrap is grpo-rewards' `ClusterBootstrap` (the one swe-eval's Table 2 and
+codegrep-gate's calibration use), scipy (imported when a test is run) for the binomial.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from codegrep_records import GoldLabel, Prediction
+from grpo_rewards import ClusterBootstrap, percentile_interval
 from numpy.typing import NDArray
 from pydantic import BaseModel, ConfigDict
 
@@ -224,36 +226,9 @@ def _spread(values: Sequence[float]) -> Spread | None:
     return Spread(mean=float(arr.mean()), median=float(np.median(arr)), n=len(arr))
 
 
-def _percentile_interval(dist: NDArray[np.float64], confidence: float) -> tuple[float, float]:
-    alpha = (1 - confidence) / 2
-    low, high = np.quantile(dist, [alpha, 1 - alpha])
-    return float(low), float(high)
-
-
-def _resample_means(
-    columns: Sequence[NDArray[np.float64]], n_resamples: int, seed: int
-) -> list[NDArray[np.float64]]:
-    """Bootstrap means of each column, resampling the rows jointly (a paired bootstrap).
-
-    Deterministic for a seed; drawn in batches so memory stays small for large n.
-    """
-    n = len(columns[0])
-    rng = np.random.default_rng(seed)
-    out: list[list[NDArray[np.float64]]] = [[] for _ in columns]
-    batch = max(1, 2_000_000 // max(n, 1))
-    done = 0
-    while done < n_resamples:
-        size = min(batch, n_resamples - done)
-        idx = rng.integers(0, n, size=(size, n))
-        for j, col in enumerate(columns):
-            out[j].append(col[idx].mean(axis=1))
-        done += size
-    return [np.concatenate(parts) for parts in out]
-
-
 def paired_bootstrap(
     columns: Sequence[Sequence[float] | NDArray[np.float64]],
-    statistic: Callable[..., float | NDArray[np.float64]],
+    statistic: Callable[..., float],
     *,
     n_resamples: int = 10_000,
     confidence: float = 0.95,
@@ -261,25 +236,32 @@ def paired_bootstrap(
 ) -> Estimate:
     """A percentile interval of `statistic(mean of column 0, mean of column 1, ...)`.
 
-    Rows (instances) are resampled jointly across the columns, so the pairing is kept. The
-    statistic must work elementwise on arrays of bootstrap means. With fewer than two rows or no
-    resamples the interval is the point value.
+    Rows (instances) are resampled jointly across the columns, so the pairing is kept: grpo-rewards'
+    `ClusterBootstrap` and `percentile_interval` (the interval is widened to hold the point). The
+    statistic is called with one resample's column means (floats); a resample where it divides by
+    zero or is not finite is left out. With fewer than two rows or no resamples the interval is
+    the point value.
     """
-    arrays = [np.asarray(c, dtype=float) for c in columns]
+    arrays = [[float(v) for v in c] for c in columns]
     if not arrays or len({len(a) for a in arrays}) != 1:
         raise ValueError("paired_bootstrap wants columns of one length")
     n = len(arrays[0])
     if n == 0:
         return Estimate(value=math.nan, low=math.nan, high=math.nan, n=0)
-    value = float(statistic(*(a.mean() for a in arrays)))
+    value = float(statistic(*(float(np.mean(a)) for a in arrays)))
     if n < 2 or n_resamples <= 0:
         return Estimate(value=value, low=value, high=value, n=n)
-    means = _resample_means(arrays, n_resamples, seed)
-    dist = np.asarray(statistic(*means), dtype=float)
-    dist = dist[np.isfinite(dist)]
-    if not len(dist):
+
+    def of_means(drawn: Sequence[Sequence[float]]) -> float | None:
+        try:
+            return float(statistic(*(math.fsum(col) / n for col in drawn)))
+        except ZeroDivisionError:
+            return None
+
+    dist = ClusterBootstrap(n, n_resamples, seed).distribution(arrays, of_means)
+    if not dist:
         return Estimate(value=value, low=math.nan, high=math.nan, n=n)
-    low, high = _percentile_interval(dist, confidence)
+    low, high = percentile_interval(value, dist, confidence)
     return Estimate(value=value, low=low, high=high, n=n)
 
 
@@ -422,14 +404,13 @@ def _relative(
     b = [y for _, y in pairs]
     if float(np.mean(a)) == 0:
         return None
-    with np.errstate(divide="ignore", invalid="ignore"):
-        rel = paired_bootstrap(
-            [a, b],
-            lambda ma, mb: mb / ma - 1,
-            n_resamples=n_resamples,
-            confidence=confidence,
-            seed=seed,
-        )
+    rel = paired_bootstrap(
+        [a, b],
+        lambda ma, mb: mb / ma - 1,
+        n_resamples=n_resamples,
+        confidence=confidence,
+        seed=seed,
+    )
     return RelativeDelta(mean_a=float(np.mean(a)), mean_b=float(np.mean(b)), relative=rel)
 
 

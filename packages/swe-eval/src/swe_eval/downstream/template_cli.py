@@ -3,13 +3,12 @@ template (read from its checkout when the run starts; see `stock`)."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from codegrep_cli import fail
-from codegrep_records import RecordFileError, read_text_file
+from codegrep_records import RecordFileError, read_text_file, write_atomically
 
 from swe_eval._cli_io import check_output, say
 from swe_eval.downstream.stock import StockTemplateError, stock_template, treatment_template
@@ -45,10 +44,8 @@ def template(
         out = treatment_template(text) if inject else stock_template(text)
     except StockTemplateError as exc:
         raise fail(f"{stock}: {exc}") from exc
-    tmp = output.with_name(f".{output.name}.template-tmp")
-    try:  # replaced in one step; a link at -o is replaced, never followed
-        tmp.write_text(out, encoding="utf-8")
-        os.replace(tmp, output)
+    try:  # replaced in one step; a link at -o, or at any name beside it, is never followed
+        write_atomically(output, out)
     except OSError as exc:
         raise fail(f"cannot write -o {output}: {exc.strerror or exc}") from exc
     say(f"wrote {output} ({'with' if inject else 'without'} the injected section)")

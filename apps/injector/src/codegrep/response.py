@@ -1,0 +1,111 @@
+"""The answer records of `codegrep`: what one localization found (`Localization`, its
+`LocalizedFile`s) and the one response record every surface gives (`LocalizeResponse`:
+`localize --json`, the HTTP server, MCP).
+
+They live apart from the job (`localize`) and the server (`service`) so that both import them
+and neither imports the other for them. Records only: not for running a rollout, gating
+(`gating`) or serving.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Self
+
+from codegrep_gate import GateDecision
+from codegrep_model import RolloutRecord
+from pydantic import BaseModel, Field
+
+from codegrep.gating import Gated
+
+__all__ = ["Localization", "LocalizeResponse", "LocalizedFile"]
+
+
+@dataclass(frozen=True)
+class LocalizedFile:
+    path: str
+    reason: str
+    score: float | None = None  # the policy's confidence, when it gives one (not calibrated)
+
+
+@dataclass(frozen=True)
+class Localization:
+    files: tuple[LocalizedFile, ...]
+    status: str
+    policy: str
+    turns: int
+    tool_calls: int
+    tokens: int
+    latency_s: float
+    record: RolloutRecord
+
+    def to_json(self) -> dict[str, object]:
+        """This answer, ungated, as the one response record (`LocalizeResponse`) that
+        `localize --json`, the HTTP server and MCP give."""
+        ungated = Gated([f.path for f in self.files], None, None)
+        return LocalizeResponse.of(self, ungated).model_dump(mode="json")
+
+
+class LocalizeResponse(BaseModel):
+    """The one answer record of `codegrep localize --json`, the HTTP server and MCP: what the
+    search found, what the gate kept (when gated) and the text to inject (when asked). Every
+    field is present on every surface (`queue_s` is 0 outside a server; `gate` and `injection`
+    are null when not asked for)."""
+
+    files: list[str] = Field(description="The retriever's files, most important first.")
+    scores: list[float] | None = Field(
+        description="The policy's confidence per file, aligned with `files`; null if none."
+    )
+    reasons: dict[str, str]
+    line_ranges: dict[str, list[list[int]]]
+    status: str = Field(
+        description="answered, fallback, or error (the CLI only: a server answers an error "
+        "with an HTTP error)."
+    )
+    policy: str
+    turns: int
+    tool_calls: int
+    tokens: int
+    latency_s: float = Field(description="Seconds from admission to answer, queueing included.")
+    queue_s: float = Field(default=0.0, description="Seconds of `latency_s` spent waiting.")
+    issue_bytes: int = Field(description="The issue's UTF-8 bytes as given (CRLF kept).")
+    issue_cut_to: int | None = Field(
+        default=None, description="The bytes searched, when the issue was cut to its limit."
+    )
+    error: str | None = Field(default=None, description="Why the search failed (status error).")
+    gate: GateDecision | None = Field(
+        default=None, description="The gate's decision per file, when the request was gated."
+    )
+    injected: list[str] = Field(
+        description="The files to put in front of the agent: the gate's, or all (cut to "
+        "`max_files`) when not gated."
+    )
+    injection: str | None = Field(
+        default=None, description="`injected` rendered in the style asked (`inject`)."
+    )
+
+    @classmethod
+    def of(cls, result: Localization, gated: Gated, *, queue_s: float = 0.0) -> Self:
+        """The record of one localization and what `gating.apply` made of it."""
+        answer = result.record.answer
+        line_ranges = answer.line_ranges if answer is not None else {}
+        given = [f.score for f in result.files]
+        return cls(
+            files=[f.path for f in result.files],
+            scores=None if None in given else [s for s in given if s is not None],
+            reasons={f.path: f.reason for f in result.files},
+            line_ranges={k: [list(r) for r in v] for k, v in line_ranges.items()},
+            status=result.status,
+            policy=result.policy,
+            turns=result.turns,
+            tool_calls=result.tool_calls,
+            tokens=result.tokens,
+            latency_s=round(result.latency_s, 3),
+            queue_s=round(queue_s, 3),
+            issue_bytes=result.record.issue_bytes,
+            issue_cut_to=result.record.issue_cut_to,
+            error=result.record.error,
+            gate=gated.decision,
+            injected=gated.injected,
+            injection=gated.injection,
+        )
