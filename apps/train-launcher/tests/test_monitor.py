@@ -464,6 +464,9 @@ def test_the_follow_option_prints_a_new_alarm_and_stops_at_the_end(tmp_path: Pat
 # ---------------------------------------------------------------- the PNG
 
 
+OVERFLOW_PANEL = "Rollouts ended by a context overflow"
+
+
 @pytest.mark.slow
 @needs_matplotlib
 @pytest.mark.parametrize("run_dir", [HEALTHY, V1, V2], ids=["healthy", "v1", "v2"])
@@ -475,12 +478,17 @@ def test_the_png_has_every_panel(tmp_path: Path, run_dir: Path) -> None:
     path = monitor.plot(run, report, tmp_path)
     assert path == tmp_path / "monitor.png"
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert matplotlib.image.imread(path).shape[:2] == (1200, 1400)
+    assert matplotlib.image.imread(path).shape[:2] == (1600, 1400)
 
     fig = monitor._figure(run, report)
     axes = fig.get_axes()
     assert [ax.get_title() for ax in axes] == [title for title, _ in monitor.PANELS]
     for ax in axes:  # every panel drew its series and its threshold
+        if ax.get_title() == OVERFLOW_PANEL and not run.series("overflow_rate"):
+            # these logs predate stop_cause: the panel says what is missing
+            notes = [t.get_text() for t in ax.texts if " @ " not in t.get_text()]
+            assert notes == ["no stop_cause in codegrep_rollouts.jsonl"]
+            continue
         assert len(ax.get_lines()) >= 2, ax.get_title()
         assert any(ln.get_linestyle() == "--" for ln in ax.get_lines()), ax.get_title()
     marked = {
@@ -668,6 +676,39 @@ def test_the_overflow_share_is_read_from_the_rollout_logs_stop_cause(tmp_path: P
         "".join(x.replace("overflow", "answered") for x in lines)
     )
     assert "overflow_high" not in _names(run)
+
+
+@needs_matplotlib
+def test_the_zero_std_and_overflow_panels_draw_their_series_and_alarms(tmp_path: Path) -> None:
+    from codegrep_model.train import RolloutLogEntry
+
+    run = _doctored(tmp_path, 6, {}, {"reward_std": 0.0, "frac_reward_zero_std": 1.0})
+    folder = next(run.iterdir())
+    lines = [
+        RolloutLogEntry(
+            step=s, index=i, reward=0.0, num_turns=2, tool_calls_per_turn=(2, 0),
+            num_tool_calls=2, cbar=1.0, efficiency=0.5, factor=0.5, advantage_group=0.0,
+            advantage=0.0, episode_status="unanswered",
+            stop_cause="overflow" if s == 3 and i < 4 else "answered",
+        ).to_json_line()
+        for s in range(1, 7) for i in range(8)
+    ]  # fmt: skip
+    (folder / "codegrep_rollouts.jsonl").write_text("".join(lines))
+    data = read_run(run)
+    report = check(data)
+    fig = monitor._figure(data, report)
+    by_title = {ax.get_title(): ax for ax in fig.get_axes()}
+    for title, alarm in (
+        ("Groups whose rewards are all equal (advantage 0)", "zero_std_all"),
+        (OVERFLOW_PANEL, "overflow_high"),
+    ):
+        ax = by_title[title]
+        assert len(ax.get_lines()) >= 2, title  # the series, its rolling mean, the threshold
+        assert any(ln.get_linestyle() == "--" for ln in ax.get_lines()), title
+        marks = [t.get_text() for t in ax.texts if " @ " in t.get_text()]
+        assert any(m.startswith(f"{alarm} @ ") for m in marks), (title, marks)
+    overflow = by_title[OVERFLOW_PANEL].get_lines()[0]
+    assert list(overflow.get_ydata()) == [0.0, 0.0, 50.0, 0.0, 0.0, 0.0]
 
 
 def test_the_monitor_errors_are_the_launchers_own() -> None:

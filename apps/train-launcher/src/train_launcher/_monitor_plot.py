@@ -55,6 +55,8 @@ PANELS: tuple[tuple[str, str], ...] = (
     ("Completions clipped at the length limit", "% of completions"),
     ("Tool calls per turn (c̄) and turns", "calls / turn"),
     ("Answer-parse failures", "% of rollouts"),
+    ("Groups whose rewards are all equal (advantage 0)", "% of groups"),
+    ("Rollouts ended by a context overflow", "% of rollouts"),
 )
 
 
@@ -105,8 +107,8 @@ def plot(
 def _figure(run: RunData, report: MonitorReport) -> Any:
     """The figure `plot` saves: the `PANELS`, in order."""
     th = report.thresholds
-    fig = _figure_class()(figsize=(14, 12), layout="constrained")
-    axes = fig.subplots(3, 2)
+    fig = _figure_class()(figsize=(14, 16), layout="constrained")
+    axes = fig.subplots(4, 2)
     flat = [ax for row in axes for ax in row]
     alarms_by_metric: dict[str, list[Alarm]] = {}
     for a in report.alarms:
@@ -259,6 +261,20 @@ def _figure(run: RunData, report: MonitorReport) -> Any:
     else:
         empty(ax, f"no rollout records\n({ROLLOUT_LOG_FILE}, {COMPLETIONS_FILE})")
     mark(ax, ["parse_failure_rate"])
+
+    ax = flat[6]
+    if draw(ax, "frac_reward_zero_std", "zero-std groups", "tab:gray", scale=100):
+        hline(ax, 100 * th.zero_std_max, f"alarm: > {_pct(th.zero_std_max)}")
+    else:
+        empty(ax, "no frac_reward_zero_std logged")
+    mark(ax, ["frac_reward_zero_std"])
+
+    ax = flat[7]
+    if draw(ax, "overflow_rate", "overflowed", "tab:pink", scale=100):
+        hline(ax, 100 * th.overflow_rate_max, f"alarm: one step > {_pct(th.overflow_rate_max)}")
+    else:
+        empty(ax, f"no stop_cause in {ROLLOUT_LOG_FILE}")
+    mark(ax, ["overflow_rate"])
 
     for ax in flat:
         for step in run.resumed_at:
