@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import random
 import subprocess
 import sys
 import time
@@ -88,7 +87,8 @@ def inputs(out: Path, mirrors: str, data: Path, threshold: float, max_length: in
     if not short.exists():
         asyncio.run(confirm_teacher(inst, teacher, short, model, cache, source, max_length))
     sft = out / "sft.jsonl"
-    _run([str(bindir / "codegrep-model"), "dataset", "sft", str(short.with_suffix(".rollouts.jsonl")),
+    rollouts = str(short.with_suffix(".rollouts.jsonl"))
+    _run([str(bindir / "codegrep-model"), "dataset", "sft", rollouts,
           "-i", str(inst), "-o", str(sft), "--threshold", str(threshold)])  # fmt: skip
 
 
@@ -321,9 +321,14 @@ METRICS = (("reward", "reward v3"), ("f05", "F0.5"), ("calls_per_turn", "calls/t
 
 
 def _boot_mean(xs: list[float], n: int = 2000, seed: int = 0) -> tuple[float, float]:
-    rng = random.Random(seed)
-    means = sorted(sum(rng.choice(xs) for _ in xs) / len(xs) for _ in range(n))
-    return means[int(0.025 * n)], means[int(0.975 * n) - 1]
+    """The 95% interval of the mean over instances: the project's one bootstrap
+    (grpo-rewards' `ClusterBootstrap`, percentile interval)."""
+    from grpo_rewards import ClusterBootstrap, percentile_interval
+
+    dist = ClusterBootstrap(len(xs), n, seed).distribution(
+        [xs], lambda cols: sum(cols[0]) / len(cols[0])
+    )
+    return percentile_interval(sum(xs) / len(xs), dist, 0.95)
 
 
 def _fmt(mean: float, lo: float, hi: float) -> str:

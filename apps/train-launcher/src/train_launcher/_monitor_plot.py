@@ -238,12 +238,18 @@ def _figure(run: RunData, report: MonitorReport) -> Any:
         empty(ax, "no completion length logged")
     mark(ax, ["completion_length"])
 
-    ax = flat[3]
-    if draw(ax, "clipped_ratio", "clipped", "tab:brown", scale=100):
-        hline(ax, 100 * th.clipped_ratio_max, f"alarm: > {_pct(th.clipped_ratio_max)}")
-    else:
-        empty(ax, "no clipped ratio logged")
-    mark(ax, ["clipped_ratio"])
+    def share(
+        ax: Any, name: str, label: str, color: str, limit: float, alarm: str, none: str
+    ) -> None:
+        """A share (0..1) drawn in %, its alarm line at `limit`, or `none` when not logged."""
+        if draw(ax, name, label, color, scale=100):
+            hline(ax, 100 * limit, f"alarm: {alarm}{_pct(limit)}")
+        else:
+            empty(ax, none)
+        mark(ax, [name])
+
+    share(flat[3], "clipped_ratio", "clipped", "tab:brown", th.clipped_ratio_max, "> ",
+          "no clipped ratio logged")  # fmt: skip
 
     ax = flat[4]
     if draw(ax, "calls_per_turn", "c̄", "tab:cyan"):
@@ -255,26 +261,12 @@ def _figure(run: RunData, report: MonitorReport) -> Any:
         ax.plot(turns.steps, turns.values, color="grey", ls="-", lw=1, alpha=0.7, label="turns")
     mark(ax, ["calls_per_turn"])
 
-    ax = flat[5]
-    if draw(ax, "parse_failure_rate", "no parsable answer", "tab:olive", scale=100):
-        hline(ax, 100 * th.parse_failure_max, f"alarm: > {_pct(th.parse_failure_max)}")
-    else:
-        empty(ax, f"no rollout records\n({ROLLOUT_LOG_FILE}, {COMPLETIONS_FILE})")
-    mark(ax, ["parse_failure_rate"])
-
-    ax = flat[6]
-    if draw(ax, "frac_reward_zero_std", "zero-std groups", "tab:gray", scale=100):
-        hline(ax, 100 * th.zero_std_max, f"alarm: > {_pct(th.zero_std_max)}")
-    else:
-        empty(ax, "no frac_reward_zero_std logged")
-    mark(ax, ["frac_reward_zero_std"])
-
-    ax = flat[7]
-    if draw(ax, "overflow_rate", "overflowed", "tab:pink", scale=100):
-        hline(ax, 100 * th.overflow_rate_max, f"alarm: one step > {_pct(th.overflow_rate_max)}")
-    else:
-        empty(ax, f"no stop_cause in {ROLLOUT_LOG_FILE}")
-    mark(ax, ["overflow_rate"])
+    share(flat[5], "parse_failure_rate", "no parsable answer", "tab:olive", th.parse_failure_max,
+          "> ", f"no rollout records\n({ROLLOUT_LOG_FILE}, {COMPLETIONS_FILE})")  # fmt: skip
+    share(flat[6], "frac_reward_zero_std", "zero-std groups", "tab:gray", th.zero_std_max, "> ",
+          "no frac_reward_zero_std logged")  # fmt: skip
+    share(flat[7], "overflow_rate", "overflowed", "tab:pink", th.overflow_rate_max,
+          "one step > ", f"no stop_cause in {ROLLOUT_LOG_FILE}")  # fmt: skip
 
     for ax in flat:
         for step in run.resumed_at:
