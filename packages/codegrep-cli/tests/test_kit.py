@@ -10,6 +10,7 @@ import typer
 from codegrep_cli import (
     EXIT_BAD_INPUT,
     EXIT_FAILED,
+    dry_run_option,
     fail,
     jobs_option,
     limit_option,
@@ -66,3 +67,22 @@ def test_the_convention_options_take_their_names_and_bounds() -> None:
     assert result.output == "x 3 0\n"
     for bad in (["-j", "0"], ["--limit", "-1"]):
         assert runner.invoke(_app(), ["run", *bad]).exit_code == EXIT_BAD_INPUT
+
+
+def test_dry_run_takes_no_dry_run_only_when_negatable() -> None:
+    app = typer.Typer()
+
+    @app.command("plain")
+    def plain(dry_run: Annotated[bool, dry_run_option("Run nothing.")] = False) -> None:
+        typer.echo(f"plain {dry_run}")
+
+    @app.command("negatable")
+    def negatable(
+        dry_run: Annotated[bool, dry_run_option("Run nothing.", negatable=True)] = False,
+    ) -> None:
+        typer.echo(f"negatable {dry_run}")
+
+    assert runner.invoke(app, ["plain", "--dry-run"]).output == "plain True\n"
+    assert runner.invoke(app, ["plain", "--no-dry-run"]).exit_code == EXIT_BAD_INPUT
+    result = runner.invoke(app, ["negatable", "--dry-run", "--no-dry-run"])
+    assert result.output == "negatable False\n"

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
-from codegrep_cli import fail
+from codegrep_cli import fail, instances_option, output_option, seed_option
 
 if TYPE_CHECKING:
     from codegrep_gate import Calibration, CalibrationData, Check, Curve, Retriever
@@ -125,13 +125,11 @@ def _check(cal: Calibration, data: CalibrationData, resamples: int, seed: int) -
 
 
 def calibrate(
-    instances: Annotated[
-        Path, typer.Option("-i", "--instances", help="Instances (SWE-bench style) with gold.")
-    ],
+    instances: Annotated[Path, instances_option("Instances (SWE-bench style) with gold.")],
     predictions: Annotated[
         Path, typer.Option("-p", "--predictions", help="The retriever's predictions (JSONL).")
     ],
-    output: Annotated[Path, typer.Option("-o", "--output", help="The calibration (JSON).")],
+    output: Annotated[Path, output_option("The calibration (JSON).")],
     labels: Annotated[
         Path | None, typer.Option("--labels", "-l", help="Gold from labels (e.g. CATM).")
     ] = None,
@@ -172,7 +170,7 @@ def calibrate(
         list[str] | None, typer.Option(help="Leave these out of the held-out data; repeat.")
     ] = None,
     resamples: Annotated[int, typer.Option(min=1, help="Bootstrap resamples.")] = 1000,
-    seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
+    seed: Annotated[int, seed_option("Bootstrap seed.")] = 0,
     max_rank: Annotated[int, typer.Option(min=1, help="Ranks measured one by one.")] = 5,
     score_bins: Annotated[int, typer.Option(min=1, help="At most this many score bins.")] = 8,
     include_added: Annotated[bool, typer.Option(help="Count added files as gold.")] = False,

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from codegrep_cli import fail, version_option
+from codegrep_cli import fail, output_option, timeout_option, version_option
 from codegrep_model import DEFAULT_MAX_ISSUE_BYTES
 
 from codegrep._cli_options import _ApiKeyOption, _BaseUrlOption, _ModelOption
@@ -71,9 +71,7 @@ def localize(
         str | None, typer.Option(help="Search the repository at this commit, not the work tree.")
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")] = False,
-    output: Annotated[
-        Path | None, typer.Option("-o", "--output", help="Also write the JSON here.")
-    ] = None,
+    output: Annotated[Path | None, output_option("Also write the JSON here.")] = None,
     rollout: Annotated[
         Path | None, typer.Option(help="Write the full rollout record (JSON) here.")
     ] = None,
@@ -82,9 +80,7 @@ def localize(
     api_key: _ApiKeyOption = None,
     timeout: Annotated[
         float | None,
-        typer.Option(
-            "--timeout", help="Seconds per model request (default 120).", show_default=False
-        ),
+        timeout_option("Seconds per model request (default 120).", show_default=False),
     ] = None,
     timeout_s: Annotated[
         float | None, typer.Option("--timeout-s", hidden=True, help="Old spelling of --timeout.")

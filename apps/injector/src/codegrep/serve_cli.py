@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, NamedTuple
 
 import typer
-from codegrep_cli import fail
+from codegrep_cli import fail, timeout_option
 
 from codegrep._cli_options import _ApiKeyOption, _BaseUrlOption, _check_base_url, _ModelOption
 
@@ -146,7 +146,7 @@ def serve(
         ),
     ] = None,
     timeout: Annotated[
-        float, typer.Option("--timeout", help="Seconds per request, queueing included; 504 after.")
+        float, timeout_option("Seconds per request, queueing included; 504 after.")
     ] = 60.0,
     body_timeout: Annotated[
         float, typer.Option(min=0.1, help="Seconds for a request's body to arrive; 408 after.")

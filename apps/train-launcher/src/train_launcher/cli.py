@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
 import typer
-from codegrep_cli import EXIT_FAILED, fail, version_option
+from codegrep_cli import EXIT_FAILED, dry_run_option, fail, timeout_option, version_option
 
 from train_launcher.config import RunConfig, load_config
 from train_launcher.errors import ConfigError, PlanError, StageFailed
@@ -294,7 +294,7 @@ def _terminate(signum: int, frame: object) -> None:
 def launch_command(
     config: ConfigOpt,
     dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="Print every command and what would be skipped.")
+        bool, dry_run_option("Print every command and what would be skipped.")
     ] = False,
     from_stage: Annotated[
         str | None,
@@ -315,11 +315,7 @@ def launch_command(
     ] = False,
     timeout: Annotated[
         float,
-        typer.Option(
-            "--timeout",
-            min=0.0,
-            help="Seconds a node other than 0 waits for node 0's datasets.",
-        ),
+        timeout_option("Seconds a node other than 0 waits for node 0's datasets.", min=0.0),
     ] = 24 * 3600.0,
     overrides: SetOpt = None,
 ) -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from codegrep_cli import fail
+from codegrep_cli import fail, output_option
 from rich.console import Console
 from rich.text import Text
 
@@ -72,10 +72,8 @@ def monitor(
     ] = None,
     output: Annotated[
         Path | None,
-        typer.Option(
-            "-o",
-            "--output",
-            help="Folder for monitor.png, report.json and verdict.txt (default RUN_DIR/monitor).",
+        output_option(
+            "Folder for monitor.png, report.json and verdict.txt (default RUN_DIR/monitor)."
         ),
     ] = None,
     no_plot: Annotated[bool, typer.Option("--no-plot", help="Write no PNG.")] = False,

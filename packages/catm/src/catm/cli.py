@@ -12,7 +12,16 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from codegrep_cli import fail, version_option
+from codegrep_cli import (
+    dry_run_option,
+    fail,
+    instances_option,
+    jobs_option,
+    limit_option,
+    output_option,
+    timeout_option,
+    version_option,
+)
 from codegrep_records import GoldRule, why_unwritable
 from rich.console import Console
 from rich.markup import escape
@@ -79,14 +88,12 @@ def mine(
     ],
     instances: Annotated[
         list[Path],
-        typer.Option(
-            "--instances",
-            "-i",
-            help="SWE-bench style instance files (gold patches): .jsonl, .json, .parquet, "
-            "optionally .gz.",
+        instances_option(
+            "SWE-bench style instance files (gold patches): .jsonl, .json, .parquet, "
+            "optionally .gz."
         ),
     ],
-    output: Annotated[Path, typer.Option("-o", "--output", help="Labels JSONL to write.")],
+    output: Annotated[Path, output_option("Labels JSONL to write.")],
     judge: Annotated[
         str, typer.Option(help="Judge model name at --endpoint, or 'none' to keep every file.")
     ] = "none",
@@ -111,11 +118,9 @@ def mine(
     template: Annotated[
         Path | None, typer.Option(help="Judge prompt template ({path}, {issue}, {reasoning}).")
     ] = None,
-    jobs: Annotated[
-        int, typer.Option("-j", "--jobs", min=1, help="Concurrent judge requests.")
-    ] = 16,
+    jobs: Annotated[int, jobs_option("Concurrent judge requests.")] = 16,
     retries: Annotated[int, typer.Option(min=0, help="Retries per judge request.")] = 4,
-    timeout: Annotated[float, typer.Option(min=0.01, help="Seconds per judge request.")] = 60.0,
+    timeout: Annotated[float, timeout_option("Seconds per judge request.", min=0.01)] = 60.0,
     keep_going: Annotated[
         bool,
         typer.Option(
@@ -132,19 +137,15 @@ def mine(
         bool, typer.Option(help="Count files the patch adds as patch files.")
     ] = False,
     include_tests: Annotated[bool, typer.Option(help="Count test files as patch files.")] = False,
-    limit: Annotated[
-        int | None, typer.Option(min=0, help="Stop after this many trajectory records.")
-    ] = None,
+    limit: Annotated[int | None, limit_option("Stop after this many trajectory records.")] = None,
     plot: Annotated[Path | None, typer.Option(help="Also write the weight histogram PNG.")] = None,
     keep_reasoning: Annotated[
         bool, typer.Option("--keep-reasoning", help="Write each file's post-reasoning text.")
     ] = False,
     dry_run: Annotated[
         bool,
-        typer.Option(
-            "--dry-run",
-            help="Check the inputs, the outputs and the endpoint, say what would run, and run "
-            "nothing.",
+        dry_run_option(
+            "Check the inputs, the outputs and the endpoint, say what would run, and run nothing."
         ),
     ] = False,
     verbose: Annotated[bool, typer.Option("-v", "--verbose", help="List skipped rows.")] = False,

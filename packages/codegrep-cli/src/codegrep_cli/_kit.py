@@ -54,41 +54,50 @@ def version_option(prog: str, package: str) -> Any:
 
 
 # The flag convention. Each returns the option declaration with the convention's names; the
-# command gives its own help text and constraints (`min=`, `envvar=`, `show_default=`, ...).
+# command gives its own help text and constraints (`envvar=`, `show_default=`, ...). What each
+# flag is, type and default included, is in its docstring; `tests/test_cli_options.py` fails on a
+# command that declares one of these flags by hand or with another type or default. A short
+# name comes first, as in `-o/--output`, wherever the flag has one.
 
 
 def instances_option(help: str, **kwargs: Any) -> OptionInfo:
-    """`-i/--instances`: a SWE-bench style instances file."""
-    return typer.Option("--instances", "-i", help=help, **kwargs)  # type: ignore[no-any-return]
+    """`-i/--instances`: SWE-bench style instances (`Path`, `Path | None` or `list[Path]`)."""
+    return typer.Option("-i", "--instances", help=help, **kwargs)  # type: ignore[no-any-return]
 
 
 def output_option(help: str, **kwargs: Any) -> OptionInfo:
-    """`-o/--output`: the file the command writes (checked writable before any work)."""
+    """`-o/--output`: where the command writes, a file or a folder (`Path` or `Path | None`)."""
     return typer.Option("-o", "--output", help=help, **kwargs)  # type: ignore[no-any-return]
 
 
 def jobs_option(help: str, **kwargs: Any) -> OptionInfo:
-    """`-j/--jobs`: how many run at once (at least 1)."""
+    """`-j/--jobs`: how many run at once (`int`, at least 1; the default is the command's, or
+    `int | None` = None where the help says what None picks)."""
     kwargs.setdefault("min", 1)
     return typer.Option("-j", "--jobs", help=help, **kwargs)  # type: ignore[no-any-return]
 
 
 def limit_option(help: str, **kwargs: Any) -> OptionInfo:
-    """`--limit`: at most this many (0 or more)."""
+    """`--limit`: at most this many (`int | None`, 0 or more; default None, no limit)."""
     kwargs.setdefault("min", 0)
     return typer.Option("--limit", help=help, **kwargs)  # type: ignore[no-any-return]
 
 
 def seed_option(help: str, **kwargs: Any) -> OptionInfo:
-    """`--seed`: the seed of whatever the command draws at random."""
+    """`--seed`: the seed of whatever the command draws at random (`int`, default 0)."""
     return typer.Option("--seed", help=help, **kwargs)  # type: ignore[no-any-return]
 
 
-def dry_run_option(help: str, **kwargs: Any) -> OptionInfo:
-    """`--dry-run`: say what would run, run nothing."""
-    return typer.Option("--dry-run", help=help, **kwargs)  # type: ignore[no-any-return]
+def dry_run_option(help: str, *, negatable: bool = False, **kwargs: Any) -> OptionInfo:
+    """`--dry-run`: say what would run, run nothing (`bool`, default False).
+
+    `negatable=True` also takes `--no-dry-run` (the `codegrep-model` commands always have).
+    """
+    decl = "--dry-run/--no-dry-run" if negatable else "--dry-run"
+    return typer.Option(decl, help=help, **kwargs)  # type: ignore[no-any-return]
 
 
 def timeout_option(help: str, **kwargs: Any) -> OptionInfo:
-    """`--timeout`: seconds."""
+    """`--timeout`: seconds (`float`; the default is the command's, or `float | None` = None
+    where the help says what None picks; the command sets `min=` where it has one)."""
     return typer.Option("--timeout", help=help, **kwargs)  # type: ignore[no-any-return]

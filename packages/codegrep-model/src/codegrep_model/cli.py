@@ -17,7 +17,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from codegrep_cli import fail, version_option
+from codegrep_cli import (
+    dry_run_option,
+    fail,
+    instances_option,
+    jobs_option,
+    limit_option,
+    output_option,
+    seed_option,
+    timeout_option,
+    version_option,
+)
 from codegrep_records import why_unwritable
 
 from codegrep_model.batch import DEFAULT_SOURCE, DEFAULT_TIMEOUT_S
@@ -157,9 +167,7 @@ class BatchConsole:
 
 @app.command()
 def batch(
-    output: Annotated[
-        Path, typer.Option("-o", "--output", help="Predictions JSONL (appended; not .gz).")
-    ],
+    output: Annotated[Path, output_option("Predictions JSONL (appended; not .gz).")],
     cache: Annotated[
         Path, typer.Option("--cache", help="Clone cache (a worktree_sandbox.BareRepoCache folder).")
     ],
@@ -170,9 +178,8 @@ def batch(
             show_default=False,
         ),
     ] = None,
-    instances_option: Annotated[
-        Path | None,
-        typer.Option("-i", "--instances", help="The instances file (the same as INSTANCES)."),
+    instances_flag: Annotated[
+        Path | None, instances_option("The instances file (the same as INSTANCES).")
     ] = None,
     source: Annotated[
         str, typer.Option(help="Clone source template, e.g. https://github.com/{repo}.git")
@@ -181,10 +188,8 @@ def batch(
         Path | None,
         typer.Option(help="Rollouts JSONL (default: beside -o, .rollouts.jsonl); appended."),
     ] = None,
-    jobs: Annotated[int, typer.Option("-j", "--jobs", min=1, help="Rollouts at a time.")] = 4,
-    limit: Annotated[
-        int | None, typer.Option(min=0, help="At most this many new instances.")
-    ] = None,
+    jobs: Annotated[int, jobs_option("Rollouts at a time.")] = 4,
+    limit: Annotated[int | None, limit_option("At most this many new instances.")] = None,
     repo: Annotated[
         list[str] | None,
         typer.Option(
@@ -202,9 +207,7 @@ def batch(
     api_key: Annotated[str | None, typer.Option(envvar="OPENAI_API_KEY")] = None,
     timeout: Annotated[
         float | None,
-        typer.Option(
-            "--timeout", help="Seconds per model request (default 120).", show_default=False
-        ),
+        timeout_option("Seconds per model request (default 120).", show_default=False),
     ] = None,
     timeout_s: Annotated[
         float | None, typer.Option("--timeout-s", hidden=True, help="Old spelling of --timeout.")
@@ -219,7 +222,9 @@ def batch(
             help="LexicalPolicy without the learned ranker (its hand-weighted order and cut)."
         ),
     ] = False,
-    dry_run: Annotated[bool, typer.Option(help="Say what would run, run nothing.")] = False,
+    dry_run: Annotated[
+        bool, dry_run_option("Say what would run, run nothing.", negatable=True)
+    ] = False,
 ) -> None:
     """Run a policy over INSTANCES; write predictions (-o) and full rollouts. Resumable.
 
@@ -230,7 +235,7 @@ def batch(
     from codegrep_model.batch import BatchPlan, run_batch_file
     from codegrep_model.policy_spec import PolicySpec, served_spec
 
-    path = _instances_path(instances, instances_option)
+    path = _instances_path(instances, instances_flag)
     request_timeout = _timeout(timeout, timeout_s)
     spec = (
         served_spec(base_url, model)
@@ -270,7 +275,7 @@ def batch(
 
 @app.command("train-ranker")
 def train_ranker(
-    output: Annotated[Path, typer.Option("-o", "--output", help="The ranker file to write.")],
+    output: Annotated[Path, output_option("The ranker file to write.")],
     examples: Annotated[
         Path,
         typer.Option(
@@ -281,9 +286,7 @@ def train_ranker(
     ],
     instances: Annotated[
         list[Path] | None,
-        typer.Option(
-            "-i", "--instances", help="Training instances (repeat for more); none: fit only."
-        ),
+        instances_option("Training instances (repeat for more); none: fit only."),
     ] = None,
     cache: Annotated[
         Path | None, typer.Option("--cache", help="Clone cache (needed to run rollouts).")
@@ -295,18 +298,18 @@ def train_ranker(
         list[str] | None,
         typer.Option("--exclude-repo", help="Leave this repository's instances out; repeat."),
     ] = None,
-    jobs: Annotated[int, typer.Option("-j", "--jobs", min=1, help="Rollouts at a time.")] = 2,
-    limit: Annotated[
-        int | None, typer.Option(min=0, help="At most this many new instances.")
-    ] = None,
+    jobs: Annotated[int, jobs_option("Rollouts at a time.")] = 2,
+    limit: Annotated[int | None, limit_option("At most this many new instances.")] = None,
     l2: Annotated[
         float, typer.Option(min=0.0, help="L2 penalty of the regression (see the README).")
     ] = 10.0,
     folds: Annotated[
         int, typer.Option(min=2, help="Folds, by repository, for the cut and the report.")
     ] = 5,
-    seed: Annotated[int, typer.Option(help="Seed of the fold assignment.")] = 0,
-    dry_run: Annotated[bool, typer.Option(help="Say what would run, run nothing.")] = False,
+    seed: Annotated[int, seed_option("Seed of the fold assignment.")] = 0,
+    dry_run: Annotated[
+        bool, dry_run_option("Say what would run, run nothing.", negatable=True)
+    ] = False,
 ) -> None:
     """Train LexicalPolicy's candidate ranker from real rollouts; write the ranker file.
 

@@ -16,7 +16,16 @@ from typing import Annotated, Any
 
 import codegrep_records as records
 import typer
-from codegrep_cli import EXIT_FAILED, fail
+from codegrep_cli import (
+    EXIT_FAILED,
+    dry_run_option,
+    fail,
+    instances_option,
+    jobs_option,
+    limit_option,
+    output_option,
+    seed_option,
+)
 from codegrep_records import why_unwritable
 from grpo_rewards import UnknownRewardError
 from pydantic import BaseModel
@@ -98,15 +107,9 @@ def _row_json(row: BaseModel) -> str:
 @dataset_app.command("grpo")
 def grpo(
     instances: Annotated[
-        Path,
-        typer.Option(
-            "-i", "--instances", help="SWE-bench-style instances (JSONL, .gz, JSON, parquet)."
-        ),
+        Path, instances_option("SWE-bench-style instances (JSONL, .gz, JSON, parquet).")
     ],
-    output: Annotated[
-        Path,
-        typer.Option("-o", "--output", help="Folder for train.jsonl, val.jsonl, report.json."),
-    ],
+    output: Annotated[Path, output_option("Folder for train.jsonl, val.jsonl, report.json.")],
     cache: Annotated[Path, typer.Option(help="BareRepoCache folder.")],
     source: Annotated[
         str, typer.Option(help="Clone source template, e.g. https://github.com/{repo}.git")
@@ -123,16 +126,16 @@ def grpo(
         list[str] | None,
         typer.Option(help="A validation repository (repeatable; replaces --val-fraction)."),
     ] = None,
-    seed: Annotated[int, typer.Option(help="Seed of the repository split.")] = 0,
+    seed: Annotated[int, seed_option("Seed of the repository split.")] = 0,
     limit: Annotated[
-        int | None, typer.Option(min=0, help="At most this many instances (after --repo).")
+        int | None, limit_option("At most this many instances (after --repo).")
     ] = None,
     repo: Annotated[
         list[str] | None, typer.Option(help="Only instances of this repository (repeatable).")
     ] = None,
-    jobs: Annotated[int, typer.Option("-j", "--jobs", min=1, help="Trees opened at a time.")] = 4,
+    jobs: Annotated[int, jobs_option("Trees opened at a time.")] = 4,
     dry_run: Annotated[
-        bool, typer.Option(help="Read and count; open no tree, write nothing.")
+        bool, dry_run_option("Read and count; open no tree, write nothing.", negatable=True)
     ] = False,
 ) -> None:
     """GRPO rows: the agent's system and user prompt, the tools, the gold; split by repository.
@@ -239,12 +242,8 @@ def sft(
     rollouts: Annotated[
         list[Path], typer.Argument(help="Rollout files of `codegrep-model batch` (JSONL).")
     ],
-    instances: Annotated[
-        Path, typer.Option("-i", "--instances", help="The instances the rollouts ran on.")
-    ],
-    output: Annotated[
-        Path, typer.Option("-o", "--output", help="SFT rows (JSONL); the report beside it.")
-    ],
+    instances: Annotated[Path, instances_option("The instances the rollouts ran on.")],
+    output: Annotated[Path, output_option("SFT rows (JSONL); the report beside it.")],
     labels: Annotated[
         Path | None,
         typer.Option(help="Gold labels (`catm mine` output); a label replaces the patch gold."),
@@ -267,7 +266,9 @@ def sft(
     loss_scale: Annotated[
         bool, typer.Option(help="Also write the weight as each trained message's loss_scale.")
     ] = False,
-    dry_run: Annotated[bool, typer.Option(help="Count what would be kept; write nothing.")] = False,
+    dry_run: Annotated[
+        bool, dry_run_option("Count what would be kept; write nothing.", negatable=True)
+    ] = False,
 ) -> None:
     """Agent-format SFT rows from answered rollouts whose reward clears --threshold.
 

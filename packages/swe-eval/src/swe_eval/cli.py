@@ -17,7 +17,17 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from codegrep_cli import fail, version_option
+from codegrep_cli import (
+    dry_run_option,
+    fail,
+    instances_option,
+    jobs_option,
+    limit_option,
+    output_option,
+    seed_option,
+    timeout_option,
+    version_option,
+)
 from codegrep_records import (
     GoldLabel,
     GoldRule,
@@ -59,9 +69,7 @@ app = typer.Typer(
     add_completion=False,
 )
 
-InstancesOpt = Annotated[
-    Path, typer.Option("--instances", "-i", help="SWE-bench-style JSON/JSONL(.gz)/parquet.")
-]
+InstancesOpt = Annotated[Path, instances_option("SWE-bench-style JSON/JSONL(.gz)/parquet.")]
 RepoOpt = Annotated[
     list[str] | None,
     typer.Option(
@@ -74,10 +82,9 @@ ExcludeRepoOpt = Annotated[
     list[str] | None, typer.Option("--exclude-repo", help="Leave these repositories out; repeat.")
 ]
 LimitOpt = Annotated[
-    int | None,
-    typer.Option("--limit", min=0, help="At most this many instances (the first, after --repo)."),
+    int | None, limit_option("At most this many instances (the first, after --repo).")
 ]
-SeedOpt = Annotated[int, typer.Option("--seed", help="Seed of the bootstrap resampling.")]
+SeedOpt = Annotated[int, seed_option("Seed of the bootstrap resampling.")]
 
 
 @app.callback()
@@ -221,7 +228,7 @@ def retrieval(
     fmt: Annotated[TableFormat, typer.Option("--format", "-f")] = TableFormat.TABLE,
     output: Annotated[
         Path | None,
-        typer.Option("-o", "--output", help="Write the table here (gzipped if named .gz)."),
+        output_option("Write the table here (gzipped if named .gz)."),
     ] = None,
     by_repo: Annotated[bool, typer.Option("--by-repo", help="Add one row per repository.")] = False,
     paired: Annotated[
@@ -340,7 +347,7 @@ def convert(
     source: Annotated[Path, typer.Argument(help="The peer's file.")],
     output: Annotated[
         Path,
-        typer.Option("-o", "--output", help="Prediction JSONL to write (gzipped if named .gz)."),
+        output_option("Prediction JSONL to write (gzipped if named .gz)."),
     ],
     ranking: Annotated[str, typer.Option(help="ChronoRepo: 'bm25' or 'hybrid'.")] = "hybrid",
     top_k: Annotated[
@@ -398,7 +405,7 @@ class RetrieverKind(StrEnum):
 def predict(
     retriever: Annotated[RetrieverKind, typer.Option("--retriever", "-r")],
     instances: InstancesOpt,
-    output: Annotated[Path, typer.Option("-o", "--output", help="Prediction JSONL (appended).")],
+    output: Annotated[Path, output_option("Prediction JSONL (appended).")],
     cache: Annotated[
         Path, typer.Option("--cache", help="Clone cache (a worktree_sandbox.BareRepoCache folder).")
     ],
@@ -413,22 +420,16 @@ def predict(
     repo: RepoOpt = None,
     exclude_repo: ExcludeRepoOpt = None,
     limit: LimitOpt = None,
-    jobs: Annotated[
-        int, typer.Option("-j", "--jobs", min=1, help="Agents: rollouts at a time.")
-    ] = 4,
+    jobs: Annotated[int, jobs_option("Agents: rollouts at a time.")] = 4,
     base_url: Annotated[
         str | None, typer.Option(help="Agent: OpenAI-compatible endpoint of the served model.")
     ] = None,
     model: Annotated[str, typer.Option(help="Agent: model name at --base-url.")] = "codegrep",
     timeout: Annotated[
         float | None,
-        typer.Option(
-            "--timeout", help="Agent: seconds per model request (default 120).", show_default=False
-        ),
+        timeout_option("Agent: seconds per model request (default 120).", show_default=False),
     ] = None,
-    dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="Say what would run, run nothing.")
-    ] = False,
+    dry_run: Annotated[bool, dry_run_option("Say what would run, run nothing.")] = False,
 ) -> None:
     """Rank files for every instance with a baseline or run an agent; resumes (skips ids in -o).
 
@@ -568,9 +569,7 @@ def _commits_by_repo(instances: Sequence[Instance]) -> dict[str, list[str]]:
 def cut(
     instances: InstancesOpt,
     predictions: Annotated[Path, typer.Option("--predictions", "-p", help="Rankings to cut.")],
-    output: Annotated[
-        Path | None, typer.Option("-o", "--output", help="Write the cut file.")
-    ] = None,
+    output: Annotated[Path | None, output_option("Write the cut file.")] = None,
     top_k: Annotated[int | None, typer.Option("--top-k", min=1)] = None,
     min_score: Annotated[float | None, typer.Option("--min-score")] = None,
     relative: Annotated[
@@ -624,9 +623,7 @@ def plot(
     predictions: Annotated[
         list[Path], typer.Option("--predictions", "-p", help="Prediction JSONL; repeat.")
     ],
-    output: Annotated[
-        Path, typer.Option("-o", "--output", help="The figure to write: .png, .svg, .pdf, ...")
-    ],
+    output: Annotated[Path, output_option("The figure to write: .png, .svg, .pdf, ...")],
     rankings: Annotated[
         list[Path] | None,
         typer.Option("--rankings", help="Full rankings for the files-returned curve; repeat."),

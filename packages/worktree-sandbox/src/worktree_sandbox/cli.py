@@ -12,7 +12,17 @@ from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
-from codegrep_cli import fail, version_option
+from codegrep_cli import (
+    dry_run_option,
+    fail,
+    instances_option,
+    jobs_option,
+    limit_option,
+    output_option,
+    seed_option,
+    timeout_option,
+    version_option,
+)
 from codegrep_records import Instance, RecordError, load_records, why_unwritable
 from pydantic import BaseModel, Field, ValidationError, field_validator
 from rich.console import Console
@@ -64,9 +74,7 @@ CommitOpt = Annotated[
     ),
 ]
 TextOpt = Annotated[bool, typer.Option("--text", help="Print what the model sees, not JSON.")]
-TimeoutOpt = Annotated[
-    float, typer.Option("--timeout", min=0.01, help="Per-call timeout in seconds.")
-]
+TimeoutOpt = Annotated[float, timeout_option("Per-call timeout in seconds.", min=0.01)]
 
 DEFAULT_SOURCE = "https://github.com/{repo}.git"
 
@@ -228,21 +236,13 @@ def prepare(
         ),
     ] = None,
     instances_opt: Annotated[
-        Path | None,
-        typer.Option("-i", "--instances", help="The instances file, as an option."),
+        Path | None, instances_option("The instances file, as an option.")
     ] = None,
     source: SourceOpt = DEFAULT_SOURCE,
-    limit: Annotated[
-        int | None, typer.Option("--limit", min=0, help="First N instances only.")
-    ] = None,
-    output: Annotated[
-        Path | None, typer.Option("-o", "--output", help="Write the per-repo report as JSON.")
-    ] = None,
+    limit: Annotated[int | None, limit_option("First N instances only.")] = None,
+    output: Annotated[Path | None, output_option("Write the per-repo report as JSON.")] = None,
     dry_run: Annotated[
-        bool,
-        typer.Option(
-            "--dry-run", help="Check the inputs, say what would be cloned, clone nothing."
-        ),
+        bool, dry_run_option("Check the inputs, say what would be cloned, clone nothing.")
     ] = False,
 ) -> None:
     """One bare clone per repository and every base commit present, with a disk report."""
@@ -546,27 +546,21 @@ def bench(
     ] = None,
     instances: Annotated[
         Path | None,
-        typer.Option(
-            "-i",
-            "--instances",
-            help="Take commits per repo from these rows (JSONL/JSON(.gz)/parquet).",
-        ),
+        instances_option("Take commits per repo from these rows (JSONL/JSON(.gz)/parquet)."),
     ] = None,
     commits: Annotated[int, typer.Option("--commits", min=1, help="Commits per repository.")] = 5,
     jobs: Annotated[
         int | None,
-        typer.Option(
-            "-j", "--jobs", min=1, help="Concurrent grep calls in the load test (default 64)."
-        ),
+        jobs_option("Concurrent grep calls in the load test (default 64)."),
     ] = None,
     old_jobs: Annotated[
         int | None,
         typer.Option("--concurrency", min=1, hidden=True, help="Old spelling of --jobs."),
     ] = None,
-    output: Annotated[Path | None, typer.Option("-o", "--output", help="JSON figures.")] = None,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the pattern sampling.")] = 0,
+    output: Annotated[Path | None, output_option("JSON figures.")] = None,
+    seed: Annotated[int, seed_option("Seed of the pattern sampling.")] = 0,
     dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="Check the inputs, say what would run, run nothing.")
+        bool, dry_run_option("Check the inputs, say what would run, run nothing.")
     ] = False,
 ) -> None:
     """Measure setup, tool latency, throughput under load, disk; print a table."""

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import typer
-from codegrep_cli import fail
+from codegrep_cli import fail, instances_option, jobs_option, limit_option, output_option
 
 from swe_eval._cli_io import say
 from swe_eval.downstream.plan import (
@@ -51,13 +51,8 @@ class Workspace(StrEnum):
 
 
 def plan(
-    instances: Annotated[
-        Path,
-        typer.Option("--instances", "-i", help="SWE-bench-style JSON/JSONL(.gz)/parquet."),
-    ],
-    output: Annotated[
-        Path, typer.Option("-o", "--output", help="The plan's folder (new or empty; see --force).")
-    ],
+    instances: Annotated[Path, instances_option("SWE-bench-style JSON/JSONL(.gz)/parquet.")],
+    output: Annotated[Path, output_option("The plan's folder (new or empty; see --force).")],
     model: Annotated[
         str, typer.Option("--model", help="The frozen agent's model (a LiteLLM model name).")
     ],
@@ -84,9 +79,7 @@ def plan(
     base_url: Annotated[
         str | None, typer.Option("--base-url", help="OpenAI-compatible endpoint of the model.")
     ] = None,
-    jobs: Annotated[
-        int, typer.Option("-j", "--jobs", min=1, help="Runner and harness workers.")
-    ] = 4,
+    jobs: Annotated[int, jobs_option("Runner and harness workers.")] = 4,
     workspace: Annotated[
         Workspace, typer.Option("--workspace", help="Where the runner starts the agent.")
     ] = Workspace.DOCKER,
@@ -131,9 +124,7 @@ def plan(
     exclude_repo: Annotated[
         list[str] | None, typer.Option("--exclude-repo", help="Leave these repositories out.")
     ] = None,
-    limit: Annotated[
-        int | None, typer.Option("--limit", min=0, help="At most this many instances.")
-    ] = None,
+    limit: Annotated[int | None, limit_option("At most this many instances.")] = None,
     seed: Annotated[
         int | None,
         typer.Option(

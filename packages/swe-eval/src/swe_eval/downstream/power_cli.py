@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from codegrep_cli import fail
+from codegrep_cli import fail, instances_option
 from codegrep_records import RecordError, RowProblem
 
 from swe_eval._cli_io import clear_errors, emit
@@ -71,7 +71,7 @@ def power(
     ] = None,
     instances: Annotated[
         Path | None,
-        typer.Option("--instances", "-i", help="The denominator of the measured runs."),
+        instances_option("The denominator of the measured runs."),
     ] = None,
     flip: Annotated[
         list[float] | None,

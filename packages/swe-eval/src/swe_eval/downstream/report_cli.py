@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from codegrep_cli import fail
+from codegrep_cli import fail, instances_option, output_option, seed_option
 from codegrep_records import (
     GoldLabel,
     RecordError,
@@ -185,16 +185,10 @@ def report(
     ] = None,
     instances: Annotated[
         Path | None,
-        typer.Option(
-            "--instances",
-            "-i",
-            help="The fixed denominator: instances JSON/JSONL(.gz)/parquet, or .txt ids.",
-        ),
+        instances_option("The fixed denominator: instances JSON/JSONL(.gz)/parquet, or .txt ids."),
     ] = None,
     fmt: Annotated[DownstreamFormat, typer.Option("--format", "-f")] = DownstreamFormat.TABLE,
-    output: Annotated[
-        Path | None, typer.Option("-o", "--output", help="Write the report here.")
-    ] = None,
+    output: Annotated[Path | None, output_option("Write the report here.")] = None,
     plot: Annotated[
         Path | None, typer.Option("--plot", help="Also draw the figure: .png, .svg, .pdf, ...")
     ] = None,
@@ -209,7 +203,7 @@ def report(
     resamples: Annotated[
         int, typer.Option(min=0, help="Bootstrap resamples (0: no intervals).")
     ] = 2000,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the bootstrap resampling.")] = 0,
+    seed: Annotated[int, seed_option("Seed of the bootstrap resampling.")] = 0,
     allow_manifest_diff: Annotated[
         bool,
         typer.Option(

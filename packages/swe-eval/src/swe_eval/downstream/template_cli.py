@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from codegrep_cli import fail
+from codegrep_cli import fail, output_option
 from codegrep_records import RecordFileError, read_text_file, write_atomically
 
 from swe_eval._cli_io import check_output, say
@@ -18,7 +18,7 @@ __all__ = ["template"]
 
 def template(
     stock: Annotated[Path, typer.Argument(help="The runner's template (prompts/default.j2).")],
-    output: Annotated[Path, typer.Option("-o", "--output", help="Write the template here.")],
+    output: Annotated[Path, output_option("Write the template here.")],
     inject: Annotated[
         bool,
         typer.Option(
