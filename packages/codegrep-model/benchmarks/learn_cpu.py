@@ -382,14 +382,14 @@ def report(out: Path) -> None:
     if curve:
         md += ["", "GRPO, per step (the model's own rollouts, sampled at temperature 1; loss, "
                "grad norm, KL and the share of zero-variance groups from ms-swift's "
-               "logging.jsonl; `<tool_call>` = rollouts whose text has the tag):", ""]  # fmt: skip
+               "logging.jsonl):", ""]  # fmt: skip
         md += ["| step | mean reward | reward std | calls/turn | zero-call rollouts | "
-               "`<tool_call>` written | loss | grad norm | KL | zero-std groups |",
-               "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]  # fmt: skip
+               "loss | grad norm | KL | zero-std groups |",
+               "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]  # fmt: skip
         for s, r, sd, c, z in curve:
             t = trainer.get(s, {})
             md.append(
-                f"| {s} | {r:.3f} | {sd:.3f} | {c:.2f} | {z} | {t.get('tagged', '-')} | "
+                f"| {s} | {r:.3f} | {sd:.3f} | {c:.2f} | {z} | "
                 f"{t.get('loss', '-')} | {t.get('grad_norm', '-')} | {t.get('kl', '-')} | "
                 f"{t.get('frac_reward_zero_std', '-')} |"
             )
@@ -408,7 +408,7 @@ def report(out: Path) -> None:
 
 
 def _trainer_log(out: Path) -> dict[int, dict[str, Any]]:
-    """Per step: ms-swift's logged loss, grad norm, KL, zero-std share; rollouts with a tag."""
+    """Per step: ms-swift's logged loss, grad norm, KL and zero-std share."""
     run = out / "grpo" / "run"
     steps: dict[int, dict[str, Any]] = {}
     log = run / "logging.jsonl"
@@ -419,13 +419,6 @@ def _trainer_log(out: Path) -> dict[int, dict[str, Any]]:
             steps[int(at.split("/")[0])] = {
                 k: e.get(k) for k in ("loss", "grad_norm", "kl", "frac_reward_zero_std")
             }
-    comp = run / "completions.jsonl"
-    for line in comp.read_text().splitlines() if comp.exists() else []:
-        e = json.loads(line)
-        step = int(e["step"][0]) if isinstance(e.get("step"), list) else None
-        if step is not None:
-            tagged = sum("<tool_call>" in str(c) for c in e.get("completion", []))
-            steps.setdefault(step, {})["tagged"] = f"{tagged}/{len(e.get('completion', []))}"
     return steps
 
 
