@@ -13,8 +13,8 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 
-from grpo_rewards._codescout_rows import score_codescout, targets_from_values
-from grpo_rewards._metrics import MultiLevelTargets
+from grpo_rewards._codescout_rows import score_codescout
+from grpo_rewards._metrics import MultiLevelTargets, targets_from_file_changes
 from grpo_rewards._rewards import Gold, RewardResult
 from grpo_rewards._rollout import MAX_CALLS_PER_TURN, RolloutStats, rollout_stats_from_messages
 from grpo_rewards._spec import REWARD_SPECS, score_completion
@@ -34,6 +34,7 @@ __all__ = [
     "score_label",
     "stats_from_completion",
     "stats_from_counts",
+    "targets_from_values",
 ]
 
 #: Dataset columns the adapters read the label from (override per adapter).
@@ -76,6 +77,8 @@ def column(kwargs: Mapping[str, object], name: str, n: int, *, required: bool) -
 
 
 def _maybe_json(value: object) -> object:
+    # a column of lists or mappings may arrive as JSON text (a CSV or text dataset); one rule
+    # for every label column
     if isinstance(value, str) and value.lstrip()[:1] in ("[", "{"):
         try:
             return json.loads(value)
@@ -103,6 +106,24 @@ def gold_from_values(files: object, line_ranges: object = None) -> Gold | None:
     if not isinstance(files, Sequence) or not all(isinstance(f, str) for f in files):
         raise GrpoRewardsError(f"gold files must be a list of paths, got {files!r}"[:200])
     return Gold.of(files, _maybe_json(line_ranges))
+
+
+def targets_from_values(value: object) -> MultiLevelTargets | None:
+    """CodeScout's gold from a row's value: `file_changes` rows (a list), a mapping holding them
+    under `file_changes` (verl's `ground_truth`), or JSON text of either; None skips the row."""
+    value = _maybe_json(value)
+    if value is None:
+        return None
+    if isinstance(value, Mapping):
+        value = value.get("file_changes")
+        if value is None:
+            return None
+    if not isinstance(value, Sequence) or isinstance(value, str | bytes):
+        raise GrpoRewardsError(f"file_changes must be a list of rows, got {value!r}"[:200])
+    try:
+        return targets_from_file_changes(value)
+    except TypeError as exc:
+        raise GrpoRewardsError(str(exc)) from exc
 
 
 def count_value(value: object, what: str) -> int:
