@@ -16,13 +16,16 @@ from typing import ClassVar, TypeVar
 import pytest
 from grpo_rewards import (
     ADAPTER_REWARDS,
+    Gold,
     GrpoRewardsError,
     MissingRolloutStatsError,
     MissingRolloutStatsWarning,
     OnMissingCounts,
+    RolloutStats,
 )
 from grpo_rewards import verl_score as verl_module
 from grpo_rewards._missing_counts import MissingCountsGuard
+from grpo_rewards._trainer_rows import stats_per_row
 from grpo_rewards.swift_orm import CodeGrepORM, CodeGrepV3ORM, FbetaFileORM
 from grpo_rewards.trl_reward import TRLReward
 from grpo_rewards.verl_score import compute_score
@@ -273,3 +276,26 @@ def test_verl_with_counts_or_a_tool_free_reward_warns_nothing() -> None:
 def test_every_adapter_reward_is_classified() -> None:
     classified = {name for name, _ in NEEDS_COUNTS + NO_COUNTS}
     assert classified == set(ADAPTER_REWARDS)
+
+
+def test_stats_per_row_reads_labelled_rows_only_and_says_when_nothing_was_counted() -> None:
+    # the one rule both the TRL and the ms-swift adapter use: recorded counts first, then what
+    # the messages show; an unlabelled row is never read (its rollout_infos may not parse)
+    gold = Gold.of(["a.py"])
+    read: list[int] = []
+
+    def recorded(i: int) -> RolloutStats | None:
+        read.append(i)
+        return RolloutStats(turns=2, tool_calls=3) if i == 2 else None
+
+    def derived(i: int) -> RolloutStats:
+        return RolloutStats(turns=1, tool_calls=0)
+
+    stats, uncounted = stats_per_row([gold, None, gold], recorded, derived)
+    assert (stats, uncounted, read) == (
+        [RolloutStats(turns=1, tool_calls=0), None, RolloutStats(turns=2, tool_calls=3)],
+        False,
+        [0, 2],
+    )
+    assert stats_per_row([gold, None], lambda i: None, derived)[1] is True
+    assert stats_per_row([None, None], recorded, derived) == ([None, None], False)

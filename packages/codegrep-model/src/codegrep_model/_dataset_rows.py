@@ -6,9 +6,11 @@ Not for: building either kind of row (`_grpo_rows`, `_sft_rows`).
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import codegrep_records as records
 import grpo_rewards as rewards
@@ -80,6 +82,25 @@ class Dropped:
 
 def _by_reason(dropped: Iterable[Dropped]) -> dict[str, int]:
     return dict(sorted(Counter(d.reason for d in dropped).items()))
+
+
+class _DropReport:
+    """What the GRPO and SFT reports share: their drops counted by reason, and the JSON form
+    (the fields, then `dropped_by_reason`). A base without fields, so each report keeps its
+    own field order; the subclass is a dataclass with a `dropped` field."""
+
+    if TYPE_CHECKING:  # declared by the dataclass subclass; no annotation here at run time
+        __dataclass_fields__: ClassVar[dict[str, dataclasses.Field[Any]]]
+        dropped: list[Dropped]
+
+    @property
+    def dropped_by_reason(self) -> dict[str, int]:
+        return _by_reason(self.dropped)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["dropped_by_reason"] = self.dropped_by_reason
+        return out
 
 
 # ---------------------------------------------------------------------------------- gold

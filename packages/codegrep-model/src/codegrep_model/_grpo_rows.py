@@ -11,7 +11,7 @@ import json
 import random
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import codegrep_records as records
@@ -22,7 +22,7 @@ from codegrep_model._dataset_rows import (
     _NO_GOLD,
     Dropped,
     GoldLineRange,
-    _by_reason,
+    _DropReport,
     _gold,
     _gold_line_ranges,
     _label_map,
@@ -84,7 +84,7 @@ class GrpoRow(_VersionedRow):
 
 
 @dataclass
-class GrpoReport:
+class GrpoReport(_DropReport):
     """What `grpo_rows` made of its input; every instance read is a row, a drop, or beyond
     `limit`: instances == train + val + len(dropped) + beyond_limit."""
 
@@ -119,15 +119,6 @@ class GrpoReport:
     seed: int = 0
     val_fraction: float = 0.0
     dry_run: bool = False
-
-    @property
-    def dropped_by_reason(self) -> dict[str, int]:
-        return _by_reason(self.dropped)
-
-    def to_dict(self) -> dict[str, Any]:
-        out = asdict(self)
-        out["dropped_by_reason"] = self.dropped_by_reason
-        return out
 
 
 @dataclass

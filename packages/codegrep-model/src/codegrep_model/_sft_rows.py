@@ -10,9 +10,9 @@ import json
 import math
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 import codegrep_records as records
 import grpo_rewards as rewards
@@ -21,7 +21,7 @@ from codegrep_model._chat_format import SftMessage, UserAfterTools, agent_messag
 from codegrep_model._dataset_rows import (
     _NO_GOLD,
     Dropped,
-    _by_reason,
+    _DropReport,
     _gold,
     _gold_line_ranges,
     _label_map,
@@ -61,7 +61,7 @@ class SftRow(_VersionedRow):
 
 
 @dataclass
-class SftReport:
+class SftReport(_DropReport):
     """What `sft_rows` made of its rollouts: rollouts == kept + len(dropped)."""
 
     rollouts: int = 0
@@ -73,15 +73,6 @@ class SftReport:
     kept_per_repo: dict[str, int] = field(default_factory=dict)
     gold_sources: dict[str, int] = field(default_factory=dict)
     mean_weight: float | None = None
-
-    @property
-    def dropped_by_reason(self) -> dict[str, int]:
-        return _by_reason(self.dropped)
-
-    def to_dict(self) -> dict[str, Any]:
-        out = asdict(self)
-        out["dropped_by_reason"] = self.dropped_by_reason
-        return out
 
 
 @dataclass

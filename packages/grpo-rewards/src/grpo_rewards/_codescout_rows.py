@@ -1,4 +1,4 @@
-"""CodeScout's inputs as trainers hand them over: the finish call in a rollout, gold `file_changes`.
+"""CodeScout's answer as trainers hand it over: the finish call in a rollout, and scoring it.
 
 CodeScout's agent submits its answer by calling the `localization_finish` tool with
 `{"locations": [{"file": ..., "class_name": ..., "function_name": ...}, ...]}`, and its reward is
@@ -6,7 +6,8 @@ CodeScout's agent submits its answer by calling the `localization_finish` tool w
 module reads those facts from what the adapters receive: a list of chat messages (assistant
 `tool_calls`, or Hermes `<tool_call>{"name": ..., "arguments": ...}</tool_call>` blocks in the
 text), or the text of the response (the final turn is what follows the last
-`</tool_response>`). It also reads the gold `file_changes` column. It does not score.
+`</tool_response>`). It does not score, nor read the gold `file_changes` column (that is
+`_trainer_rows.targets_from_values`, beside the reader of the other labels).
 """
 
 from __future__ import annotations
@@ -16,9 +17,8 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from grpo_rewards._metrics import CodeLocation, MultiLevelTargets, targets_from_file_changes
+from grpo_rewards._metrics import CodeLocation, MultiLevelTargets
 from grpo_rewards._rewards import RewardResult, codescout_last_turn_ok, codescout_multilevel
-from grpo_rewards.errors import GrpoRewardsError
 
 __all__ = [
     "CODESCOUT_FINISH_TOOL",
@@ -26,7 +26,6 @@ __all__ = [
     "FinishCall",
     "read_finish_call",
     "score_codescout",
-    "targets_from_values",
 ]
 
 #: The name of CodeScout's finish tool (`src/tools/localization_finish.py`).
@@ -142,33 +141,6 @@ def read_finish_call(completion: object) -> FinishCall:
     finish = [args for name, args in every if name == CODESCOUT_FINISH_TOOL]
     locations = _locations(finish[-1]) if finish else None
     return FinishCall(locations, len(finish), last_ok)
-
-
-def _maybe_json(value: object) -> object:
-    if isinstance(value, str) and value.lstrip()[:1] in ("[", "{"):
-        try:
-            return json.loads(value)
-        except json.JSONDecodeError:
-            return value
-    return value
-
-
-def targets_from_values(value: object) -> MultiLevelTargets | None:
-    """CodeScout's gold from a row's value: `file_changes` rows (a list), a mapping holding them
-    under `file_changes` (verl's `ground_truth`), or JSON text of either; None skips the row."""
-    value = _maybe_json(value)
-    if value is None:
-        return None
-    if isinstance(value, Mapping):
-        value = value.get("file_changes")
-        if value is None:
-            return None
-    if not isinstance(value, Sequence) or isinstance(value, str | bytes):
-        raise GrpoRewardsError(f"file_changes must be a list of rows, got {value!r}"[:200])
-    try:
-        return targets_from_file_changes(value)
-    except TypeError as exc:
-        raise GrpoRewardsError(str(exc)) from exc
 
 
 def score_codescout(

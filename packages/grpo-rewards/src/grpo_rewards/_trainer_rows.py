@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Protocol
 
-from grpo_rewards._codescout_rows import score_codescout, targets_from_values
-from grpo_rewards._metrics import MultiLevelTargets
+from grpo_rewards._codescout_rows import score_codescout
+from grpo_rewards._metrics import MultiLevelTargets, targets_from_file_changes
 from grpo_rewards._rewards import Gold, RewardResult
 from grpo_rewards._rollout import MAX_CALLS_PER_TURN, RolloutStats, rollout_stats_from_messages
 from grpo_rewards._spec import REWARD_SPECS, score_completion
@@ -25,6 +26,7 @@ __all__ = [
     "DEFAULT_FILES_COLUMN",
     "DEFAULT_LINE_RANGES_COLUMN",
     "Label",
+    "LabelColumns",
     "check_reward_name",
     "column",
     "count_value",
@@ -34,6 +36,8 @@ __all__ = [
     "score_label",
     "stats_from_completion",
     "stats_from_counts",
+    "stats_per_row",
+    "targets_from_values",
 ]
 
 #: Dataset columns the adapters read the label from (override per adapter).
@@ -76,6 +80,8 @@ def column(kwargs: Mapping[str, object], name: str, n: int, *, required: bool) -
 
 
 def _maybe_json(value: object) -> object:
+    # a column of lists or mappings may arrive as JSON text (a CSV or text dataset); one rule
+    # for every label column
     if isinstance(value, str) and value.lstrip()[:1] in ("[", "{"):
         try:
             return json.loads(value)
@@ -103,6 +109,24 @@ def gold_from_values(files: object, line_ranges: object = None) -> Gold | None:
     if not isinstance(files, Sequence) or not all(isinstance(f, str) for f in files):
         raise GrpoRewardsError(f"gold files must be a list of paths, got {files!r}"[:200])
     return Gold.of(files, _maybe_json(line_ranges))
+
+
+def targets_from_values(value: object) -> MultiLevelTargets | None:
+    """CodeScout's gold from a row's value: `file_changes` rows (a list), a mapping holding them
+    under `file_changes` (verl's `ground_truth`), or JSON text of either; None skips the row."""
+    value = _maybe_json(value)
+    if value is None:
+        return None
+    if isinstance(value, Mapping):
+        value = value.get("file_changes")
+        if value is None:
+            return None
+    if not isinstance(value, Sequence) or isinstance(value, str | bytes):
+        raise GrpoRewardsError(f"file_changes must be a list of rows, got {value!r}"[:200])
+    try:
+        return targets_from_file_changes(value)
+    except TypeError as exc:
+        raise GrpoRewardsError(str(exc)) from exc
 
 
 def count_value(value: object, what: str) -> int:
@@ -156,24 +180,59 @@ def stats_from_completion(completion: object) -> RolloutStats:
     return rollout_stats_from_messages([{"role": "assistant", "content": completion}])
 
 
+class LabelColumns(Protocol):
+    """Where an adapter reads each row's label: `TRLReward`'s arguments, a `CodeGrepORM`'s class
+    attributes."""
+
+    @property
+    def files_column(self) -> str: ...
+
+    @property
+    def line_ranges_column(self) -> str: ...
+
+    @property
+    def file_changes_column(self) -> str: ...
+
+
 def labels_from_columns(
-    kwargs: Mapping[str, object],
-    n: int,
-    reward: str,
-    *,
-    files_column: str,
-    line_ranges_column: str,
-    file_changes_column: str,
+    kwargs: Mapping[str, object], n: int, reward: str, columns: LabelColumns
 ) -> list[Label | None]:
     """Each rollout's label from the batch columns: `file_changes_column` for CodeScout's reward,
     `files_column` (+ `line_ranges_column`) for the others; None where a row has no label."""
     if REWARD_SPECS[reward].label == "file_changes":
         return [
-            targets_from_values(v) for v in column(kwargs, file_changes_column, n, required=True)
+            targets_from_values(v)
+            for v in column(kwargs, columns.file_changes_column, n, required=True)
         ]
-    files = column(kwargs, files_column, n, required=True)
-    ranges = column(kwargs, line_ranges_column, n, required=False)
+    files = column(kwargs, columns.files_column, n, required=True)
+    ranges = column(kwargs, columns.line_ranges_column, n, required=False)
     return [gold_from_values(f, r) for f, r in zip(files, ranges, strict=True)]
+
+
+def stats_per_row(
+    labels: Sequence[Label | None],
+    recorded: Callable[[int], RolloutStats | None],
+    derived: Callable[[int], RolloutStats],
+) -> tuple[list[RolloutStats | None], bool]:
+    """Each labelled rollout's statistics (None for a row without a label): the counts the
+    trainer recorded for row i (`recorded(i)`), else what its messages show (`derived(i)`).
+
+    Also whether the batch is uncounted: it has labelled rollouts and none had recorded counts
+    or messages that record a tool call, so absent statistics cannot be told from c̄ = 0 (the
+    adapters' missing-statistics warning).
+    """
+    stats: list[RolloutStats | None] = []
+    counted = False
+    for i, label in enumerate(labels):
+        if label is None:
+            stats.append(None)
+            continue
+        explicit = recorded(i)
+        row = explicit or derived(i)
+        stats.append(row)
+        counted = counted or explicit is not None or row.tool_calls > 0
+    labelled = any(row is not None for row in stats)
+    return stats, labelled and not counted
 
 
 def score_label(

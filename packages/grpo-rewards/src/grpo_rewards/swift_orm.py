@@ -58,6 +58,7 @@ from grpo_rewards._trainer_rows import (
     column,
     labels_from_columns,
     score_label,
+    stats_per_row,
 )
 from grpo_rewards.errors import MissingFrameworkError
 
@@ -83,6 +84,10 @@ def _info(rollout_info: object) -> RolloutInfo:
         if isinstance(rollout_info, RolloutInfo)
         else RolloutInfo.from_infos(rollout_info)
     )
+
+
+def _recorded_stats(record: RolloutInfo | None) -> RolloutStats | None:
+    return None if record is None else record.stats()
 
 
 def _messages(messages: object) -> list[Mapping[str, object]] | None:
@@ -131,30 +136,17 @@ class CodeGrepORM:
 
     def __call__(self, completions: Sequence[object], **kwargs: object) -> list[float | None]:
         n = len(completions)
-        labels = labels_from_columns(
-            kwargs,
-            n,
-            self.reward_name,
-            files_column=self.files_column,
-            line_ranges_column=self.line_ranges_column,
-            file_changes_column=self.file_changes_column,
-        )
+        labels = labels_from_columns(kwargs, n, self.reward_name, self)
         infos = column(kwargs, "rollout_infos", n, required=False)
         messages = column(kwargs, "messages", n, required=False)
         # the records behind ms-swift's dicts, read for the labelled rollouts only
         records = [None if labels[i] is None else _info(infos[i]) for i in range(n)]
-        stats: list[RolloutStats | None] = []
-        counted = False  # some labelled rollout had counts, or messages that record a call
-        for i, record in enumerate(records):
-            if record is None:
-                stats.append(None)
-                continue
-            explicit = record.stats()
-            row = explicit or swift_rollout_stats(None, messages[i])
-            stats.append(row)
-            counted = counted or explicit is not None or row.tool_calls > 0
-        labelled = any(row is not None for row in stats)
-        if labelled and not counted and needs_counts(self.reward_name, self.params):
+        stats, uncounted = stats_per_row(
+            labels,
+            recorded=lambda i: _recorded_stats(records[i]),
+            derived=lambda i: swift_rollout_stats(None, messages[i]),
+        )
+        if uncounted and needs_counts(self.reward_name, self.params):
             self._missing.report(
                 self.reward_name,
                 self.on_missing_counts,

@@ -30,7 +30,6 @@ from grpo_rewards._missing_counts import (
     check_on_missing_counts,
     needs_counts,
 )
-from grpo_rewards._rollout import RolloutStats
 from grpo_rewards._spec import RewardSpec, reward_spec
 from grpo_rewards._trainer_rows import (
     DEFAULT_FILES_COLUMN,
@@ -41,6 +40,7 @@ from grpo_rewards._trainer_rows import (
     score_label,
     stats_from_completion,
     stats_from_counts,
+    stats_per_row,
 )
 
 __all__ = ["TRLReward"]
@@ -98,28 +98,15 @@ class TRLReward:
         **kwargs: object,
     ) -> list[float | None]:
         n = len(completions)
-        labels = labels_from_columns(
-            kwargs,
-            n,
-            self.reward,
-            files_column=self.files_column,
-            line_ranges_column=self.line_ranges_column,
-            file_changes_column=self.file_changes_column,
-        )
+        labels = labels_from_columns(kwargs, n, self.reward, self)
         turns = column(kwargs, self.turns_column, n, required=False)
         calls = column(kwargs, self.tool_calls_column, n, required=False)
-        stats: list[RolloutStats | None] = []
-        counted = False  # some labelled rollout had counts, or a completion that records a call
-        for i, completion in enumerate(completions):
-            if labels[i] is None:
-                stats.append(None)
-                continue
-            explicit = stats_from_counts(turns[i], calls[i])
-            row = explicit or stats_from_completion(completion)
-            stats.append(row)
-            counted = counted or explicit is not None or row.tool_calls > 0
-        labelled = any(row is not None for row in stats)
-        if labelled and not counted and needs_counts(self.reward, self.params):
+        stats, uncounted = stats_per_row(
+            labels,
+            recorded=lambda i: stats_from_counts(turns[i], calls[i]),
+            derived=lambda i: stats_from_completion(completions[i]),
+        )
+        if uncounted and needs_counts(self.reward, self.params):
             names = (self.turns_column, self.tool_calls_column)
             absent = [c for c in names if c not in kwargs]
             if absent:

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from grpo_rewards._codescout_rows import targets_from_values
 from grpo_rewards._missing_counts import (
     MissingCountsGuard,
     OnMissingCounts,
@@ -40,6 +39,7 @@ from grpo_rewards._trainer_rows import (
     gold_from_values,
     score_label,
     stats_from_counts,
+    targets_from_values,
 )
 from grpo_rewards.errors import GrpoRewardsError
 
