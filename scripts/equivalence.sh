@@ -7,7 +7,7 @@
 #   worktrees, installs each with `uv sync --locked --all-packages` into its own .venv, runs
 #     a. LexicalPolicy on the SWE-bench Lite instances of the fetchable repositories
 #        (packages/codegrep-model/benchmarks/lexical_lite.py): ranked files per instance;
-#     b. `codegrep calibrate` as apps/injector/calibration/make-lexical.sh runs it, on the
+#     b. `codegrep calibrate` as make-lexical.sh runs it (its calibrate-lexical.sh), on the
 #        predictions committed in each tree: the calibration record, `created_with` set aside;
 #     c. `swe-eval downstream report` on the published runs in the shared data (the commands of
 #        swe-eval's README, "Measured on published runs"): JSON and Markdown, byte for byte;
@@ -146,20 +146,10 @@ EOF
 fi
 
 if has calibration; then
-  skip=(--exclude-repo django/django --exclude-repo matplotlib/matplotlib
-        --exclude-repo scikit-learn/scikit-learn)
-  here=apps/injector/calibration
   for side in base head; do
-    # As make-lexical.sh runs it; the file names in the record are relative to the checkout.
-    timed "$side" calibration nice -n 10 uv run --quiet --all-packages codegrep calibrate \
-      -i "$data/swebench/lite.jsonl" -p "$here/lexical-lite.predictions.jsonl" "${skip[@]}" \
-      --name "SWE-bench Lite, fetchable repositories (LexicalPolicy's tuning data)" \
-      --check-instances "$data/swebench/verified_dev.jsonl" \
-      --check-predictions "$here/lexical-verified_dev.predictions.jsonl" \
-      --check-exclude-repo django/django --check-exclude-repo matplotlib/matplotlib \
-      --check-exclude-repo scikit-learn/scikit-learn \
-      --check-name "SWE-bench Verified dev slice, fetchable repositories (held out)" \
-      -o "$out/$side/calibration.json" >"$out/$side/calibration.log" 2>&1
+    # The head's calibrate-lexical.sh (make-lexical.sh's step), run in each side's checkout.
+    timed "$side" calibration nice -n 10 "$root/apps/injector/calibration/calibrate-lexical.sh" \
+      "$data" "$out/$side/calibration.json" >"$out/$side/calibration.log" 2>&1
   done
   "$py" - "$out/base/calibration.json" "$out/head/calibration.json" \
     >"$out/calibration-diff.txt" <<'EOF' || status=1

@@ -37,12 +37,4 @@ for split in lite verified_dev; do
   cp "$scratch/lexical-$split.jsonl.meta.json" "$here/lexical-$split.predictions.jsonl.meta.json"
 done
 
-uv run --all-packages codegrep calibrate \
-  -i "$data/swebench/lite.jsonl" -p "$here/lexical-lite.predictions.jsonl" "${skip[@]}" \
-  --name "SWE-bench Lite, fetchable repositories (LexicalPolicy's tuning data)" \
-  --check-instances "$data/swebench/verified_dev.jsonl" \
-  --check-predictions "$here/lexical-verified_dev.predictions.jsonl" \
-  --check-exclude-repo django/django --check-exclude-repo matplotlib/matplotlib \
-  --check-exclude-repo scikit-learn/scikit-learn \
-  --check-name "SWE-bench Verified dev slice, fetchable repositories (held out)" \
-  -o packages/codegrep-gate/src/codegrep_gate/calibrations/lexical.json
+"$here/calibrate-lexical.sh" "$data" packages/codegrep-gate/src/codegrep_gate/calibrations/lexical.json
