@@ -11,7 +11,7 @@
 #      codegrep_v3 reward), LoRA, beta > 0, the model's own rollouts only (CODEGREP_TEST_POLICY
 #      unset), then the greedy evaluation again;
 #   5. the table and the per-step curve (OUT/report), `codegrep-train monitor` on the GRPO run,
-#      with its default thresholds (OUT/grpo/run/monitor) and with the windows scaled to 12 steps
+#      with its default thresholds (OUT/grpo/run/monitor) and with the windows scaled to the run
 #      (learn_cpu_monitor.yaml; OUT/grpo/run/monitor-scaled): verdict.txt, report.json.
 # A stage that finished (OUT/.done-NAME) is skipped on a rerun.
 # Prints each stage's wall time. The evaluation is in-sample (the GRPO rows are the instances).
@@ -21,7 +21,8 @@
 #   VENV: the ms-swift venv (ci/swift-tier.sh's: .ci/cpu-torch-venv.sh VENV, then
 #         swift-requirements.txt and the four workspace packages); the monitor runs in the
 #         workspace environment (`uv run --all-packages codegrep-train monitor`).
-# Env knobs (defaults are what the committed figures used): SFT_STEPS GRPO_STEPS BETA.
+# Env knobs (defaults are what the committed figures used): SFT_STEPS GRPO_STEPS GENERATIONS
+# GRPO_LR BETA MAX_LENGTH.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../../.." && pwd)"
@@ -33,6 +34,7 @@ grpo_steps="${GRPO_STEPS:-40}"
 generations="${GENERATIONS:-8}"
 max_length="${MAX_LENGTH:-6144}"
 beta="${BETA:-0.04}"
+grpo_lr="${GRPO_LR:-1e-3}"
 py="$venv/bin/python"
 swift="$venv/bin/swift"
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1 MODELSCOPE_OFFLINE=1
@@ -78,7 +80,7 @@ stage grpo "$swift" rlhf --rlhf_type grpo --model "$sft_model" "${common[@]}" \
   --reward_funcs codegrep_v3 --use_vllm false --dataset "$out/grpo/train.jsonl" \
   --num_generations "$generations" --per_device_train_batch_size "$generations" --gradient_accumulation_steps 1 \
   --max_completion_length 160 --completion_length_limit_scope per_round --max_length "$max_length" \
-  --temperature 1.0 --beta "$beta" --learning_rate 1e-3 --max_steps "$grpo_steps" \
+  --temperature 1.0 --beta "$beta" --learning_rate "$grpo_lr" --max_steps "$grpo_steps" \
   --save_steps "$grpo_steps" --save_only_model true --log_completions true \
   --output_dir "$out/grpo/run" --add_version false
 adapter="$out/grpo/run/checkpoint-$grpo_steps"
