@@ -7,12 +7,16 @@ host name other than `localhost`, fails at once with `NetworkDisabledError`, nam
 tried. Drift against remote indexes is a release step (infra/README.md), not a test.
 Subprocesses (git, uv) are not covered by this guard; the tests that start them work on
 repositories and wheels made locally.
+
+Also here: `hide_modules`, the one way a test pretends an optional dependency is not installed.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import socket
+import sys
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -67,3 +71,21 @@ def _no_network(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(socket.socket, "connect", connect)
     monkeypatch.setattr(socket.socket, "connect_ex", connect_ex)
     monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+
+
+@pytest.fixture
+def hide_modules(monkeypatch: pytest.MonkeyPatch) -> Callable[..., None]:
+    """`hide_modules("matplotlib")`: as if the package were not installed, for this test only.
+
+    The package and every module of it already imported are set to None in `sys.modules`, so
+    any import of them (`import matplotlib`, `from matplotlib.figure import Figure`) raises
+    ImportError, whatever an earlier test imported. Hiding the top name alone is not enough once
+    matplotlib is installed: its loaded submodules would still import.
+    """
+
+    def hide(*names: str) -> None:
+        for name in names:
+            for loaded in [name, *(m for m in list(sys.modules) if m.startswith(name + "."))]:
+                monkeypatch.setitem(sys.modules, loaded, None)
+
+    return hide

@@ -7,9 +7,9 @@ from __future__ import annotations
 import importlib.util
 import json
 import shutil
-import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -354,9 +354,9 @@ def test_paths_with_square_brackets_are_printed_as_they_are(tmp_path: Path) -> N
 
 
 def test_without_matplotlib_an_explicit_output_is_bad_input(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, hide_modules: Callable[..., None]
 ) -> None:
-    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib -> ImportError
+    hide_modules("matplotlib")
     res = runner.invoke(_app(), ["monitor", str(HEALTHY), "-o", str(tmp_path / "o")])
     assert res.exit_code == 2
     assert "the PNG plots need matplotlib: install the `plot` extra" in res.stderr

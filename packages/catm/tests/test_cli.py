@@ -6,6 +6,7 @@ import gzip
 import importlib.util
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -280,16 +281,14 @@ def test_mine_the_shared_lite_sessions(tmp_path: Path) -> None:
 
 
 def test_missing_plot_extra_names_it(
-    tmp_path: Path, small_corpus: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, small_corpus: tuple[Path, Path], hide_modules: Callable[..., None]
 ) -> None:
-    import sys
-
     from catm import MissingExtraError
     from catm._output import label_report, plot_histogram
 
     trajectories, instances = small_corpus
     labels = tmp_path / "labels.jsonl"
     runner.invoke(app, ["mine", str(trajectories), "-i", str(instances), "-o", str(labels)])
-    monkeypatch.setitem(sys.modules, "matplotlib", None)  # makes `import matplotlib` fail
+    hide_modules("matplotlib")
     with pytest.raises(MissingExtraError, match=r"catm\[plot\]"):
         plot_histogram(label_report(labels), tmp_path / "w.png", 0.15)

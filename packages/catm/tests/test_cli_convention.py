@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import json
 import socket
-import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -397,10 +396,12 @@ def test_stats_png_is_checked_before_the_report(tmp_path: Path) -> None:
     assert "labels in" not in result.output
 
 
-def test_extras_hints_keep_their_brackets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_extras_hints_keep_their_brackets(
+    tmp_path: Path, hide_modules: Callable[..., None]
+) -> None:
     labels = tmp_path / "labels.jsonl"
     assert runner.invoke(app, _mine(tmp_path, output=labels)).exit_code == 0
-    monkeypatch.setitem(sys.modules, "matplotlib", None)  # makes `import matplotlib` fail
+    hide_modules("matplotlib")
     result = runner.invoke(app, ["stats", str(labels), "--png", str(tmp_path / "w.png")])
     assert result.exit_code == 2, result.output
     assert "pip install 'catm[plot]'" in _error_line(result.output)

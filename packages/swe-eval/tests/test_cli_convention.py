@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import gzip
 import json
-import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -231,11 +231,9 @@ def test_predict_agent_checks_its_endpoint_first(files: dict[str, Path]) -> None
 
 
 def test_install_hints_keep_their_brackets(
-    files: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+    files: dict[str, Path], hide_modules: Callable[..., None]
 ) -> None:
-    # as if the extras were not installed (None in sys.modules makes the import fail)
-    monkeypatch.setitem(sys.modules, "matplotlib", None)
-    monkeypatch.setitem(sys.modules, "sentence_transformers", None)
+    hide_modules("matplotlib", "sentence_transformers")  # as if the extras were not installed
     tmp = files["tmp"]
     res = runner.invoke(app, ["plot", "-i", str(files["inst"]), "-p", str(files["pred"]), "-o",
                               str(tmp / "p.png")])  # fmt: skip

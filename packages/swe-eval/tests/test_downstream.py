@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import json
-import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -752,8 +752,8 @@ def test_help_lists_the_sub_app() -> None:
     assert "Example: swe-eval downstream report" in res.stdout
 
 
-def test_plot_needs_the_extra(files: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "matplotlib", None)
+def test_plot_needs_the_extra(files: dict[str, Path], hide_modules: Callable[..., None]) -> None:
+    hide_modules("matplotlib")
     res = runner.invoke(app, _args(files, "--plot", str(files["tmp"] / "p.png")))
     assert res.exit_code == 2
     assert _error_line(res.stderr) == (
