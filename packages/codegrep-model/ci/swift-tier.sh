@@ -40,6 +40,10 @@ export CODEGREP_SWIFT_TIER_SUMMARY="$summary"
 cd "$root"
 "$venv/bin/python" -m pytest -q -p no:cacheprovider -o addopts="" --import-mode=importlib \
   -m train packages/codegrep-model/tests/train
+# The token budget counted with a real tokenizer (TokenizerCounter): those tests skip in the
+# workspace, which has no `tokenizers`; this venv has the pinned one.
+"$venv/bin/python" -m pytest -q -p no:cacheprovider -o addopts="" --import-mode=importlib \
+  packages/codegrep-model/tests/test_budget.py
 done_at=$(date +%s)
 
 "$venv/bin/python" - "$summary" <<'PY'

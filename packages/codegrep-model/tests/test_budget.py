@@ -1,7 +1,7 @@
 """The rollout token budget (`codegrep_model.budget`, `RolloutConfig.budget`) on hand-made
 rollouts: an episode fed replies and tool results by hand (no tree), counted with the character
 estimate and with a real byte-level BPE tokenizer trained here (no hub; that case runs where the
-`tokenizers` library is installed, the `train` tier, and is skipped elsewhere).
+`tokenizers` library is installed: ci/swift-tier.sh runs this file; skipped elsewhere).
 
 - tool results that would pass `max_length` are cut with a marker and the rollout stays within
   it, counted by the same counter, re-counted from the conversation here;
