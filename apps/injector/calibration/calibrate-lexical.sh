@@ -12,14 +12,14 @@ set -euo pipefail
 [[ $# -eq 2 ]] || { echo "usage: calibrate-lexical.sh DATA OUT" >&2; exit 2; }
 data=$1 out=$2
 here=apps/injector/calibration
-skip=(--exclude-repo django/django --exclude-repo matplotlib/matplotlib
-      --exclude-repo scikit-learn/scikit-learn)
+skip=() check_skip=()
+for repo in django/django matplotlib/matplotlib scikit-learn/scikit-learn; do
+  skip+=(--exclude-repo "$repo") check_skip+=(--check-exclude-repo "$repo")
+done
 uv run --quiet --all-packages codegrep calibrate \
   -i "$data/swebench/lite.jsonl" -p "$here/lexical-lite.predictions.jsonl" "${skip[@]}" \
   --name "SWE-bench Lite, fetchable repositories (LexicalPolicy's tuning data)" \
   --check-instances "$data/swebench/verified_dev.jsonl" \
-  --check-predictions "$here/lexical-verified_dev.predictions.jsonl" \
-  --check-exclude-repo django/django --check-exclude-repo matplotlib/matplotlib \
-  --check-exclude-repo scikit-learn/scikit-learn \
+  --check-predictions "$here/lexical-verified_dev.predictions.jsonl" "${check_skip[@]}" \
   --check-name "SWE-bench Verified dev slice, fetchable repositories (held out)" \
   -o "$out"
