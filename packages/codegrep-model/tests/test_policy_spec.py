@@ -28,6 +28,11 @@ from codegrep_model import (
             "openai:org/m@v2@https://h.example/v1",
             PolicySpec("openai", model="org/m@v2", base_url="https://h.example/v1"),
         ),
+        ("local:models/smol", PolicySpec("local", model="models/smol")),
+        (
+            "local:models/smol+runs/sft/checkpoint-50",
+            PolicySpec("local", model="models/smol+runs/sft/checkpoint-50"),
+        ),
     ],
 )
 def test_a_spec_reads_back_as_written(text: str, spec: PolicySpec) -> None:
@@ -38,7 +43,11 @@ def test_a_spec_reads_back_as_written(text: str, spec: PolicySpec) -> None:
 @pytest.mark.parametrize(
     ("text", "says"),
     [
-        ("bm25", "not one of lexical, lexical-heuristic, openai:MODEL@URL"),
+        ("bm25", "not one of lexical, lexical-heuristic, openai:MODEL@URL, local:DIR"),
+        ("local", "local:DIR or local:BASE"),
+        ("local:", "local:DIR or local:BASE"),
+        ("local:m+", "local:DIR or local:BASE"),
+        ("local:+a", "local:DIR or local:BASE"),
         ("lexical:x", "takes no model"),
         ("openai", "openai:MODEL@URL"),
         ("openai:model", "openai:MODEL@URL"),
@@ -75,5 +84,12 @@ def test_a_ranker_is_only_lexicals() -> None:
 
 def test_every_kind_names_its_package() -> None:
     assert {k: v.package for k, v in POLICY_KINDS.items()} == dict.fromkeys(
-        ("lexical", "lexical-heuristic", "openai"), "codegrep-model"
+        ("lexical", "lexical-heuristic", "openai", "local"), "codegrep-model"
     )
+
+
+def test_a_local_spec_is_named_before_it_is_built() -> None:
+    assert parse_policy_spec("local:models/smol").name == "local:smol"
+    spec = parse_policy_spec("local:models/smol+runs/grpo/checkpoint-6")
+    assert spec.name == "local:smol+checkpoint-6"
+    assert not spec.served

@@ -35,13 +35,16 @@ from codegrep_model.records import Instance
 from codegrep_model.tools import openai_tools
 
 __all__ = [
+    "ROW_CONFIG_FIELDS",
     "TRAINING_CONFIG",
     "GrpoDataset",
     "GrpoDropReason",
     "GrpoReport",
     "GrpoRow",
     "PromptMessage",
+    "config_from_row",
     "grpo_rows",
+    "row_config_json",
     "split_by_repo",
 ]
 
@@ -81,6 +84,55 @@ class GrpoRow(_VersionedRow):
     problem_statement: str
     cache_dir: str
     source: str
+    rollout_config: str = Field(
+        default="",
+        description="The episode's shape when it is not `TRAINING_CONFIG`'s: a JSON object of "
+        "`RolloutConfig` fields (exploration_turns, max_calls_per_turn, max_issue_bytes) that the "
+        "prompt was rendered with and the training scheduler runs the rollout with. Empty: "
+        "`TRAINING_CONFIG`.",
+    )
+
+
+#: The `RolloutConfig` fields a row may carry: the ones that shape the prompt and the episode.
+ROW_CONFIG_FIELDS = ("exploration_turns", "max_calls_per_turn", "max_issue_bytes")
+
+
+def row_config_json(config: RolloutConfig) -> str:
+    """The `rollout_config` column for rows rendered with `config` ("" for TRAINING_CONFIG)."""
+    diff = {
+        k: getattr(config, k)
+        for k in ROW_CONFIG_FIELDS
+        if getattr(config, k) != getattr(TRAINING_CONFIG, k)
+    }
+    return json.dumps(diff, sort_keys=True) if diff else ""
+
+
+def config_from_row(value: object) -> RolloutConfig:
+    """The episode config a row's `rollout_config` column names (`TRAINING_CONFIG` when it is
+    empty or absent); ValueError saying what is wrong with any other value."""
+    if value is None or value == "":
+        return TRAINING_CONFIG
+    if not isinstance(value, str):
+        raise ValueError(f"rollout_config is a {type(value).__name__}, not a JSON string")
+    try:
+        fields = records.parse_json(value)
+    except ValueError as exc:
+        raise ValueError(f"rollout_config is not JSON: {exc}") from exc
+    if not isinstance(fields, dict):
+        raise ValueError("rollout_config is not a JSON object")
+    unknown = sorted(set(fields) - set(ROW_CONFIG_FIELDS))
+    if unknown:
+        raise ValueError(
+            f"rollout_config names {', '.join(unknown)}; a row may set only "
+            f"{', '.join(ROW_CONFIG_FIELDS)}"
+        )
+    bad = [k for k, v in fields.items() if type(v) is not int]
+    if bad:
+        raise ValueError(f"rollout_config: {', '.join(sorted(bad))} must be integers")
+    try:
+        return RolloutConfig.model_validate({**TRAINING_CONFIG.model_dump(), **fields})
+    except ValueError as exc:
+        raise ValueError(f"rollout_config: {exc}") from exc
 
 
 @dataclass
@@ -306,6 +358,7 @@ async def grpo_rows(
     trees = await _list_trees(keys, cache, jobs=jobs, on_tree=on_tree)
     report.tree_errors = sum(isinstance(v, str) for v in trees.values())
     tools = json.dumps(openai_tools())
+    shape = row_config_json(cfg)
     rows: list[GrpoRow] = []
     for inst, commit, gold, source in candidates:
         files = trees[(inst.repo, commit)]
@@ -329,6 +382,7 @@ async def grpo_rows(
                 problem_statement=inst.problem_statement,
                 cache_dir=str(cache.root),
                 source=cache.source,
+                rollout_config=shape,
             )
         )
     counts = Counter(r.repo for r in rows)

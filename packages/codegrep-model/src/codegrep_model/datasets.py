@@ -31,12 +31,15 @@ from codegrep_model._chat_format import (
 )
 from codegrep_model._dataset_rows import GOLD_FROM_LABEL, ROW_SCHEMA_VERSION, Dropped, GoldLineRange
 from codegrep_model._grpo_rows import (
+    ROW_CONFIG_FIELDS,
     TRAINING_CONFIG,
     GrpoDataset,
     GrpoReport,
     GrpoRow,
     PromptMessage,
+    config_from_row,
     grpo_rows,
+    row_config_json,
     split_by_repo,
 )
 from codegrep_model._sft_rows import (
@@ -51,6 +54,7 @@ from codegrep_model._sft_rows import (
 __all__ = [
     "CHATML_TURN_BREAK",
     "GOLD_FROM_LABEL",
+    "ROW_CONFIG_FIELDS",
     "ROW_SCHEMA_VERSION",
     "TRAINING_CONFIG",
     "Dropped",
@@ -64,10 +68,12 @@ __all__ = [
     "SftReport",
     "SftRow",
     "agent_messages",
+    "config_from_row",
     "fold_follow_up",
     "grpo_rows",
     "load_rollouts",
     "reward_name",
+    "row_config_json",
     "sft_rows",
     "split_by_repo",
 ]

@@ -1,5 +1,6 @@
 """Which policy a command runs, said in one string: `policy_from_spec("lexical")`,
-`"lexical-heuristic"`, `"openai:MODEL@URL"`.
+`"lexical-heuristic"`, `"openai:MODEL@URL"`, `"local:DIR"` (a checkpoint run here,
+`local:BASE+ADAPTER` for a LoRA adapter).
 
 Every CLI that lets a user pick a policy (codegrep-model `batch`, swe-eval `predict`, the
 injector's `localize`, `serve` and the gate's calibration lookup) turns its flags into a spec
@@ -56,7 +57,7 @@ class PolicySpec:
 
     def __str__(self) -> str:
         if self.base_url is None:
-            return self.kind
+            return self.kind if self.model is None else f"{self.kind}:{self.model}"
         return f"{self.kind}:{self.model}@{self.base_url}"
 
 
@@ -70,6 +71,8 @@ class PolicyKind:
     build: Callable[[PolicySpec, str | None, float, Ranker | None], Policy]
     #: Whether the spec is `KIND:MODEL@URL` (a served model) rather than the bare kind.
     served: bool = False
+    #: Whether the spec is `KIND:TARGET` (a local checkpoint: `local:DIR`), kept in `model`.
+    takes_target: bool = False
     #: The distribution whose code the policy is (a calibration is checked on its version).
     package: str = "codegrep-model"
 
@@ -94,21 +97,50 @@ def _openai(
     return OpenAIPolicy(spec.base_url, spec.model, api_key=api_key, timeout_s=timeout_s)
 
 
+def _local_name(spec: PolicySpec) -> str:
+    from pathlib import PurePath
+
+    base, _, adapter = (spec.model or "").partition("+")
+    return f"local:{PurePath(base).name}" + (f"+{PurePath(adapter).name}" if adapter else "")
+
+
+def _local(
+    spec: PolicySpec, api_key: str | None, timeout_s: float, ranker: Ranker | None
+) -> Policy:
+    from codegrep_model.local_policy import LocalPolicy, parse_local_target
+
+    if ranker is not None:
+        raise PolicySpecError(f"{spec}: a ranker is LexicalPolicy's; a local model has none")
+    base, adapter = parse_local_target(spec.model or "")
+    return LocalPolicy(base, adapter=adapter)
+
+
 POLICY_KINDS: dict[str, PolicyKind] = {
     "lexical": PolicyKind(name=lambda s: "lexical", build=_lexical),
     "lexical-heuristic": PolicyKind(name=lambda s: "lexical-heuristic", build=_lexical),
     "openai": PolicyKind(name=lambda s: f"openai:{s.model}", build=_openai, served=True),
+    "local": PolicyKind(name=_local_name, build=_local, takes_target=True),
 }
 
 
 def parse_policy_spec(spec: str) -> PolicySpec:
-    """`lexical`, `lexical-heuristic` or `openai:MODEL@URL` (URL an http(s) URL with a host);
-    raises `PolicySpecError` saying what was wrong."""
+    """`lexical`, `lexical-heuristic`, `openai:MODEL@URL` (URL an http(s) URL with a host) or
+    `local:DIR` / `local:BASE+ADAPTER`; raises `PolicySpecError` saying what was wrong."""
     kind, sep, rest = spec.partition(":")
     entry = POLICY_KINDS.get(kind)
     if entry is None:
-        known = ", ".join(f"{k}:MODEL@URL" if v.served else k for k, v in POLICY_KINDS.items())
+        known = ", ".join(
+            f"{k}:MODEL@URL" if v.served else f"{k}:DIR" if v.takes_target else k
+            for k, v in POLICY_KINDS.items()
+        )
         raise PolicySpecError(f"policy {spec!r}: not one of {known}")
+    if entry.takes_target:
+        if not sep or not rest:
+            raise PolicySpecError(f"policy {spec!r}: {kind} is {kind}:DIR or {kind}:BASE+ADAPTER")
+        from codegrep_model.local_policy import parse_local_target
+
+        parse_local_target(rest)
+        return PolicySpec(kind, model=rest)
     if not entry.served:
         if sep:
             raise PolicySpecError(f"policy {spec!r}: {kind} takes no model or endpoint")

@@ -240,9 +240,14 @@ async def test_turns_must_match_the_episode(hooks: EpisodeHooks, sandbox: Any) -
         await hooks.turn(uuid, ANSWER, None, current_turn=2)
 
 
-def test_a_turn_limit_below_the_episode_is_refused() -> None:
-    with pytest.raises(TrainingSetupError, match="--max_turns 4"):
-        EpisodeHooks(max_turns=3)
+async def test_a_turn_limit_below_the_episode_is_refused(sandbox: Any, tmp_path: Path) -> None:
+    # checked per row: a row may carry a shorter episode (`rollout_config`, test_row_config.py)
+    hooks = EpisodeHooks(max_turns=3, host=SandboxHost(workdir=str(tmp_path / "trees")))
+    try:
+        with pytest.raises(TrainingSetupError, match="pass --max_turns 4"):
+            await started(hooks, sandbox.rows()[0])
+    finally:
+        hooks.close()
 
 
 def test_one_tree_per_commit_across_rollouts_and_event_loops(sandbox: Any, tmp_path: Path) -> None:

@@ -49,7 +49,12 @@ from worktree_sandbox import BareRepoCache, SandboxLimits, TreePool
 
 from codegrep_model._hermes import split_hermes
 from codegrep_model.budget import TokenBudget, TokenCounter
-from codegrep_model.datasets import CHATML_TURN_BREAK, TRAINING_CONFIG, fold_follow_up
+from codegrep_model.datasets import (
+    CHATML_TURN_BREAK,
+    TRAINING_CONFIG,
+    config_from_row,
+    fold_follow_up,
+)
 from codegrep_model.engine import ToolTree
 from codegrep_model.episode import AskPolicy, Episode, RolloutConfig, RunCalls
 from codegrep_model.errors import CodegrepModelError, EpisodeError
@@ -411,13 +416,6 @@ class EpisodeHooks:
         budget: TokenBudget | None = TRAINING_BUDGET,
         counter: TokenCounter | None = None,
     ) -> None:
-        needed = config.exploration_turns + 1 + config.rescue_attempts
-        if max_turns is not None and max_turns < needed:
-            raise TrainingSetupError(
-                f"max_turns={max_turns} cuts rollouts short: the episode takes up to {needed} "
-                f"assistant turns ({config.exploration_turns} exploring, 1 answering, "
-                f"{config.rescue_attempts} rescue); pass --max_turns {needed}"
-            )
         self.config = config.model_copy(update={"budget": budget})
         self.counter = counter
         self.prompts = prompts or PromptSet.load()
@@ -502,6 +500,7 @@ class EpisodeHooks:
             problem_statement=cols["problem_statement"],
         )
         _check_tools(tools, instance.instance_id)
+        config = self._row_config(data_dict, uuid)
         pool = self.host.pool(cols["cache_dir"], cols["source"])
         lease = contextlib.AsyncExitStack()
         try:
@@ -513,7 +512,7 @@ class EpisodeHooks:
                 instance,
                 files,
                 policy=self.policy_name,
-                config=self.config,
+                config=config,
                 prompts=self.prompts,
                 counter=self.counter,
             )
@@ -529,6 +528,27 @@ class EpisodeHooks:
             if not (self.test_override.alternate and nth % 2):
                 replace = self.test_override.policy
         self._live[uuid] = _Live(episode=episode, tree=tree, lease=lease, replace=replace)
+
+    def _row_config(self, data_dict: Mapping[str, Any], uuid: str) -> RolloutConfig:
+        """The row's episode shape (`rollout_config`, rendered into its prompt) under the hooks'
+        budget; a shape that needs more turns than the trainer's --max_turns is refused."""
+        try:
+            shape = config_from_row(data_dict.get("rollout_config"))
+        except ValueError as exc:
+            raise TrainingSetupError(f"request {uuid}: {exc}") from exc
+        if shape is TRAINING_CONFIG:
+            config = self.config
+        else:
+            config = shape.model_copy(update={"budget": self.config.budget})
+        needed = config.exploration_turns + 1 + config.rescue_attempts
+        if self.max_turns is not None and self.max_turns < needed:
+            raise TrainingSetupError(
+                f"request {uuid}: max_turns={self.max_turns} cuts rollouts short: the row's "
+                f"episode takes up to {needed} assistant turns ({config.exploration_turns} "
+                f"exploring, 1 answering, {config.rescue_attempts} rescue), more than "
+                f"--max_turns {self.max_turns}; pass --max_turns {needed}"
+            )
+        return config
 
     async def _release(self, uuid: str) -> None:
         live = self._live.pop(uuid, None)

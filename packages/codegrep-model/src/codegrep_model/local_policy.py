@@ -1,0 +1,335 @@
+"""`LocalPolicy`: a checkpoint (a full model folder, or a base folder plus a LoRA adapter) run
+on this machine with transformers, through the same `Episode` as every other policy.
+
+The conversation is rendered token for token as the ms-swift GRPO run renders it (`chatml`
+template, `hermes` agent template): the tools in the system message as hermes `<tools>` JSON
+lines, each earlier reply as the text the model wrote, and what followed it (tool results, the
+episode's prompts) folded into one user turn by `fold_follow_up`, the function the training
+scheduler appends with. Tool calls are read from the reply's `<tool_call>` blocks with the
+parser the scheduler uses (`split_hermes`). So a model trained with `codegrep_model.train`
+meets, at `codegrep localize`, the prompt it was trained on.
+
+Greedy by default, in float32 (`dtype="bfloat16"` cuts the CPU time where the processor has
+bf16 instructions; a model trained in bf16 is best run in bf16). Replies of episodes that run
+at the same time (`codegrep-model batch -j N`, `swe-eval predict`) are generated together in
+one left-padded batch. `timings` keeps the
+tokens and seconds of every reply; `summary()` adds them up.
+
+Needs torch and transformers (the `local` extra; peft for an adapter), imported when the
+policy is built. Spec: `local:DIR` or `local:BASE_DIR+ADAPTER_DIR`.
+Not for: training (ms-swift), or serving a model to other processes (vLLM, `OpenAIPolicy`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from codegrep_model._chat_format import fold_follow_up
+from codegrep_model._hermes import split_hermes
+from codegrep_model.errors import PolicyError, PolicySpecError
+from codegrep_model.policy import PolicyReply, PolicyRequest
+from codegrep_model.records import ChatMessage, Usage
+from codegrep_model.tools import openai_tools
+
+__all__ = [
+    "LocalPolicy",
+    "ReplyTiming",
+    "hermes_system",
+    "parse_local_target",
+    "render_chatml",
+    "training_messages",
+]
+
+_IM_START, _IM_END = "<|im_start|>", "<|im_end|>"
+
+
+def hermes_system(system: str, tools: Sequence[Mapping[str, Any]]) -> str:
+    """The system message with the tools, as ms-swift 4.6's hermes agent template writes it."""
+    lines = "\n".join(json.dumps(dict(t), ensure_ascii=False) for t in tools)
+    return (
+        f"{system}\n\n# Tools\n\nYou may call one or more functions to assist with the user "
+        "query.\n\nYou are provided with function signatures within <tools></tools> XML tags:\n"
+        f"<tools>\n{lines}\n</tools>\n\nFor each function call, return a json object with "
+        "function name and arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n"
+        '{"name": <function-name>, "arguments": <args-json-object>}\n</tool_call>'
+    )
+
+
+def _call_blocks(message: ChatMessage) -> str:
+    """An assistant message's calls as hermes blocks (ms-swift's `_format_tool_calls`): used
+    for a reply this policy did not write itself."""
+    blocks = []
+    for c in message.tool_calls:
+        try:
+            args: object = json.loads(c.arguments) if c.arguments.strip() else {}
+        except ValueError:
+            args = c.arguments
+        body = json.dumps({"name": c.name, "arguments": args}, ensure_ascii=False)
+        blocks.append(f"<tool_call>\n{body}\n</tool_call>")
+    text = (message.content or "").strip()
+    return "\n".join([text, *blocks] if text else blocks)
+
+
+def training_messages(
+    messages: Sequence[ChatMessage], raw_replies: Sequence[str | None] = ()
+) -> list[dict[str, str]]:
+    """The episode's messages as the training conversation: system, user, then each reply (its
+    raw text when `raw_replies` has it, by reply index) and one folded user turn after it."""
+    out: list[dict[str, str]] = []
+    follow: list[dict[str, str]] = []
+    replies = 0
+
+    def flush() -> None:
+        folded = fold_follow_up(follow)
+        follow.clear()
+        if folded is not None:
+            out.append(folded)
+
+    for m in messages:
+        if m.role == "assistant":
+            flush()
+            raw = raw_replies[replies] if replies < len(raw_replies) else None
+            out.append(
+                {"role": "assistant", "content": raw if raw is not None else _call_blocks(m)}
+            )
+            replies += 1
+        elif replies == 0:
+            out.append({"role": m.role, "content": m.content or ""})
+        else:
+            follow.append({"role": m.role, "content": m.content or ""})
+    flush()
+    return out
+
+
+def render_chatml(messages: Sequence[Mapping[str, str]], tools: Sequence[Mapping[str, Any]]) -> str:
+    """The generation prompt of ms-swift's `chatml` template with the hermes agent template:
+    `<|im_start|>role\\ncontent<|im_end|>\\n` per message, then `<|im_start|>assistant\\n`."""
+    parts = []
+    for i, m in enumerate(messages):
+        content = m["content"]
+        if i == 0 and m["role"] == "system" and tools:
+            content = hermes_system(content, tools)
+        parts.append(f"{_IM_START}{m['role']}\n{content}{_IM_END}\n")
+    return "".join(parts) + f"{_IM_START}assistant\n"
+
+
+def parse_local_target(target: str) -> tuple[Path, Path | None]:
+    """`DIR` or `BASE_DIR+ADAPTER_DIR` -> (model folder, adapter folder or None)."""
+    base, plus, adapter = target.partition("+")
+    if not base or (plus and not adapter):
+        raise PolicySpecError(f"local:{target}: a local model is local:DIR or local:BASE+ADAPTER")
+    return Path(base), (Path(adapter) if plus else None)
+
+
+@dataclass(frozen=True)
+class ReplyTiming:
+    """One reply: its prompt and output tokens, and the seconds of the batch that made it."""
+
+    prompt_tokens: int
+    completion_tokens: int
+    seconds: float
+    batch: int
+
+
+@dataclass
+class _Pending:
+    prompt: str
+    future: asyncio.Future[tuple[str, int, int, float, int]]
+    loop: asyncio.AbstractEventLoop = field(repr=False)
+
+
+class LocalPolicy:
+    """A local checkpoint as a policy (see the module docstring)."""
+
+    def __init__(
+        self,
+        model_dir: str | Path,
+        *,
+        adapter: str | Path | None = None,
+        max_new_tokens: int = 256,
+        temperature: float = 0.0,
+        max_batch: int = 8,
+        seed: int = 0,
+        threads: int | None = None,
+        dtype: str = "float32",
+    ) -> None:
+        try:
+            import torch  # type: ignore[import-not-found, unused-ignore]
+            from transformers import (  # type: ignore[import-not-found, unused-ignore]
+                AutoModelForCausalLM,
+                AutoTokenizer,
+            )
+        except ImportError as exc:
+            raise PolicyError(
+                f"a local model needs torch and transformers ({exc.name} is missing): "
+                "pip install 'codegrep-model[local]' after a torch build for this machine"
+            ) from exc
+        self.model_dir = Path(model_dir)
+        self.adapter = Path(adapter) if adapter is not None else None
+        for what, path in (("model", self.model_dir), ("adapter", self.adapter)):
+            if path is not None and not path.is_dir():
+                raise PolicyError(f"local {what} {path}: not a folder")
+        if not (self.model_dir / "config.json").is_file():
+            raise PolicyError(f"local model {self.model_dir}: no config.json (not a model folder)")
+        if dtype not in ("float32", "bfloat16"):
+            raise PolicyError(f"local model dtype {dtype!r}: float32 or bfloat16")
+        if threads:
+            torch.set_num_threads(threads)
+        self._torch = torch
+        self.tokenizer = AutoTokenizer.from_pretrained(str(self.model_dir))
+        model = AutoModelForCausalLM.from_pretrained(
+            str(self.model_dir), dtype=getattr(torch, dtype)
+        )
+        if self.adapter is not None:
+            try:
+                from peft import PeftModel  # type: ignore[import-not-found, unused-ignore]
+            except ImportError as exc:
+                raise PolicyError("a LoRA adapter needs peft (pip install peft)") from exc
+            model = PeftModel.from_pretrained(model, str(self.adapter))
+        model.eval()
+        self.model = model
+        end = self.tokenizer.convert_tokens_to_ids(_IM_END)
+        if not isinstance(end, int) or end == self.tokenizer.unk_token_id:
+            raise PolicyError(f"local model {self.model_dir}: its tokenizer has no {_IM_END}")
+        self._stop = [end]
+        if self.tokenizer.eos_token_id is not None and self.tokenizer.eos_token_id != end:
+            self._stop.append(int(self.tokenizer.eos_token_id))
+        self._pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else end
+        self.max_new_tokens = max_new_tokens
+        self.temperature = temperature
+        self.max_batch = max_batch
+        self.seed = seed
+        self.tools = openai_tools()
+        self.timings: list[ReplyTiming] = []
+        self._raw: dict[tuple[str, int, str, tuple[tuple[str, str], ...]], str] = {}
+        self._pending: list[_Pending] = []
+        self._lock = threading.Lock()
+        self._worker: threading.Thread | None = None
+
+    @property
+    def name(self) -> str:
+        suffix = f"+{self.adapter.name}" if self.adapter is not None else ""
+        return f"local:{self.model_dir.name}{suffix}"
+
+    @staticmethod
+    def _key(
+        iid: str, index: int, content: str | None, calls: Sequence[Any]
+    ) -> tuple[str, int, str, tuple[tuple[str, str], ...]]:
+        """What identifies one of this policy's replies in a later request: the instance, the
+        reply's place, and what the episode kept of it (its text and parsed calls)."""
+        return (iid, index, content or "", tuple((c.name, c.arguments) for c in calls))
+
+    def prompt(self, request: PolicyRequest) -> str:
+        """The text the model is given for `request` (the training rendering)."""
+        iid = request.instance.instance_id
+        assistants = [m for m in request.messages if m.role == "assistant"]
+        raw = [
+            self._raw.get(self._key(iid, i, m.content, m.tool_calls))
+            for i, m in enumerate(assistants)
+        ]
+        return render_chatml(training_messages(request.messages, raw), self.tools)
+
+    async def reply(self, request: PolicyRequest) -> PolicyReply:
+        iid = request.instance.instance_id
+        index = sum(m.role == "assistant" for m in request.messages)
+        loop = asyncio.get_running_loop()
+        pending = _Pending(self.prompt(request), loop.create_future(), loop)
+        with self._lock:
+            self._pending.append(pending)
+            if self._worker is None:
+                self._worker = threading.Thread(target=self._drain, daemon=True)
+                self._worker.start()
+        text, n_prompt, n_out, seconds, batch = await pending.future
+        self.timings.append(ReplyTiming(n_prompt, n_out, seconds, batch))
+        content, calls = split_hermes(text, id_prefix=f"call_{index}")
+        content = content if calls else text
+        self._raw[self._key(iid, index, content, calls)] = text
+        return PolicyReply(
+            content=content,
+            tool_calls=calls,
+            usage=Usage(prompt_tokens=n_prompt, completion_tokens=n_out),
+        )
+
+    def _drain(self) -> None:
+        """The generation thread: batches what is queued (after a short wait for the replies of
+        other episodes of the same turn), until the queue is empty."""
+        while True:
+            time.sleep(0.05)
+            with self._lock:
+                chunk, self._pending = (
+                    self._pending[: self.max_batch],
+                    self._pending[self.max_batch :],
+                )
+                if not chunk:
+                    self._worker = None
+                    return
+            try:
+                results = self._generate([p.prompt for p in chunk])
+            except Exception as exc:  # the replies fail, the thread goes on with the queue
+                err = PolicyError(f"{self.name}: generation failed: {type(exc).__name__}: {exc}")
+                for p in chunk:
+                    p.loop.call_soon_threadsafe(_set_exception, p.future, err)
+                continue
+            for p, r in zip(chunk, results, strict=True):
+                p.loop.call_soon_threadsafe(_set_result, p.future, r)
+
+    def _generate(self, prompts: list[str]) -> list[tuple[str, int, int, float, int]]:
+        torch = self._torch
+        t0 = time.perf_counter()
+        encoded = [self.tokenizer(p, add_special_tokens=False)["input_ids"] for p in prompts]
+        width = max(len(e) for e in encoded)
+        ids = torch.full((len(encoded), width), self._pad, dtype=torch.long)
+        mask = torch.zeros((len(encoded), width), dtype=torch.long)
+        for k, e in enumerate(encoded):  # left padding: every prompt ends where generation starts
+            ids[k, width - len(e) :] = torch.tensor(e, dtype=torch.long)
+            mask[k, width - len(e) :] = 1
+        sample = self.temperature > 0
+        if sample:
+            torch.manual_seed(self.seed)
+        with torch.no_grad():
+            out = self.model.generate(
+                input_ids=ids,
+                attention_mask=mask,
+                max_new_tokens=self.max_new_tokens,
+                do_sample=sample,
+                temperature=self.temperature if sample else None,
+                top_p=None,
+                top_k=None,
+                eos_token_id=self._stop,
+                pad_token_id=self._pad,
+            )
+        seconds = time.perf_counter() - t0
+        results = []
+        for k, e in enumerate(encoded):
+            new = out[k, width:].tolist()
+            n_out = next((i + 1 for i, t in enumerate(new) if t in self._stop), len(new))
+            text = self.tokenizer.decode(new[:n_out], skip_special_tokens=True)
+            results.append((text, len(e), n_out, seconds, len(encoded)))
+        return results
+
+    def summary(self) -> dict[str, float]:
+        """Replies, tokens and seconds so far (a reply's seconds are its batch's)."""
+        n = len(self.timings)
+        return {
+            "replies": n,
+            "prompt_tokens": sum(t.prompt_tokens for t in self.timings),
+            "completion_tokens": sum(t.completion_tokens for t in self.timings),
+            "seconds_per_reply": (sum(t.seconds / t.batch for t in self.timings) / n) if n else 0.0,
+        }
+
+
+def _set_result(future: asyncio.Future[Any], value: Any) -> None:
+    if not future.done():
+        future.set_result(value)
+
+
+def _set_exception(future: asyncio.Future[Any], exc: BaseException) -> None:
+    if not future.done():
+        future.set_exception(exc)
