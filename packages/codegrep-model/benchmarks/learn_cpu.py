@@ -384,9 +384,86 @@ def report(out: Path, model: Path) -> None:
         summary.setdefault("passk_train", []).append(json.loads(pk.read_text()))
     dest = out / "report"
     dest.mkdir(exist_ok=True)
+    for seed in (0, 1):
+        steps = _grpo_steps(out / f"grpo-s{seed}")
+        if not steps:
+            continue
+        summary.setdefault("grpo_steps", {})[f"s{seed}"] = steps
+        keys = ("step", "reward", "reward_std", "frac_reward_zero_std", "kl", "loss", "grad_norm")
+        (dest / f"curve-s{seed}.csv").write_text(
+            ",".join(keys)
+            + "\n"
+            + "".join(",".join(str(st.get(k, "")) for k in keys) + "\n" for st in steps)
+        )
+        (dest / f"curve-s{seed}.svg").write_text(_svg(steps, f"GRPO seed {seed}"))
+        md += [f"GRPO seed {seed}, per step (ms-swift's logging.jsonl; sampled at temperature 1):",
+               "", "| step | mean reward | reward std | zero-std groups | KL | loss | grad norm |",
+               "| --- | --- | --- | --- | --- | --- | --- |"]  # fmt: skip
+        md += [f"| {st['step']} | {st.get('reward', '-')} | {st.get('reward_std', '-')} | "
+               f"{st.get('frac_reward_zero_std', '-')} | {st.get('kl', '-')} | "
+               f"{st.get('loss', '-')} | {st.get('grad_norm', '-')} |" for st in steps]  # fmt: skip
+        md.append("")
     (dest / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
     (dest / "table.md").write_text("\n".join(md) + "\n")
     print("\n".join(md))
+
+
+def _grpo_steps(run: Path) -> list[dict[str, Any]]:
+    """Per step of a GRPO run: ms-swift's logged reward, its std, the zero-std share, KL, loss
+    and grad norm (`logging.jsonl`, the keys ms-swift 4.6 writes)."""
+    log = run / "logging.jsonl"
+    steps = []
+    for line in log.read_text().splitlines() if log.is_file() else []:
+        e = json.loads(line)
+        at = str(e.get("global_step/max_steps", ""))
+        if "loss" not in e or "/" not in at:
+            continue
+        row: dict[str, Any] = {"step": int(at.split("/")[0])}
+        for key, name in (("reward", "reward"), ("reward_std", "reward_std"),
+                          ("frac_reward_zero_std", "frac_reward_zero_std"), ("kl", "kl"),
+                          ("loss", "loss"), ("grad_norm", "grad_norm")):  # fmt: skip
+            if key in e:
+                row[name] = e[key]
+        steps.append(row)
+    return steps
+
+
+def _svg(steps: list[dict[str, Any]], title: str) -> str:
+    """Mean sampled reward per step, with both axes labelled and ticked."""
+    w, h, pad = 480, 260, 48
+    xs = [int(st["step"]) for st in steps]
+    ys = [float(st.get("reward", 0.0)) for st in steps]
+    lo, hi = min(xs), max(max(xs), min(xs) + 1)
+    top = max(0.25, max(ys))
+
+    def x(v: float) -> float:
+        return pad + (v - lo) / (hi - lo) * (w - 2 * pad)
+
+    def y(v: float) -> float:
+        return h - pad - v / top * (h - 2 * pad)
+
+    ticks = "".join(
+        f'<line x1="{pad - 4}" y1="{y(t):.1f}" x2="{pad}" y2="{y(t):.1f}" stroke="black"/>'
+        f'<text x="{pad - 8}" y="{y(t) + 4:.1f}" text-anchor="end">{t:.2f}</text>'
+        for t in (0.0, top / 2, top)
+    ) + "".join(
+        f'<text x="{x(s):.1f}" y="{h - pad + 16}" text-anchor="middle">{s}</text>' for s in xs
+    )
+    points = " ".join(f"{x(s):.1f},{y(r):.1f}" for s, r in zip(xs, ys, strict=True))
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-size="11">'
+        f'<rect width="{w}" height="{h}" fill="white"/>'
+        f'<text x="{w / 2}" y="16" text-anchor="middle">{title}: mean sampled reward v3</text>'
+        f'<line x1="{pad}" y1="{h - pad}" x2="{w - pad}" y2="{h - pad}" stroke="black"/>'
+        f'<line x1="{pad}" y1="{pad}" x2="{pad}" y2="{h - pad}" stroke="black"/>{ticks}'
+        f'<text x="{w / 2}" y="{h - 8}" text-anchor="middle">step</text>'
+        f'<polyline fill="none" stroke="steelblue" stroke-width="2" points="{points}"/>'
+        + "".join(
+            f'<circle cx="{x(s):.1f}" cy="{y(r):.1f}" r="3" fill="steelblue"/>'
+            for s, r in zip(xs, ys, strict=True)
+        )  # fmt: skip
+        + "</svg>\n"
+    )
 
 
 def _fmt(mean: float, lo: float, hi: float) -> str:
