@@ -461,7 +461,7 @@ def _svg(steps: list[dict[str, Any]], title: str) -> str:
         + "".join(
             f'<circle cx="{x(s):.1f}" cy="{y(r):.1f}" r="3" fill="steelblue"/>'
             for s, r in zip(xs, ys, strict=True)
-        )  # fmt: skip
+        )
         + "</svg>\n"
     )
 
