@@ -96,7 +96,12 @@ class RolloutConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     exploration_turns: int = Field(default=3, ge=0)
-    max_calls_per_turn: int = Field(default=8, ge=1)
+    max_calls_per_turn: int = Field(
+        default=rewards.MAX_CALLS_PER_TURN,
+        ge=1,
+        description="Calls run per exploration turn (the rest are refused); defined once in "
+        "grpo_rewards, and recorded in rollout_infos so the reward holds turns to this cap.",
+    )
     rescue_attempts: int = Field(default=1, ge=0, description="Extra asks when no answer comes.")
     fallback_max_files: int = Field(default=3, ge=0, description="Files read that stand in.")
     reply_timeout_s: float | None = Field(
@@ -122,13 +127,18 @@ class RolloutConfig(BaseModel):
     )
 
 
-def rollout_stats(turns: Sequence[TurnRecord]) -> RolloutCounts:
+def rollout_stats(
+    turns: Sequence[TurnRecord], *, max_calls_per_turn: int = rewards.MAX_CALLS_PER_TURN
+) -> RolloutCounts:
     """T, C_total and c̄ as `grpo_rewards.RolloutStats` defines them (T counts every assistant
     turn, the answer turn included, and is at least 1). C_total counts the calls that ran:
-    refused and malformed calls did not, so c̄ stays within the per-turn cap the rewards check."""
+    refused and malformed calls did not, so c̄ stays within the per-turn cap the rewards check
+    (the episode's `max_calls_per_turn`)."""
     calls = [c for t in turns for c in t.calls]
     executed = sum(c.status in ("ok", "tool_error") for c in calls)
-    stats = rewards.RolloutStats(turns=len(turns), tool_calls=executed)
+    stats = rewards.RolloutStats(
+        turns=len(turns), tool_calls=executed, max_calls_per_turn=max_calls_per_turn
+    )
     return RolloutCounts(
         turns=stats.turns,
         tool_calls=stats.tool_calls,
@@ -309,7 +319,7 @@ class Episode:
 
     @property
     def stats(self) -> RolloutCounts:
-        return rollout_stats(self._turns)
+        return rollout_stats(self._turns, max_calls_per_turn=self._cfg.max_calls_per_turn)
 
     @property
     def answer(self) -> Answer | None:
@@ -378,7 +388,7 @@ class Episode:
             answer=self._answer,
             messages=tuple(self._messages),
             turns=tuple(self._turns),
-            stats=rollout_stats(self._turns),
+            stats=rollout_stats(self._turns, max_calls_per_turn=self._cfg.max_calls_per_turn),
             usage=self._usage,
             wall_s=wall,
             model_s=self._model_s,
@@ -397,12 +407,13 @@ class Episode:
         """What the reward and the rollout log read (`grpo_rewards.RolloutInfo`): T, C_total and
         the calls that ran per turn; in strict mode, once the episode is done, also the parsed
         answer (no answer: `answer.answer` None, and why); with a token budget, its counts."""
-        stats = rollout_stats(self._turns)
+        stats = rollout_stats(self._turns, max_calls_per_turn=self._cfg.max_calls_per_turn)
         budget = self._cfg.budget is not None
         return rewards.RolloutInfo(
             num_turns=stats.turns,
             num_tool_calls=stats.tool_calls,
             tool_calls_per_turn=tuple(_executed_per_turn(self._turns)),
+            max_calls_per_turn=self._cfg.max_calls_per_turn,
             answer=self._final_parse(),
             overflow=self._overflow if budget else None,
             rollout_tokens=self.rollout_tokens if budget else None,
@@ -693,7 +704,7 @@ class Episode:
         parsed = self._final_parse()
         if parsed is None:
             return None
-        stats = rollout_stats(self._turns)
+        stats = rollout_stats(self._turns, max_calls_per_turn=self._cfg.max_calls_per_turn)
         answer = parsed.answer
         return RewardView(
             files=None if answer is None else answer.files,
