@@ -1,5 +1,6 @@
 """Which policy a command runs, said in one string: `policy_from_spec("lexical")`,
-`"lexical-heuristic"`, `"openai:MODEL@URL"`.
+`"lexical-heuristic"`, `"openai:MODEL@URL"`, or an import path `"module:Class"`
+(`codegrep_model.policy_import`).
 
 Every CLI that lets a user pick a policy (codegrep-model `batch`, swe-eval `predict`, the
 injector's `localize`, `serve` and the gate's calibration lookup) turns its flags into a spec
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from codegrep_model.errors import PolicySpecError
+from codegrep_model.policy_import import IMPORT_KIND, build_imported, imported_name, is_import_path
 
 if TYPE_CHECKING:
     from codegrep_model.policy import Policy
@@ -55,6 +57,8 @@ class PolicySpec:
         return POLICY_KINDS[self.kind].served
 
     def __str__(self) -> str:
+        if self.kind == IMPORT_KIND and self.model is not None:
+            return self.model  # module:Class, as it was given
         if self.base_url is None:
             return self.kind
         return f"{self.kind}:{self.model}@{self.base_url}"
@@ -70,7 +74,8 @@ class PolicyKind:
     build: Callable[[PolicySpec, str | None, float, Ranker | None], Policy]
     #: Whether the spec is `KIND:MODEL@URL` (a served model) rather than the bare kind.
     served: bool = False
-    #: The distribution whose code the policy is (a calibration is checked on its version).
+    #: The distribution whose code the policy is (a calibration is checked on its version);
+    #: "" for an imported policy, whose distribution is not known.
     package: str = "codegrep-model"
 
 
@@ -98,6 +103,8 @@ POLICY_KINDS: dict[str, PolicyKind] = {
     "lexical": PolicyKind(name=lambda s: "lexical", build=_lexical),
     "lexical-heuristic": PolicyKind(name=lambda s: "lexical-heuristic", build=_lexical),
     "openai": PolicyKind(name=lambda s: f"openai:{s.model}", build=_openai, served=True),
+    # `module:Class`: a policy from anywhere, by its import path (codegrep_model.policy_import)
+    IMPORT_KIND: PolicyKind(name=imported_name, build=build_imported, package=""),
 }
 
 
@@ -106,9 +113,16 @@ def parse_policy_spec(spec: str) -> PolicySpec:
     raises `PolicySpecError` saying what was wrong."""
     kind, sep, rest = spec.partition(":")
     entry = POLICY_KINDS.get(kind)
+    if entry is None and is_import_path(spec):
+        return PolicySpec(IMPORT_KIND, model=spec)
     if entry is None:
-        known = ", ".join(f"{k}:MODEL@URL" if v.served else k for k, v in POLICY_KINDS.items())
+        known = ", ".join(
+            f"{k}:MODEL@URL" if v.served else "module:Class" if k == IMPORT_KIND else k
+            for k, v in POLICY_KINDS.items()
+        )
         raise PolicySpecError(f"policy {spec!r}: not one of {known}")
+    if kind == IMPORT_KIND:
+        raise PolicySpecError(f"policy {spec!r}: an imported policy is module:Class, as it is")
     if not entry.served:
         if sep:
             raise PolicySpecError(f"policy {spec!r}: {kind} takes no model or endpoint")
