@@ -1,7 +1,8 @@
 """The flag convention's options are the command-line kit's, in every CLI of the workspace.
 
 `codegrep-cli` declares `-i/--instances`, `-o/--output`, `-j/--jobs`, `--limit`, `--seed`,
-`--dry-run` and `--timeout` once. Two checks keep the CLIs on them:
+`--dry-run` and `--timeout` once, the policy's `--policy`, `--base-url`, `--model` and
+`--api-key`, and `--grep-engine`. Two checks keep the CLIs on them:
 - the source: no `typer.Option(...)` in a member's `src` spells one of those flags (by its
   names, or by a parameter name typer turns into one) outside `EXCEPTIONS`;
 - the built commands: every option of every command that takes one of those flags has the
@@ -24,11 +25,16 @@ from typing import Annotated, Any
 import pytest
 import typer
 from codegrep_cli import (
+    api_key_option,
+    base_url_option,
     dry_run_option,
+    grep_engine_option,
     instances_option,
     jobs_option,
     limit_option,
+    model_option,
     output_option,
+    policy_option,
     seed_option,
     timeout_option,
 )
@@ -62,6 +68,11 @@ def _reference() -> dict[str, Any]:
         seed: Annotated[int, seed_option("")] = 0,
         dry_run: Annotated[bool, dry_run_option("")] = False,
         timeout: Annotated[float, timeout_option("")] = 1.0,
+        policy: Annotated[str | None, policy_option()] = None,
+        base_url: Annotated[str | None, base_url_option()] = None,
+        model: Annotated[str | None, model_option()] = None,
+        api_key: Annotated[str | None, api_key_option()] = None,
+        grep_engine: Annotated[str | None, grep_engine_option()] = None,
     ) -> None:
         """The kit's options."""
 
@@ -89,6 +100,11 @@ KIT: dict[str, Rule] = {
     "--seed": Rule(_names(REF["seed"]), frozenset({int}), default=0),
     "--dry-run": Rule(_names(REF["dry_run"]), frozenset({bool}), default=False),
     "--timeout": Rule(_names(REF["timeout"]), frozenset({float})),
+    "--policy": Rule(_names(REF["policy"]), frozenset({str}), default=None),
+    "--base-url": Rule(_names(REF["base_url"]), frozenset({str}), default=None),
+    "--model": Rule(_names(REF["model"]), frozenset({str}), default=None),
+    "--api-key": Rule(_names(REF["api_key"]), frozenset({str}), default=None),
+    "--grep-engine": Rule(_names(REF["grep_engine"]), frozenset({str}), default=None),
 }
 NEGATABLE_DRY_RUN = _names(REF["negatable"])
 # Every name the kit declares, mapped to its rule (`-j` -> the `--jobs` rule).
@@ -100,12 +116,20 @@ EXCEPTIONS = {
     "instances",
     ("swe-eval downstream plan", "--seed"): "int | None: no seed keeps the file's order",
     ("swe-eval downstream plan", "--dry-run"): "True and the only mode: a plan never runs",
+    ("swe-eval downstream plan", "--model"): "the frozen coding agent's LiteLLM model, required; "
+    "not a retrieval policy",
+    ("swe-eval downstream plan", "--base-url"): "the frozen coding agent's endpoint, not a "
+    "retrieval policy",
+    ("catm mine", "--api-key"): "the judge's bearer token ($CATM_JUDGE_API_KEY), not a policy's",
 }
 # The same exceptions, by the file that declares them.
 EXCEPTION_FILES = {
     ("worktree_sandbox/cli.py", "-i"),
     ("swe_eval/downstream/plan_cli.py", "--seed"),
     ("swe_eval/downstream/plan_cli.py", "--dry-run"),
+    ("swe_eval/downstream/plan_cli.py", "--model"),
+    ("swe_eval/downstream/plan_cli.py", "--base-url"),
+    ("catm/cli.py", "--api-key"),
 }
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import socket
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -77,6 +78,13 @@ def test_outputs_are_checked_before_the_search(repo: Path, tmp_path: Path) -> No
             "error: --timeout 5 and --timeout-s 6 (its old spelling) disagree",
         ),
         (["--base-url", "localhost:8000"], "error: --base-url localhost:8000: not an http(s) URL"),
+        (["--policy", "bm25"], "error: --policy: policy 'bm25': not one of lexical"),
+        (
+            ["--policy", "lexical", "--base-url", "http://h/v1"],
+            "error: --policy lexical and --base-url http://h/v1 both name the policy",
+        ),
+        (["--model", "m"], "error: --model m names a model at --base-url"),
+        (["--policy", "no_such_module_x:P"], "error: policy 'no_such_module_x:P': cannot import"),
     ],
 )
 def test_bad_options_exit_2_in_one_line(repo: Path, extra: list[str], message: str) -> None:
@@ -85,6 +93,39 @@ def test_bad_options_exit_2_in_one_line(repo: Path, extra: list[str], message: s
     assert res.stderr.startswith(message)
     assert len(res.stderr.splitlines()) == 1
     assert res.stdout == ""
+
+
+def test_any_policy_spec_reaches_localize(repo: Path, tmp_path: Path) -> None:
+    """`--policy` takes what the registry takes, an import path included, and the served spec
+    is the same policy as the old --base-url/--model."""
+    (tmp_path / "outside_localizer.py").write_text(
+        "from codegrep_model import PolicyReply\n\n\n"
+        "class OneFile:\n"
+        "    name = 'one-file'\n\n"
+        "    async def reply(self, request):\n"
+        '        return PolicyReply(content=\'{"files": ["pages/[slug].py"]}\')\n',
+        encoding="utf-8",
+    )
+    sys.path.insert(0, str(tmp_path))
+    try:
+        argv = ["localize", "--repo", str(repo), "--issue", "-", "--json"]
+        res = runner.invoke(app, [*argv, "--policy", "outside_localizer:OneFile"], input=ISSUE)
+        assert res.exit_code == 0, res.output
+        data = json.loads(res.stdout)
+        assert (data["policy"], data["files"]) == ("one-file", ["pages/[slug].py"])
+        heuristic = runner.invoke(app, [*argv, "--policy", "lexical-heuristic"], input=ISSUE)
+        assert heuristic.exit_code == 0, heuristic.output
+        assert json.loads(heuristic.stdout)["policy"] == "lexical-heuristic"
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop("outside_localizer", None)
+    url = f"http://127.0.0.1:{_closed_port()}/v1"
+    new = runner.invoke(app, [*argv, "--policy", f"openai:m@{url}", "--timeout", "2"], input=ISSUE)
+    old = runner.invoke(
+        app, [*argv, "--base-url", url, "--model", "m", "--timeout", "2"], input=ISSUE
+    )
+    assert new.exit_code == old.exit_code == 1
+    assert json.loads(new.stdout)["policy"] == json.loads(old.stdout)["policy"] == "openai:m"
 
 
 def test_a_failed_search_exits_1_with_the_json_and_one_error_line(repo: Path) -> None:

@@ -210,3 +210,27 @@ def test_hostile_numbers_and_nesting_are_refused_before_validation(tmp_path: Pat
         _write(tmp_path, good[:-1] + ', "extra": 1e999}')
     )
     assert "not JSON: nested too deeply" in _error(_write(tmp_path, "[" * 100_000))
+
+
+def test_choose_calibration_is_one_rule_for_every_gate(tmp_path: Path) -> None:
+    """A file when given; else the retriever's shipped one; predictions naming no retriever
+    get the lexical one; a retriever with none shipped has none (or None when not required)."""
+    from codegrep_gate import CalibrationMismatchError, choose_calibration
+
+    lexical = choose_calibration("lexical")
+    assert lexical is not None
+    assert (lexical.source, lexical.shipped) == ("shipped:lexical", True)
+    unnamed = choose_calibration(None)
+    assert unnamed is not None
+    assert unnamed.source == "shipped:lexical"
+    with pytest.raises(GateError, match=r"no calibration for 'bm25' \(shipped: .*lexical"):
+        choose_calibration("bm25")
+    assert choose_calibration("bm25", required=False) is None
+    path = write_calibration(tmp_path / "lex.json", shipped_calibration("lexical"))
+    from_file = choose_calibration("lexical", path)
+    assert from_file is not None
+    assert (from_file.source, from_file.shipped) == (str(path), False)
+    with pytest.raises(CalibrationMismatchError, match="measured retriever 'lexical', not 'bm25'"):
+        choose_calibration("bm25", path)
+    with pytest.raises(CalibrationMismatchError, match=r"major\.minor differ"):
+        choose_calibration("lexical", path, version="99.0")

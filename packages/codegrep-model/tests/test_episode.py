@@ -471,6 +471,7 @@ def test_non_strict_rollout_infos_hold_the_counts_only() -> None:
         rewards.INFO_NUM_TURNS: 1,
         rewards.INFO_NUM_TOOL_CALLS: 0,
         rewards.INFO_TOOL_CALLS_PER_TURN: [],
+        rewards.INFO_MAX_CALLS_PER_TURN: rewards.MAX_CALLS_PER_TURN,
         rewards.INFO_SCHEMA_VERSION: rewards.ROLLOUT_INFO_SCHEMA_VERSION,
     }
     Driver(script, MemoryTree(FILES)).finish(episode)
@@ -478,6 +479,7 @@ def test_non_strict_rollout_infos_hold_the_counts_only() -> None:
         rewards.INFO_NUM_TURNS: 4,
         rewards.INFO_NUM_TOOL_CALLS: 5,
         rewards.INFO_TOOL_CALLS_PER_TURN: [2, 2, 1, 0],
+        rewards.INFO_MAX_CALLS_PER_TURN: rewards.MAX_CALLS_PER_TURN,
         rewards.INFO_SCHEMA_VERSION: rewards.ROLLOUT_INFO_SCHEMA_VERSION,
     }
 
@@ -539,3 +541,29 @@ def test_a_strict_batch_counts_the_unanswered(tmp_path: Path) -> None:
     assert (pred.files, pred.fallback) == ((), False)
     meta = json.loads((tmp_path / "pred.jsonl.meta.json").read_text())
     assert meta["unanswered"] == 1
+
+
+def test_a_cap_above_the_papers_reaches_the_reward_and_the_advantage_scale() -> None:
+    """The per-turn call cap is one setting: an episode allowed 12 calls a turn records its cap,
+    and the reward and the advantage scale hold its turns to that cap, not to the default 8."""
+    from codegrep_model.train import advantage_scale
+
+    greps = [call("grep", {"pattern": f"p{i}"}, id=f"g{i}") for i in range(12)]
+    config = RolloutConfig(max_calls_per_turn=12, exploration_turns=3, strict=True)
+    script = [calls(*greps), calls(*greps), calls(*greps), say(f"```json\n{ANSWER}\n```")]
+    episode = start(config)
+    Driver(script, MemoryTree(FILES)).finish(episode)
+    infos = episode.rollout_infos()
+    assert infos[rewards.INFO_TOOL_CALLS_PER_TURN] == [12, 12, 12, 0]
+    assert infos[rewards.INFO_MAX_CALLS_PER_TURN] == 12
+    stats = rewards.RolloutInfo.from_infos(infos).stats()
+    assert stats is not None
+    assert stats.cbar == 9.0
+    orm = CodeGrepV3ORM()
+    assert orm(["(not parsed)"], gold_files=[["shop/cart.py"]], rollout_infos=[infos]) == [1.0]
+    assert advantage_scale(infos).factor == 1.0  # c̄ = 36/4 = 9 saturates s(c̄)
+    # a turn over the cap the rollout recorded is still a harness error
+    over = {**infos, rewards.INFO_TOOL_CALLS_PER_TURN: [13, 12, 11, 0]}
+    with pytest.raises(rewards.InvalidRolloutError, match="more than 12"):
+        rewards.RolloutInfo.from_infos(over).stats()
+    assert RolloutConfig().max_calls_per_turn == rewards.MAX_CALLS_PER_TURN

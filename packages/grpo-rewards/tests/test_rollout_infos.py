@@ -131,3 +131,39 @@ def test_no_answer_without_a_reason_still_scores_zero() -> None:
     parsed = answer_from_infos({INFO_ANSWER_FILES: None})
     assert parsed is not None
     assert (parsed.answer, parsed.error) == (None, "no answer")
+
+
+def test_the_recorded_call_cap_is_the_one_the_turns_are_held_to() -> None:
+    """A driver that ran 12 calls a turn says so; without the key the paper's 8 holds."""
+    import grpo_rewards as gr
+
+    per_turn = {INFO_NUM_TURNS: 3, gr.INFO_TOOL_CALLS_PER_TURN: [12, 12, 0]}
+    with pytest.raises(InvalidRolloutError, match="more than 8 calls"):
+        gr.RolloutInfo.from_infos(per_turn).stats()
+    capped = gr.RolloutInfo.from_infos({**per_turn, gr.INFO_MAX_CALLS_PER_TURN: 12})
+    stats = capped.stats()
+    assert stats is not None
+    assert (stats.tool_calls, stats.max_calls_per_turn) == (24, 12)
+    assert gr.RolloutInfo.from_infos(capped.to_infos()) == capped
+    with pytest.raises(InvalidRolloutError, match="max_calls_per_turn must be >= 1"):
+        gr.RolloutInfo.from_infos({**per_turn, gr.INFO_MAX_CALLS_PER_TURN: 0})
+    with pytest.raises(InvalidRolloutError, match="negative call count"):
+        gr.RolloutInfo(num_turns=2, tool_calls_per_turn=(-1, 3)).stats()
+
+
+def test_the_advantage_scale_has_one_rule_for_every_caller() -> None:
+    """`advantage_scale` (the trainer's), `advantage_factor` (verl's) and
+    `scale_advantages_for` (TRL's) give the same factor; no known reward means 1.0."""
+    import grpo_rewards as gr
+
+    info = gr.RolloutInfo(num_turns=4, tool_calls_per_turn=(1, 1, 0, 0))  # c̄ = 0.5
+    for reward in ("codegrep_v1", "codegrep_v2", "codegrep_v3", "fbeta_file", None):
+        factor = gr.advantage_scale(info, reward=reward).factor
+        assert factor == gr.advantage_factor(reward, 0.5)
+        assert gr.scale_advantages_for(reward, [2.0], [0.5]) == [2.0 * factor]
+        expected = 8**-0.5 if reward in ("codegrep_v2", "codegrep_v3") else 1.0
+        assert factor == pytest.approx(expected)
+    scales = gr.advantage_scales([info, info.to_infos()], reward="codegrep_v3")
+    assert scales[0] == scales[1]
+    with pytest.raises(gr.MissingRolloutStatsError, match="tool-call counts"):
+        gr.advantage_scale({INFO_NUM_TURNS: 2})

@@ -264,3 +264,42 @@ def test_predict_runs_the_batch_as_a_function_not_through_another_command(
     assert res.exit_code == 0, res.output
     assert f"already done, 4 to run -> {out}, " in res.stderr.replace("\n", "")
     assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("flags", "says"),
+    [
+        ([], "error: give -r/--retriever"),
+        (["-r", "bm25", "--policy", "lexical"], "error: -r bm25 ranks files itself"),
+        (["-r", "lexical", "--policy", "lexical"], "error: -r lexical is a policy already"),
+        (["-r", "agent"], "error: -r agent needs --policy SPEC"),
+        (["--policy", "bm25"], "error: --policy: policy 'bm25': not one of"),
+        (["--model", "m"], "error: -r agent needs --policy SPEC"),
+    ],
+)
+def test_predict_reads_the_policy_as_every_command_does(
+    files: dict[str, Path], flags: list[str], says: str
+) -> None:
+    tmp = files["tmp"]
+    argv = ["predict", "-i", str(files["inst"]), "--cache", str(tmp / "c"), "-o",
+            str(tmp / "o.jsonl"), *flags]  # fmt: skip
+    res = runner.invoke(app, argv)
+    assert res.exit_code == 2, res.output
+    assert _error_line(res.stderr).startswith(says)
+    assert not (tmp / "o.jsonl").exists()
+
+
+def test_predict_policy_alone_is_the_agent(files: dict[str, Path]) -> None:
+    """`--policy SPEC` without -r runs the agent retriever; the served spec is checked first."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/v1"
+    tmp = files["tmp"]
+    res = runner.invoke(app, ["predict", "-i", str(files["inst"]), "--cache", str(tmp / "c"),
+                              "-o", str(tmp / "o.jsonl"), "--policy", f"openai:m@{url}",
+                              "--timeout", "5"])  # fmt: skip
+    assert res.exit_code == 2
+    assert _error_line(res.stderr).startswith(f"error: --base-url {url} cannot be reached: ")

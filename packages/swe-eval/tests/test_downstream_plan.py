@@ -319,10 +319,16 @@ def test_a_calibration_for_another_retriever_is_refused(small: dict[str, Path]) 
     calibration = write_calibration(small["tmp"] / "lexical.json", shipped_calibration("lexical"))
     rows = [{**r, "retriever": "bm25"} for r in _jsonl(small["pred"])]
     bm25 = _write_jsonl(small["tmp"] / "bm25.jsonl", rows)
-    for config in (f"b={bm25},gate=0.5,calibration={calibration}", f"b={bm25},gate"):
-        res = _plan(small, "--config", config)
-        assert res.exit_code == 2, res.output
-        assert "the calibration measured retriever 'lexical', not 'bm25'" in _error_line(res.output)
+    res = _plan(small, "--config", f"b={bm25},gate=0.5,calibration={calibration}")
+    assert res.exit_code == 2, res.output
+    assert "the calibration measured retriever 'lexical', not 'bm25'" in _error_line(res.output)
+    # without calibration=, codegrep-gate's one rule (as `codegrep localize --gate`): bm25 has
+    # no shipped calibration, so none is chosen, rather than the lexical one then refused
+    res = _plan(small, "--config", f"b={bm25},gate")
+    assert res.exit_code == 2, res.output
+    line = _error_line(res.output)
+    assert "no calibration for 'bm25' (shipped: lexical)" in line
+    assert "give calibration=FILE" in line
     # ungated, the same predictions need no calibration
     assert _plan(small, "--config", f"b={bm25}").exit_code == 0
 

@@ -10,14 +10,20 @@ from typing import Any
 
 import pytest
 from worktree_sandbox import (
+    GREP_ENGINES,
     CommitTree,
     DirectoryTree,
     GrepArgs,
+    GrepEngine,
     Runtime,
+    SandboxError,
+    SandboxLimits,
     TreePool,
     _grep_backends,
+    check_grep_engine,
     commit_tree,
     directory_tree,
+    register_grep_engine,
 )
 from worktree_sandbox._grep_backends import (
     FolderGrep,
@@ -65,6 +71,39 @@ def test_ripgrep_when_present_else_git_grep() -> None:
     assert isinstance(folder_backend(None, 10), GitGrepFolder)
 
 
+def test_an_engine_is_chosen_by_its_name_and_a_bad_name_is_said_first() -> None:
+    assert isinstance(folder_backend("/usr/bin/rg", 10, "git-grep"), GitGrepFolder)
+    with pytest.raises(SandboxError, match="grep engine 'ag': not one of ripgrep, git-grep"):
+        check_grep_engine("ag")
+    with pytest.raises(SandboxError, match="grep engine 'ag'"):
+        Runtime(SandboxLimits(grep_engine="ag"))
+    check_grep_engine(None)  # the default always is
+
+
+async def test_an_engine_registered_from_outside_is_chosen_everywhere(
+    repo: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A new engine is one registry entry: its binary and its maker; no tree names it."""
+    real = Runtime()
+    engine = Recording(folder_backend(real.rg, real.limits.max_file_bytes), name="outside")
+    monkeypatch.setitem(
+        GREP_ENGINES,
+        "outside",
+        GrepEngine("outside", lambda: "/bin/outside", lambda binary, size: engine, "nothing"),
+    )
+    with pytest.raises(SandboxError, match="already registered"):
+        register_grep_engine(GREP_ENGINES["outside"])
+    limits = SandboxLimits(grep_engine="outside")
+    async with DirectoryTree(repo.path, Runtime(limits)) as folder:
+        found = await folder.grep(GrepArgs(pattern=r"def parse_\w+"))
+    assert found.backend == "outside"
+    assert engine.roots == [Path(repo.path).resolve()]
+    missing = GrepEngine("gone", lambda: None, lambda binary, size: engine, "the gone binary")
+    monkeypatch.setitem(GREP_ENGINES, "gone", missing)
+    with pytest.raises(SandboxError, match="needs the gone binary, not found here"):
+        check_grep_engine("gone")
+
+
 @pytest.mark.parametrize("checkouts", [True, False])
 async def test_both_trees_search_with_the_chosen_engine(
     checkouts: bool, repo: Any, workdir: Path, monkeypatch: pytest.MonkeyPatch
@@ -72,7 +111,7 @@ async def test_both_trees_search_with_the_chosen_engine(
     real = Runtime()
     engine = Recording(folder_backend(real.rg, real.limits.max_file_bytes), checkouts)
 
-    def chosen(rg: str | None, max_file_bytes: int) -> FolderGrep:
+    def chosen(rg: str | None, max_file_bytes: int, name: str | None = None) -> FolderGrep:
         return engine
 
     for module in (_grep_backends, commit_tree, directory_tree):

@@ -1,29 +1,39 @@
-"""The served-model options that `codegrep localize` and `codegrep serve` share, declared once.
+"""The policy options that `codegrep localize` and `codegrep serve` share, declared once.
 
-For: the `--base-url`/`--model`/`--api-key` declarations and the check of `--base-url`, so that
-both commands take and check a served model alike. Not for: building the policy (the commands
+For: `--policy SPEC`, its old spelling `--base-url`/`--model`, and `--api-key`, all codegrep-cli
+kit declarations, and `_policy_spec`, which turns them into the spec through codegrep-model's
+registry (`spec_from_options`) or exits 2 saying why. Not for: building the policy (the commands
 do) or any other flag.
 """
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
-import typer
-from codegrep_cli import fail
+from codegrep_cli import api_key_option, base_url_option, fail, model_option, policy_option
 
-from codegrep.localize_job import base_url_problem
+if TYPE_CHECKING:
+    from codegrep_model import PolicySpec
 
+_PolicyOption = Annotated[str | None, policy_option()]
 _BaseUrlOption = Annotated[
     str | None,
-    typer.Option(help="OpenAI-compatible endpoint of a served model; default: lexical."),
+    base_url_option(
+        "OpenAI-compatible endpoint of a served model (the old spelling of "
+        "--policy openai:MODEL@URL); default: lexical."
+    ),
 ]
-_ModelOption = Annotated[str, typer.Option(help="Model name at --base-url.")]
-_ApiKeyOption = Annotated[str | None, typer.Option(envvar="OPENAI_API_KEY")]
+_ModelOption = Annotated[str | None, model_option()]
+_ApiKeyOption = Annotated[str | None, api_key_option()]
 
 
-def _check_base_url(base_url: str | None) -> None:
-    """--base-url, when given, is an http(s) URL with a host; else exit 2 saying so."""
-    problem = base_url_problem(base_url)
-    if problem is not None:
-        raise fail(problem)
+def _policy_spec(policy: str | None, base_url: str | None, model: str | None) -> PolicySpec:
+    """The policy the flags name; exit 2 with the reason when they name none."""
+    from codegrep_model import PolicySpecError, spec_from_options
+
+    try:
+        spec = spec_from_options(policy, base_url=base_url, model=model)
+        spec.name  # noqa: B018  # an import path is imported here: its errors are bad input
+    except PolicySpecError as exc:
+        raise fail(str(exc)) from exc
+    return spec

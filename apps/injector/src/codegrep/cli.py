@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from codegrep_cli import fail, output_option, timeout_option, version_option
+from codegrep_cli import fail, grep_engine_option, output_option, timeout_option, version_option
 from codegrep_model import DEFAULT_MAX_ISSUE_BYTES
 
-from codegrep._cli_options import _ApiKeyOption, _BaseUrlOption, _ModelOption
+from codegrep._cli_options import _ApiKeyOption, _BaseUrlOption, _ModelOption, _PolicyOption
 from codegrep.calibrate_cli import calibrate
 from codegrep.errors import InjectorError
 from codegrep.localize_job import DEFAULT_TIMEOUT_S, LocalizeJob, run_localize_job
@@ -75,8 +75,9 @@ def localize(
     rollout: Annotated[
         Path | None, typer.Option(help="Write the full rollout record (JSON) here.")
     ] = None,
+    policy: _PolicyOption = None,
     base_url: _BaseUrlOption = None,
-    model: _ModelOption = "codegrep",
+    model: _ModelOption = None,
     api_key: _ApiKeyOption = None,
     timeout: Annotated[
         float | None,
@@ -136,6 +137,7 @@ def localize(
     max_files: Annotated[
         int | None, typer.Option(min=0, help="Inject at most this many files.")
     ] = None,
+    grep_engine: Annotated[str | None, grep_engine_option()] = None,
 ) -> None:
     """Find the files ISSUE needs in REPO and print them with a reason each.
 
@@ -149,6 +151,7 @@ def localize(
         commit=commit,
         output=output,
         rollout=rollout,
+        policy=policy,
         base_url=base_url,
         model=model,
         api_key=api_key,
@@ -160,6 +163,7 @@ def localize(
         calibration=calibration,
         inject=inject,
         max_files=max_files,
+        grep_engine=grep_engine,
     )
     try:
         outcome = run_localize_job(job)

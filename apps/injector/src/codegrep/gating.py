@@ -16,15 +16,15 @@ from pathlib import Path
 
 from codegrep_gate import (
     Calibration,
+    CalibrationFileError,
+    CalibrationMismatchError,
     GateConfig,
     GateDecision,
     GateError,
     RenderStyle,
+    choose_calibration,
     gate,
-    load_calibration,
     render,
-    shipped_calibration,
-    shipped_calibrations,
 )
 
 from codegrep.errors import InjectorError
@@ -58,34 +58,27 @@ def retriever_version(name: str) -> tuple[str | None, str | None]:
 def calibration_for(
     policy_name: str, path: Path | None = None, *, required: bool = True
 ) -> Calibration | None:
-    """The calibration to gate `policy_name` with: the file at `path`, else the one shipped
-    for it (only `lexical` has one; a served model needs its own file, from `codegrep
-    calibrate`). Raises `CalibrationChoiceError` when it cannot be read, was measured on
-    another retriever or version, or (with `required`) when there is none; returns None when
-    there is none and it is not required."""
-    if path is not None:
-        try:
-            cal = load_calibration(path)
-        except GateError as exc:
-            raise CalibrationChoiceError(f"--calibration {path}: {exc}") from exc
-    elif policy_name in shipped_calibrations():
-        cal = shipped_calibration(policy_name)
-    elif required:
-        shipped = ", ".join(shipped_calibrations()) or "none"
-        raise CalibrationChoiceError(
-            f"no calibration for {policy_name!r} (shipped: {shipped}): measure one with "
-            "`codegrep calibrate` on its predictions and give it with --calibration FILE"
+    """The calibration to gate `policy_name` with, by codegrep-gate's one rule
+    (`codegrep_gate.choose_calibration`: the file at `path`, else the one shipped for it; only
+    `lexical` has one, a served model needs its own file, from `codegrep calibrate`), checked
+    against the policy's version. Raises `CalibrationChoiceError` naming the flag when it
+    cannot be read, was measured on another retriever or version, or (with `required`) when
+    there is none; returns None when there is none and it is not required."""
+    where = f"--calibration {path}" if path is not None else "the shipped calibration"
+    try:
+        choice = choose_calibration(
+            policy_name, path, version=retriever_version(policy_name)[1], required=required
         )
-    else:
-        return None
-    problem = cal.retriever.mismatch(policy_name, retriever_version(policy_name)[1])
-    if problem is not None:
-        where = f"--calibration {path}" if path is not None else "the shipped calibration"
+    except CalibrationFileError as exc:
+        raise CalibrationChoiceError(f"{where}: {exc}") from exc
+    except CalibrationMismatchError as exc:
         raise CalibrationChoiceError(
-            f"{where} does not fit this retriever: {problem} (measure one for "
+            f"{where} does not fit this retriever: {exc} (measure one for "
             f"{policy_name!r} with `codegrep calibrate`)"
-        )
-    return cal
+        ) from exc
+    except GateError as exc:
+        raise CalibrationChoiceError(f"{exc} and give it with --calibration FILE") from exc
+    return None if choice is None else choice.calibration
 
 
 @dataclass(frozen=True)

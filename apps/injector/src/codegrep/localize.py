@@ -21,7 +21,13 @@ from codegrep_model import (
     run_rollout,
 )
 from pydantic import ValidationError
-from worktree_sandbox import BareRepoCache, CommitRequiredError, SandboxError, TreePool
+from worktree_sandbox import (
+    BareRepoCache,
+    CommitRequiredError,
+    SandboxError,
+    SandboxLimits,
+    TreePool,
+)
 
 from codegrep.errors import RepositoryInputError
 from codegrep.response import Localization, LocalizedFile
@@ -65,6 +71,7 @@ async def localize(
     source: str = "https://github.com/{repo}.git",
     pool: TreePool | None = None,
     folders: bool = True,
+    grep_engine: str | None = None,
 ) -> Localization:
     """Files of `repo` that `issue` needs, most important first, each with a reason.
 
@@ -72,7 +79,8 @@ async def localize(
     `commit`. Without `pool`, a pool is made for this call, with no checkout, whose clone cache
     (`cache_dir`, default ~/.cache/codegrep/repos; `source`) is made only if `repo` is a name.
     ``folders=False``: `repo` is a repository name, never a folder of this machine, even when
-    one of that name exists (what a server must assume of a request's text).
+    one of that name exists (what a server must assume of a request's text). `grep_engine`:
+    the pool's grep engine by its `worktree_sandbox.GREP_ENGINES` name (None: the default).
     """
     started = time.perf_counter()
     chosen = policy or LexicalPolicy()
@@ -95,7 +103,10 @@ async def localize(
         else:
             root = (cache_dir or _DEFAULT_CACHE_DIR).expanduser()
             # No checkout: this one rollout is served from git objects, nothing is written.
-            async with TreePool(lambda: clone_cache(root, source), materialize="never") as own:
+            limits = SandboxLimits(grep_engine=grep_engine)
+            async with TreePool(
+                lambda: clone_cache(root, source), limits=limits, materialize="never"
+            ) as own:
                 record = await _run(own, name, commit, chosen, instance, config, folders)
     except CommitRequiredError as exc:
         raise RepositoryInputError(

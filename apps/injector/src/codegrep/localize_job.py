@@ -16,11 +16,12 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
-from urllib.parse import urlsplit
 
 from codegrep_gate import RENDER_STYLES as INJECT_STYLES
-from codegrep_model import DEFAULT_MAX_ISSUE_BYTES
+from codegrep_model import DEFAULT_MAX_ISSUE_BYTES, PolicySpecError, spec_from_options
+from codegrep_model import base_url_problem as base_url_problem
 from codegrep_records import why_unwritable
+from worktree_sandbox import SandboxError, check_grep_engine
 
 from codegrep.errors import IssueInputError, JobInputError, OutputWriteError
 from codegrep.gating import Gated, apply, calibration_for
@@ -28,21 +29,11 @@ from codegrep.response import Localization, LocalizeResponse
 
 if TYPE_CHECKING:
     from codegrep_gate import Calibration, GateConfig, RenderStyle
-    from codegrep_model import Policy
+    from codegrep_model import Policy, PolicySpec
 
 __all__ = ["LocalizeJob", "LocalizeOutcome", "base_url_problem", "run_localize_job"]
 
 DEFAULT_TIMEOUT_S = 120.0
-
-
-def base_url_problem(base_url: str | None) -> str | None:
-    """Why `--base-url` cannot be a served model's endpoint (not an http(s) URL with a host)."""
-    if base_url is None:
-        return None
-    url = urlsplit(base_url)
-    if url.scheme not in ("http", "https") or not url.netloc:
-        return f"--base-url {base_url}: not an http(s) URL (e.g. http://127.0.0.1:8000/v1)"
-    return None
 
 
 @dataclass(frozen=True)
@@ -54,8 +45,9 @@ class LocalizeJob:
     commit: str | None = None
     output: Path | None = None  # also write the response JSON here
     rollout: Path | None = None  # write the full rollout record here
-    base_url: str | None = None  # a served model; None: the lexical policy
-    model: str = "codegrep"
+    policy: str | None = None  # a policy spec (codegrep_model.spec_from_options); None: lexical
+    base_url: str | None = None  # the old spelling of a served model's spec
+    model: str | None = None  # the model at base_url (None: codegrep)
     api_key: str | None = None
     timeout_s: float = DEFAULT_TIMEOUT_S  # per model request
     cache: Path | None = None
@@ -65,6 +57,7 @@ class LocalizeJob:
     calibration: Path | None = None
     inject: str | None = None  # a style of `codegrep_gate.RENDER_STYLES`
     max_files: int | None = None
+    grep_engine: str | None = None  # a `worktree_sandbox.GREP_ENGINES` name; None: the default
 
 
 @dataclass(frozen=True)
@@ -76,22 +69,30 @@ class LocalizeOutcome:
     response: dict[str, Any]
 
 
-def _check(job: LocalizeJob) -> tuple[Calibration | None, str]:
+def _spec(job: LocalizeJob) -> PolicySpec:
+    """The policy the job names, read once (`--policy`, or `--base-url`/`--model`)."""
+    try:
+        spec = spec_from_options(job.policy, base_url=job.base_url, model=job.model)
+        spec.name  # noqa: B018  # an import path is imported here: its errors are bad input
+    except PolicySpecError as exc:
+        raise JobInputError(str(exc)) from exc
+    return spec
+
+
+def _check(job: LocalizeJob, spec: PolicySpec) -> tuple[Calibration | None, str]:
     """The checks made before the search, in the command's order; returns the calibration
     (when gated) and the issue text."""
     if job.inject is not None and job.inject not in INJECT_STYLES:
         raise JobInputError(f"--inject {job.inject}: not one of {', '.join(INJECT_STYLES)}")
     if job.gate is None and job.calibration is not None:
         raise JobInputError("--calibration is for the gate: add --gate [THRESHOLD]")
-    from codegrep_model import PolicySpec, served_spec
-
-    spec = PolicySpec("lexical") if job.base_url is None else served_spec(job.base_url, job.model)
+    try:
+        check_grep_engine(job.grep_engine)
+    except SandboxError as exc:
+        raise JobInputError(f"--grep-engine: {exc}") from exc
     cal = None
     if job.gate is not None:
         cal = calibration_for(spec.name, job.calibration)  # checked now, before the search
-    problem = base_url_problem(job.base_url)
-    if problem is not None:
-        raise JobInputError(problem)
     output, rollout = job.output, job.rollout
     if output is not None and rollout is not None and output.resolve() == rollout.resolve():
         raise JobInputError(f"-o and --rollout are the same file ({output}); name two files")
@@ -111,22 +112,18 @@ def _check(job: LocalizeJob) -> tuple[Calibration | None, str]:
     return cal, text
 
 
-async def _search(job: LocalizeJob, text: str) -> Localization:
-    from codegrep_model import (
-        OpenAIPolicy,
-        PolicySpec,
-        RolloutConfig,
-        policy_from_spec,
-        served_spec,
-    )
+async def _search(job: LocalizeJob, spec: PolicySpec, text: str) -> Localization:
+    from codegrep_model import RolloutConfig, policy_from_spec
 
     from codegrep.localize import localize
 
-    spec = PolicySpec("lexical") if job.base_url is None else served_spec(job.base_url, job.model)
     # The lexical policy is localize's default (None): the one a server builds too.
     policy: Policy | None = None
-    if spec.served:
-        policy = policy_from_spec(spec, api_key=job.api_key, timeout_s=job.timeout_s)
+    if spec.kind != "lexical":
+        try:
+            policy = policy_from_spec(spec, api_key=job.api_key, timeout_s=job.timeout_s)
+        except PolicySpecError as exc:
+            raise JobInputError(str(exc)) from exc
     try:
         return await localize(
             job.repo,
@@ -136,10 +133,12 @@ async def _search(job: LocalizeJob, text: str) -> Localization:
             config=RolloutConfig(max_issue_bytes=job.max_issue_bytes),
             cache_dir=job.cache,
             source=job.source,
+            grep_engine=job.grep_engine,
         )
     finally:
-        if isinstance(policy, OpenAIPolicy):
-            await policy.aclose()
+        close = getattr(policy, "aclose", None)  # a served model's connections
+        if close is not None:
+            await close()
 
 
 def run_localize_job(job: LocalizeJob) -> LocalizeOutcome:
@@ -149,8 +148,9 @@ def run_localize_job(job: LocalizeJob) -> LocalizeOutcome:
     `RepositoryInputError` (all `InjectorError`s) with one line naming the flag. A search that
     failed is not raised: the outcome's `result.status` is "error" and the response says why.
     """
-    cal, text = _check(job)
-    result = asyncio.run(_search(job, text))
+    spec = _spec(job)
+    cal, text = _check(job, spec)
+    result = asyncio.run(_search(job, spec, text))
     gated = apply(
         [f.path for f in result.files],
         None

@@ -21,9 +21,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, NamedTuple
 
 import typer
-from codegrep_cli import fail, timeout_option
+from codegrep_cli import fail, grep_engine_option, timeout_option
 
-from codegrep._cli_options import _ApiKeyOption, _BaseUrlOption, _check_base_url, _ModelOption
+from codegrep._cli_options import (
+    _ApiKeyOption,
+    _BaseUrlOption,
+    _ModelOption,
+    _policy_spec,
+    _PolicyOption,
+)
 
 if TYPE_CHECKING:
     from codegrep_model import Policy
@@ -166,8 +172,10 @@ def serve(
     max_idle_trees: Annotated[
         int, typer.Option(min=0, help="Repository trees kept open when no request holds them.")
     ] = 16,
+    grep_engine: Annotated[str | None, grep_engine_option()] = None,
+    policy_flag: _PolicyOption = None,
     base_url: _BaseUrlOption = None,
-    model: _ModelOption = "codegrep",
+    model: _ModelOption = None,
     api_key: _ApiKeyOption = None,
     mcp: Annotated[bool, typer.Option("--mcp", help="Serve MCP on stdio instead of HTTP.")] = False,
     mcp_http: Annotated[
@@ -217,20 +225,25 @@ def serve(
     for name in allow_host or ():
         if not re.fullmatch(r"\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+", name):
             raise fail(f"--allow-host {name!r}: give a host name or address, without a port")
-    _check_base_url(base_url)
+    spec = _policy_spec(policy_flag, base_url, model)
+    from worktree_sandbox import SandboxError, check_grep_engine
+
+    try:
+        check_grep_engine(grep_engine)
+    except SandboxError as exc:
+        raise fail(f"--grep-engine: {exc}") from exc
     logging.basicConfig(
         level=logging.INFO if verbose else logging.WARNING,
         stream=sys.stderr,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     from codegrep_gate import GateConfig
-    from codegrep_model import DEFAULT_MAX_ISSUE_BYTES, PolicySpec, policy_from_spec, served_spec
+    from codegrep_model import DEFAULT_MAX_ISSUE_BYTES, PolicySpecError, policy_from_spec
     from codegrep_model import __version__ as model_version
 
     from codegrep.gating import CalibrationChoiceError, calibration_for
     from codegrep.service import LocalizeService, ServiceConfigError, ServiceLimits
 
-    spec = PolicySpec("lexical") if base_url is None else served_spec(base_url, model)
     policy_name = spec.name
     try:
         loaded = (
@@ -254,11 +267,15 @@ def serve(
         max_checkout_bytes=max_checkout_bytes,
         max_idle_trees=max_idle_trees,
         fetches_per_minute=fetches_per_minute,
+        grep_engine=grep_engine,
     )
     # The lexical policy is the service's default (None), as before.
     policy: Policy | None = None
-    if spec.served:
-        policy = policy_from_spec(spec, api_key=api_key, timeout_s=timeout)
+    if spec.kind != "lexical":
+        try:
+            policy = policy_from_spec(spec, api_key=api_key, timeout_s=timeout)
+        except PolicySpecError as exc:
+            raise fail(str(exc)) from exc
 
     def service() -> LocalizeService:
         try:

@@ -53,6 +53,7 @@ from worktree_sandbox import (
     RepositoryLayoutError,
     RepositoryNotFoundError,
     SandboxClosedError,
+    SandboxLimits,
     TreePool,
     repository_locations,
 )
@@ -218,6 +219,11 @@ class ServiceLimits(BaseModel):
         default=6.0, gt=0, description="Client-driven fetches (with allow_fetch), refilled rate."
     )
     fetch_burst: int = Field(default=3, ge=1, description="Fetches allowed back to back.")
+    grep_engine: str | None = Field(
+        default=None,
+        description="The grep engine by its worktree_sandbox.GREP_ENGINES name; None: ripgrep "
+        "when installed, else git grep.",
+    )
 
 
 class PoolReport(BaseModel):
@@ -332,6 +338,7 @@ class LocalizeService:
         self._owns_pool = pool is None
         self.pool = pool or TreePool(
             (lambda: clone_cache(root, source)) if self.repos else None,
+            limits=SandboxLimits(grep_engine=self.limits.grep_engine),
             materialize="auto",
             max_idle_trees=self.limits.max_idle_trees,
             max_checkout_bytes=self.limits.max_checkout_bytes,

@@ -32,31 +32,21 @@ re-plans before each stage, so it never runs one.
 from __future__ import annotations
 
 import json
-import shlex
-import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal
 
 from codegrep_records import RecordError, read_json_object
-from pydantic import BaseModel, ConfigDict, Field
 
+from train_launcher._plan_inputs import input_findings
+from train_launcher._plan_records import STAGE_ORDER, NodeCommand, NodePlan, Stage, base_stage
+from train_launcher._plan_select import select_stages, stage_validity
 from train_launcher.config import RunConfig, reward_func_name
 from train_launcher.errors import PlanError
-from train_launcher.estimate import Estimates, Finding, estimate
-from train_launcher.fetch import is_commit, sidecar
+from train_launcher.estimate import estimate
 from train_launcher.node import NodeInfo
 from train_launcher.outputs import (
     Layout,
-    Validity,
-    check_eval,
-    check_fetch,
-    check_grpo_data,
-    check_labels,
-    check_prepare,
-    check_sft_data,
-    check_summary,
     check_training,
     complete_checkpoints,
     finished_checkpoint,
@@ -77,80 +67,12 @@ __all__ = [
     "stage_validity",
 ]
 
-#: The stages in the order they run; `eval` stands for every `eval:*` stage and `eval-summary`.
-STAGE_ORDER = ("fetch", "labels", "prepare", "datasets", "sft-data", "sft", "grpo", "eval")
 SCHEDULER = "codegrep_tools"
 SUBSET_MODULE = "train_launcher.subset"
 FETCH_MODULE = "train_launcher.fetch"
 SERVED_NAME = "codegrep"
 LATE_SFT = "sft checkpoint"
 LATE_CHECKPOINT = "grpo checkpoints"
-
-
-class _Record(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-
-class NodeCommand(_Record):
-    """One process of the node job: its argv, the environment it adds to the launcher's, which
-    node runs it, and whether it is a server the next commands wait for. (Not swe-eval's
-    downstream `Command`, a step of an evaluation run written into its plan.json.)"""
-
-    argv: tuple[str, ...]
-    env: dict[str, str] = Field(default_factory=dict)
-    node_rank: int = 0
-    background: bool = Field(False, description="A server the next commands use; stopped after.")
-    ready_url: str | None = Field(None, description="Polled until it answers (background).")
-    ready_model: str | None = Field(None, description="A model /v1/models must list.")
-    ready_timeout: float = 0.0
-
-    def shell(self) -> str:
-        """The command as one shell line, environment first."""
-        env = " ".join(f"{k}={shlex.quote(v)}" for k, v in self.env.items())
-        line = shlex.join(self.argv)
-        return f"{env} {line}" if env else line
-
-
-class Stage(_Record):
-    name: str
-    title: str
-    commands: tuple[NodeCommand, ...]
-    outputs: tuple[Path, ...]
-    check: str = Field(description="When the outputs count as there and valid, in words.")
-    nodes: Literal["first", "all"] = "first"
-    requires: tuple[str, ...] = Field((), description="Stages whose outputs this one reads.")
-    late: tuple[str, ...] = Field((), description="Values not known until earlier stages ran.")
-    resume_from: Path | None = None
-
-
-class NodePlan(_Record):
-    """The training node job: its stages in order, with outputs, checks and estimates. (Not
-    swe-eval's downstream `Plan`, the plan.json of an evaluation run.)"""
-
-    config_file: Path
-    run: str
-    output_dir: Path
-    node_rank: int | None
-    nodes: int
-    plugin: Path
-    stages: tuple[Stage, ...]
-    estimates: Estimates
-    findings: tuple[Finding, ...]
-
-    def stage(self, name: str) -> Stage:
-        for s in self.stages:
-            if s.name == name:
-                return s
-        raise KeyError(name)
-
-    @property
-    def errors(self) -> list[Finding]:
-        return [f for f in self.findings if f.level == "error"]
-
-
-def base_stage(name: str) -> str:
-    """`eval:checkpoint-50` and `eval-summary` -> `eval`; other names as they are."""
-    return "eval" if name.startswith("eval") else name
 
 
 def plugin_path(config: RunConfig) -> Path:
@@ -780,158 +702,6 @@ def _eval_stages(config: RunConfig, layout: Layout) -> list[Stage]:
     return stages
 
 
-# --- checks of the inputs --------------------------------------------------------------------
-
-
-def _input_findings(config: RunConfig, plugin: Path) -> list[Finding]:
-    out: list[Finding] = []
-    fetched = {f.output for f in config.fetched}
-
-    def missing(what: str, path: Path) -> None:
-        if path not in fetched and not path.exists():
-            out.append(
-                Finding(level="error", topic="inputs", message=f"{what}: {path} does not exist")
-            )
-
-    d, t, e = config.data, config.train, config.evaluation
-    missing("data.instances", d.instances)
-    for p in d.trajectories:
-        missing("data.trajectories", p)
-    if d.labels is not None:
-        missing("data.labels", d.labels)
-    if e.enabled and e.instances is not None:
-        missing("evaluation.instances", e.instances)
-    if e.enabled and e.labels is not None:
-        missing("evaluation.labels", e.labels)
-    if config.sft.enabled:
-        for p in config.sft.rollouts:
-            missing("sft.rollouts", p)
-    if config.model.is_local:
-        missing("model.path", Path(config.model.path))
-    missing("the ms-swift plugin (train.plugin)", plugin)
-    for f in d.fetch:
-        if f not in config.fetched:
-            out.append(
-                Finding(
-                    level="info",
-                    topic="inputs",
-                    message=f"data.fetch: {f.repo_id} is not fetched: nothing reads "
-                    f"{f.output} (data.instances, data.trajectories and evaluation.instances "
-                    "name other files)",
-                )
-            )
-        elif not is_commit(f.revision):
-            out.append(
-                Finding(
-                    level="warning",
-                    topic="inputs",
-                    message=f"{f.repo_id} at {f.revision!r} is not a commit id: the rows may "
-                    f"change; the fetch records the commit it got in {sidecar(f.output).name}, "
-                    "put that in data.fetch to pin it",
-                )
-            )
-    if d.trajectories and config.mining.judge == "none":
-        out.append(
-            Finding(
-                level="info",
-                topic="labels",
-                message="mining.judge is none: every mined file is kept "
-                "(no LLM judge, CATM stage 2 off)",
-            )
-        )
-    if not d.trajectories and d.labels is None:
-        out.append(
-            Finding(
-                level="info",
-                topic="labels",
-                message="no trajectories and no labels: the gold is the patch files only",
-            )
-        )
-    no_val = d.val_fraction == 0 and not d.val_repos
-    if t.early_stopping is not None:
-        if no_val:
-            out.append(
-                Finding(
-                    level="error",
-                    topic="early stopping",
-                    message="early stopping watches the validation reward, "
-                    "and data.val_fraction is 0",
-                )
-            )
-        if t.eval_steps != t.save_steps:
-            out.append(
-                Finding(
-                    level="warning",
-                    topic="early stopping",
-                    message=f"ms-swift counts patience at each save: eval_steps ({t.eval_steps}) "
-                    f"should equal save_steps ({t.save_steps})",
-                )
-            )
-    if e.enabled and e.instances is None and no_val:
-        out.append(
-            Finding(
-                level="error",
-                topic="evaluation",
-                message="no held-out instances: set evaluation.instances, or a validation split "
-                "(data.val_fraction or data.val_repos) whose instances are evaluated",
-            )
-        )
-    wanted = [config.swift.executable]
-    if e.enabled and e.server == "vllm":
-        wanted.append(config.swift.vllm_executable)
-    for exe in wanted:
-        if shutil.which(exe) is None:
-            out.append(
-                Finding(
-                    level="warning",
-                    topic="executables",
-                    message=f"{exe!r} is not on PATH here (needed by the training/eval stages)",
-                )
-            )
-    c = config.cluster
-    if c.nodes > 1:
-        if c.master_addr in ("127.0.0.1", "localhost", "::1"):
-            out.append(
-                Finding(
-                    level="error",
-                    topic="nodes",
-                    message=f"cluster.master_addr is {c.master_addr}: with {c.nodes} nodes "
-                    "it must be "
-                    "node 0's address the others can reach",
-                )
-            )
-        out.append(
-            Finding(
-                level="info",
-                topic="nodes",
-                message=f"{c.nodes} nodes: output_dir and data.cache must be on a file "
-                "system every "
-                "node sees (the dataset rows name the cache); run `launch --node-rank N` on each",
-            )
-        )
-        if config.server_mode:
-            out.append(
-                Finding(
-                    level="info",
-                    topic="nodes",
-                    message=f"server mode: the rollout server uses GPUs of node 0 only; nodes 1.. "
-                    f"leave {config.rollout.server.gpus} GPU(s) each idle",
-                )
-            )
-    test_policy = {**config.env, **t.env}.get("CODEGREP_TEST_POLICY")
-    if test_policy:
-        out.append(
-            Finding(
-                level="warning",
-                topic="test only",
-                message=f"CODEGREP_TEST_POLICY={test_policy}: the model's replies are "
-                "replaced by a "
-                "scripted policy's (for smoke runs of a random tiny model; never a real run)",
-            )
-        )
-    return out
-
-
 # --- the plan --------------------------------------------------------------------------------
 
 
@@ -977,7 +747,7 @@ def build_plan(
         node,
         eval_instances=config.evaluation.instances if config.evaluation.enabled else None,
     )
-    findings = _input_findings(config, plugin) + found
+    findings = input_findings(config, plugin) + found
     return NodePlan(
         config_file=config_file,
         run=config.name,
@@ -989,60 +759,3 @@ def build_plan(
         estimates=estimates,
         findings=tuple(findings),
     )
-
-
-def stage_validity(stage: Stage, config: RunConfig) -> Validity:
-    """Whether `stage`'s outputs are there and valid (see `train_launcher.outputs`)."""
-    layout = Layout(config.output_dir)
-    name = stage.name
-    if stage.late:
-        return Validity(False, f"waits for {', '.join(stage.late)}")
-    if name == "fetch":
-        return check_fetch([(f.output, f.repo_id, f.revision, f.split) for f in config.data.fetch])
-    if name == "labels":
-        return check_labels(layout.labels, layout.labels_stats)
-    if name == "prepare":
-        return check_prepare(list(stage.outputs))
-    if name == "datasets":
-        found = check_grpo_data(
-            layout.grpo_data, {"train": layout.train_instances, "val": layout.val_instances}
-        )
-        if found.ok and config.train.val_limit is not None and not layout.val_eval.is_file():
-            return Validity(False, f"{layout.val_eval}: no such file")
-        return found
-    if name == "sft-data":
-        return check_sft_data(layout.sft_data, layout.sft_report)
-    if name == "sft":
-        return check_training(layout.sft_dir)
-    if name == "grpo":
-        return check_training(layout.grpo_dir)
-    if name.startswith("eval:"):
-        checkpoint = name.split(":", 1)[1]
-        return check_eval(layout.eval_predictions(checkpoint), layout.eval_scores(checkpoint))
-    if name == "eval-summary":
-        return check_summary(layout.eval_summary, [r.split(":", 1)[1] for r in stage.requires])
-    raise PlanError(f"no output check for stage {name!r}")
-
-
-def select_stages(
-    plan: NodePlan, *, only: Sequence[str] = (), from_stage: str | None = None
-) -> list[str]:
-    """The base stage names to run, in order; `PlanError` for a name this run does not have."""
-    present = [n for n in STAGE_ORDER if any(base_stage(s.name) == n for s in plan.stages)]
-
-    def known(name: str, flag: str) -> str:
-        base = base_stage(name)
-        if base not in STAGE_ORDER:
-            raise PlanError(f"{flag} {name}: no such stage; stages: {', '.join(STAGE_ORDER)}")
-        if base not in present:
-            raise PlanError(f"{flag} {name}: not a stage of this run (it has {', '.join(present)})")
-        return base
-
-    chosen = present
-    if from_stage is not None:
-        start = known(from_stage, "--from-stage")
-        chosen = chosen[chosen.index(start) :]
-    if only:
-        wanted = {known(n, "--only") for n in only}
-        chosen = [n for n in chosen if n in wanted]
-    return chosen

@@ -5,6 +5,9 @@
   Exit 2 is bad input (`EXIT_BAD_INPUT`), 1 the work ran and failed (`EXIT_FAILED`).
 - `instances_option`, `output_option`, `jobs_option`, `limit_option`, `seed_option`,
   `dry_run_option`, `timeout_option`: the flag convention's names, with the command's help.
+- `policy_option` (`--policy SPEC`), `base_url_option` and `model_option` (its old spelling),
+  `api_key_option`: the policy's flags, read by `codegrep_model.spec_from_options`.
+- `grep_engine_option` (`--grep-engine NAME`): worktree-sandbox's `SandboxLimits.grep_engine`.
 
 Only packages with a command line depend on it, so typer never reaches one without.
 """
@@ -16,12 +19,18 @@ from importlib import metadata as _metadata
 from codegrep_cli._kit import (
     EXIT_BAD_INPUT,
     EXIT_FAILED,
+    POLICY_HELP,
+    api_key_option,
+    base_url_option,
     dry_run_option,
     fail,
+    grep_engine_option,
     instances_option,
     jobs_option,
     limit_option,
+    model_option,
     output_option,
+    policy_option,
     seed_option,
     timeout_option,
     version_option,
@@ -36,13 +45,19 @@ except _metadata.PackageNotFoundError:
 __all__ = [
     "EXIT_BAD_INPUT",
     "EXIT_FAILED",
+    "POLICY_HELP",
     "__version__",
+    "api_key_option",
+    "base_url_option",
     "dry_run_option",
     "fail",
+    "grep_engine_option",
     "instances_option",
     "jobs_option",
     "limit_option",
+    "model_option",
     "output_option",
+    "policy_option",
     "seed_option",
     "timeout_option",
     "version_option",

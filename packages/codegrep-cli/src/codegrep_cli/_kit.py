@@ -2,8 +2,11 @@
 
 For: the root callback's `--version`, the one `error:` line and exit code of a command that
 stops, and the option declarations of the toolkit's flag convention (`-i/--instances`, `-o`,
-`-j/--jobs`, `--limit`, `--seed`, `--dry-run`, `--timeout`). Not for: anything a single CLI
-prints (tables, progress, notes), nor checks of what a flag names (each CLI knows its files).
+`-j/--jobs`, `--limit`, `--seed`, `--dry-run`, `--timeout`), and the policy's: `--policy SPEC`
+with its old spelling `--base-url`/`--model`, and `--api-key`. Not for: anything a single CLI
+prints (tables, progress, notes), nor checks of what a flag names (each CLI knows its files;
+a policy spec is parsed by codegrep-model's registry, `codegrep_model.spec_from_options`, so
+the kit passes any registered kind through without knowing it).
 """
 
 from __future__ import annotations
@@ -101,3 +104,52 @@ def timeout_option(help: str, **kwargs: Any) -> OptionInfo:
     """`--timeout`: seconds (`float`; the default is the command's, or `float | None` = None
     where the help says what None picks; the command sets `min=` where it has one)."""
     return typer.Option("--timeout", help=help, **kwargs)  # type: ignore[no-any-return]
+
+
+# The policy. Every command that runs a policy takes `--policy SPEC` (parsed by codegrep-model's
+# policy registry: `lexical`, `lexical-heuristic`, `openai:MODEL@URL`, any other registered
+# kind, or an import path `module:Class`); `--base-url URL` with `--model NAME` is its old
+# spelling of a served model, kept working. All are `str | None`, default None: the command
+# hands them to `codegrep_model.spec_from_options`, which says what None picks.
+
+POLICY_HELP = (
+    "The policy: lexical, lexical-heuristic, openai:MODEL@URL (a served model), any other "
+    "registered kind, or module:Class (an import path); default lexical."
+)
+
+
+def policy_option(help: str = POLICY_HELP, **kwargs: Any) -> OptionInfo:
+    """`--policy SPEC`: the policy to run (`str | None`, default None: the command's default)."""
+    kwargs.setdefault("metavar", "SPEC")
+    return typer.Option("--policy", help=help, **kwargs)  # type: ignore[no-any-return]
+
+
+def base_url_option(help: str = "", **kwargs: Any) -> OptionInfo:
+    """`--base-url URL`: a served model's OpenAI-compatible endpoint, the old spelling of
+    `--policy openai:MODEL@URL` (`str | None`, default None)."""
+    text = help or "Old spelling of --policy openai:MODEL@URL: a served model's endpoint."
+    return typer.Option("--base-url", help=text, **kwargs)  # type: ignore[no-any-return]
+
+
+def model_option(help: str = "", **kwargs: Any) -> OptionInfo:
+    """`--model NAME`: the model at `--base-url` (`str | None`, default None: `codegrep`)."""
+    text = help or "The model at --base-url (default codegrep)."
+    return typer.Option("--model", help=text, **kwargs)  # type: ignore[no-any-return]
+
+
+def api_key_option(help: str = "", **kwargs: Any) -> OptionInfo:
+    """`--api-key`: a served model's key (`str | None`, default None; `$OPENAI_API_KEY`)."""
+    kwargs.setdefault("envvar", "OPENAI_API_KEY")
+    text = help or "A served model's API key."
+    return typer.Option("--api-key", help=text, **kwargs)  # type: ignore[no-any-return]
+
+
+def grep_engine_option(help: str = "", **kwargs: Any) -> OptionInfo:
+    """`--grep-engine NAME`: the engine that greps a folder, by its name in worktree-sandbox's
+    `GREP_ENGINES` (`str | None`, default None: ripgrep when the machine has it, else git grep)."""
+    text = help or (
+        "The grep engine: ripgrep, git-grep, or one registered in worktree_sandbox."
+        "GREP_ENGINES; default ripgrep when installed, else git-grep."
+    )
+    kwargs.setdefault("metavar", "NAME")
+    return typer.Option("--grep-engine", help=text, **kwargs)  # type: ignore[no-any-return]

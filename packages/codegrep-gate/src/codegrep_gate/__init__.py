@@ -17,6 +17,8 @@ from importlib import metadata as _metadata
 from codegrep_gate._calibrate import calibrate, check
 from codegrep_gate._data import CalibrationData, data_ref, gold_sets, load_calibration_data
 from codegrep_gate._files import (
+    CalibrationChoice,
+    choose_calibration,
     load_calibration,
     parse_calibration,
     shipped_calibration,
@@ -54,6 +56,7 @@ __all__ = [
     "RENDER_STYLES",
     "Bin",
     "Calibration",
+    "CalibrationChoice",
     "CalibrationData",
     "CalibrationFileError",
     "CalibrationMismatchError",
@@ -73,6 +76,7 @@ __all__ = [
     "calibrate",
     "candidate_files_column",
     "check",
+    "choose_calibration",
     "data_ref",
     "gate",
     "gold_sets",

@@ -1,10 +1,12 @@
 """Calibration files: reading one with a one-line error for every way it can be wrong, writing
-one, and the calibrations shipped inside the package (`codegrep_gate/calibrations/*.json`).
+one, the calibrations shipped inside the package (`codegrep_gate/calibrations/*.json`), and the
+one rule for which calibration gates a retriever (`choose_calibration`).
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
@@ -13,9 +15,11 @@ from codegrep_records import describe_validation_error, parse_json
 from pydantic import ValidationError
 
 from codegrep_gate._records import Calibration
-from codegrep_gate.errors import CalibrationFileError, GateError
+from codegrep_gate.errors import CalibrationFileError, CalibrationMismatchError, GateError
 
 __all__ = [
+    "CalibrationChoice",
+    "choose_calibration",
     "load_calibration",
     "parse_calibration",
     "shipped_calibration",
@@ -112,3 +116,58 @@ def shipped_calibration(name: str = "lexical") -> Calibration:
     return parse_calibration(
         entry.read_text(encoding="utf-8"), f"codegrep_gate/{_SHIPPED}/{name}.json"
     )
+
+
+#: The retriever whose shipped calibration gates predictions that name no retriever.
+DEFAULT_RETRIEVER = "lexical"
+
+
+@dataclass(frozen=True)
+class CalibrationChoice:
+    """The calibration chosen, and where it came from: the file, or `shipped:<name>`."""
+
+    calibration: Calibration
+    source: str
+
+    @property
+    def shipped(self) -> bool:
+        return self.source.startswith("shipped:")
+
+
+def choose_calibration(
+    retriever: str | None,
+    path: str | Path | None = None,
+    *,
+    version: str | None = None,
+    required: bool = True,
+) -> CalibrationChoice | None:
+    """The calibration that gates `retriever` (at `version`): the one rule every gate follows
+    (`codegrep localize --gate`, `codegrep serve`, swe-eval's downstream plan).
+
+    The file at `path` when one is given; else the one shipped for `retriever`; else, for
+    predictions that name no retriever (`retriever` None), the lexical policy's, which is then
+    assumed to fit them. A retriever with no shipped calibration and no file has none: a
+    `GateError` saying how to make one (or None when not `required`). The choice is then checked
+    against `retriever` and `version` (`Retriever.mismatch`): `CalibrationMismatchError` with
+    the reason alone, so the caller names its own flag. A file that cannot be read is the
+    `CalibrationFileError` of `load_calibration` (it names the file).
+    """
+    if path is not None:
+        choice = CalibrationChoice(load_calibration(path), str(path))
+    else:
+        name = DEFAULT_RETRIEVER if retriever is None else retriever
+        shipped = shipped_calibrations()
+        if name not in shipped:
+            if not required:
+                return None
+            listed = ", ".join(shipped) or "none"
+            raise GateError(
+                f"no calibration for {name!r} (shipped: {listed}): measure one with "
+                "`codegrep calibrate` on its predictions"
+            )
+        choice = CalibrationChoice(shipped_calibration(name), f"shipped:{name}")
+    if retriever is not None:
+        problem = choice.calibration.retriever.mismatch(retriever, version)
+        if problem is not None:
+            raise CalibrationMismatchError(problem)
+    return choice

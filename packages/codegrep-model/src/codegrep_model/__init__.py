@@ -49,6 +49,7 @@ from codegrep_model.errors import (
 from codegrep_model.lexical import LexicalConfig, LexicalPolicy
 from codegrep_model.openai_policy import OpenAIPolicy
 from codegrep_model.policy import Observation, Policy, PolicyReply, PolicyRequest
+from codegrep_model.policy_options import base_url_problem, spec_from_options
 from codegrep_model.policy_spec import (
     POLICY_KINDS,
     PolicyKind,
@@ -135,6 +136,7 @@ __all__ = [
     "TurnRecord",
     "Usage",
     "__version__",
+    "base_url_problem",
     "call",
     "normalize_path",
     "openai_tools",
@@ -148,5 +150,6 @@ __all__ = [
     "run_batch_file",
     "run_rollout",
     "served_spec",
+    "spec_from_options",
     "tool_names",
 ]

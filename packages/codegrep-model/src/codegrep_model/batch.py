@@ -30,7 +30,7 @@ import codegrep_records as records
 
 from codegrep_model.budget import TokenCounter
 from codegrep_model.engine import RolloutConfig, ToolTree, run_rollout
-from codegrep_model.errors import BatchInputError, BatchStoppedError
+from codegrep_model.errors import BatchInputError, BatchStoppedError, PolicySpecError
 from codegrep_model.policy import Policy
 from codegrep_model.prompts import PromptSet
 from codegrep_model.records import (
@@ -291,6 +291,7 @@ def run_batch_file(
     ranker: Path | None = None,
     dry_run: bool = False,
     on_event: Callable[[BatchEvent], None] | None = None,
+    grep_engine: str | None = None,
 ) -> BatchSummary | None:
     """Run the policy `spec` names over the instances file `instances`; resumable.
 
@@ -301,11 +302,17 @@ def run_batch_file(
     120 s); `ranker` replaces LexicalPolicy's shipped ranker. Returns the summary, or None on a
     dry run (everything checked, nothing run). Raises `BatchInputError` on bad input (before any
     rollout) and `BatchStoppedError` when the run cannot go on; exceptions `on_event` raises
-    pass through (raised at a `BatchPlan`, nothing has been written).
+    pass through (raised at a `BatchPlan`, nothing has been written). `grep_engine`: the
+    trees' grep engine by its `worktree_sandbox.GREP_ENGINES` name (None: the default).
     """
-    from worktree_sandbox import BareRepoCache, SandboxError, TreePool
+    from worktree_sandbox import (
+        BareRepoCache,
+        SandboxError,
+        SandboxLimits,
+        TreePool,
+        check_grep_engine,
+    )
 
-    from codegrep_model.openai_policy import OpenAIPolicy
     from codegrep_model.policy_spec import policy_from_spec
     from codegrep_model.ranker import Ranker, RankerError
 
@@ -315,6 +322,10 @@ def run_batch_file(
 
     if limit is not None and limit < 0:  # the CLIs' option types say this before we run
         raise BatchInputError(f"--limit must be >= 0, got {limit}")
+    try:
+        check_grep_engine(grep_engine)
+    except SandboxError as exc:
+        raise BatchInputError(f"--grep-engine: {exc}") from None
     request_timeout = DEFAULT_TIMEOUT_S if timeout_s is None else timeout_s
     if not request_timeout > 0:  # also NaN
         raise BatchInputError(
@@ -357,10 +368,9 @@ def run_batch_file(
     tell(BatchPlan(len(rows), len(rows) - len(new), len(todo), predictions, rollouts))
     if ranker is not None and spec.kind == "lexical-heuristic":
         raise BatchInputError("--heuristic means no ranker; drop --ranker or --heuristic")
-    if ranker is not None and spec.served:
-        raise BatchInputError(
-            "--ranker and --heuristic are LexicalPolicy's; --base-url runs a model"
-        )
+    if ranker is not None and spec.kind not in ("lexical", "lexical-heuristic"):
+        runs = "--base-url runs a model" if spec.served else f"--policy {spec} runs another"
+        raise BatchInputError(f"--ranker and --heuristic are LexicalPolicy's; {runs}")
     try:
         learned = Ranker.load(ranker) if ranker is not None else None
     except RankerError as exc:
@@ -375,10 +385,13 @@ def run_batch_file(
         repo_cache = BareRepoCache(cache, source=source)
     except (SandboxError, OSError) as exc:  # a --source naming no repository, an unusable --cache
         raise BatchInputError(str(exc)) from None
-    policy = policy_from_spec(spec, api_key=api_key, timeout_s=request_timeout, ranker=learned)
+    try:
+        policy = policy_from_spec(spec, api_key=api_key, timeout_s=request_timeout, ranker=learned)
+    except PolicySpecError as exc:  # an import path that does not make a policy, a bad target
+        raise BatchInputError(str(exc)) from None
 
     async def go() -> BatchSummary:
-        async with TreePool(repo_cache) as pool:
+        async with TreePool(repo_cache, limits=SandboxLimits(grep_engine=grep_engine)) as pool:
 
             @asynccontextmanager
             async def open_tree(inst: Instance) -> AsyncIterator[ToolTree]:
@@ -397,8 +410,9 @@ def run_batch_file(
                 limit=limit,
                 on_record=lambda record: tell(RolloutDone(record)),
             )
-        if isinstance(policy, OpenAIPolicy):
-            await policy.aclose()
+        close = getattr(policy, "aclose", None)  # a served model's connections
+        if close is not None:
+            await close()
         return summary
 
     try:

@@ -18,12 +18,17 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 from codegrep_cli import (
+    api_key_option,
+    base_url_option,
     dry_run_option,
     fail,
+    grep_engine_option,
     instances_option,
     jobs_option,
     limit_option,
+    model_option,
     output_option,
+    policy_option,
     seed_option,
     timeout_option,
     version_option,
@@ -197,14 +202,17 @@ def batch(
             "for more. A name no instance has is an error."
         ),
     ] = None,
+    policy: Annotated[str | None, policy_option()] = None,
+    grep_engine: Annotated[str | None, grep_engine_option()] = None,
     base_url: Annotated[
         str | None,
-        typer.Option(
-            help="OpenAI-compatible endpoint (checked reachable first); default: LexicalPolicy."
+        base_url_option(
+            "OpenAI-compatible endpoint (checked reachable first; the old spelling of --policy "
+            "openai:MODEL@URL); default: LexicalPolicy."
         ),
     ] = None,
-    model: Annotated[str, typer.Option(help="Model name at --base-url.")] = "codegrep",
-    api_key: Annotated[str | None, typer.Option(envvar="OPENAI_API_KEY")] = None,
+    model: Annotated[str | None, model_option()] = None,
+    api_key: Annotated[str | None, api_key_option()] = None,
     timeout: Annotated[
         float | None,
         timeout_option("Seconds per model request (default 120).", show_default=False),
@@ -233,15 +241,18 @@ def batch(
         --source "https://github.com/{repo}.git" -j 4 --limit 20
     """
     from codegrep_model.batch import BatchPlan, run_batch_file
-    from codegrep_model.policy_spec import PolicySpec, served_spec
+    from codegrep_model.errors import PolicySpecError
+    from codegrep_model.policy_options import spec_from_options
 
     path = _instances_path(instances, instances_flag)
     request_timeout = _timeout(timeout, timeout_s)
-    spec = (
-        served_spec(base_url, model)
-        if base_url
-        else PolicySpec("lexical-heuristic" if heuristic else "lexical")
-    )
+    try:
+        spec = spec_from_options(policy, base_url=base_url, model=model)
+    except PolicySpecError as exc:
+        raise fail(str(exc)) from exc
+    lexical = spec.kind in ("lexical", "lexical-heuristic")
+    if heuristic and spec.kind == "lexical":
+        spec = type(spec)("lexical-heuristic")
     shown = BatchConsole()
 
     def on_event(event: BatchEvent) -> None:
@@ -249,8 +260,9 @@ def batch(
         if isinstance(event, BatchPlan):  # the flags are judged after the plan is said
             if heuristic and ranker is not None:
                 raise fail("--heuristic means no ranker; drop --ranker or --heuristic")
-            if base_url and (heuristic or ranker is not None):
-                raise fail("--ranker and --heuristic are LexicalPolicy's; --base-url runs a model")
+            if not lexical and (heuristic or ranker is not None):
+                runs = "--base-url runs a model" if base_url else f"--policy {spec} runs another"
+                raise fail(f"--ranker and --heuristic are LexicalPolicy's; {runs}")
 
     with shown.exits():
         summary = run_batch_file(
@@ -268,6 +280,7 @@ def batch(
             ranker=ranker,
             dry_run=dry_run,
             on_event=on_event,
+            grep_engine=grep_engine,
         )
     if summary is not None:
         shown.report(summary)

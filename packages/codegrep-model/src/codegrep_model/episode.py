@@ -26,15 +26,24 @@ answers stays `unanswered`, and the record says why.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any, Literal
 
 import grpo_rewards as rewards
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
-from worktree_sandbox import GlobResult, GrepResult, ReadResult, ToolErrorKind, ToolResult
+from worktree_sandbox import ToolResult
 
+from codegrep_model._episode_calls import (
+    Action,
+    AnyResult,
+    AskPolicy,
+    Done,
+    Pending,
+    PlannedCall,
+    RunCalls,
+    executed_record,
+    plan_call,
+)
 from codegrep_model.answer import Answer, parse_answer
 from codegrep_model.budget import (
     CharEstimate,
@@ -53,7 +62,6 @@ from codegrep_model.records import (
     RewardView,
     RolloutCounts,
     RolloutRecord,
-    ToolCall,
     ToolCallRecord,
     TurnRecord,
     Usage,
@@ -72,7 +80,6 @@ __all__ = [
     "rollout_stats",
 ]
 
-AnyResult = GrepResult | GlobResult | ReadResult
 Status = Literal["answered", "fallback", "unanswered", "error"]
 
 # 256 KiB of UTF-8: ten times the longest SWE-bench problem statement (24,770 bytes over the 435
@@ -89,7 +96,12 @@ class RolloutConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     exploration_turns: int = Field(default=3, ge=0)
-    max_calls_per_turn: int = Field(default=8, ge=1)
+    max_calls_per_turn: int = Field(
+        default=rewards.MAX_CALLS_PER_TURN,
+        ge=1,
+        description="Calls run per exploration turn (the rest are refused); defined once in "
+        "grpo_rewards, and recorded in rollout_infos so the reward holds turns to this cap.",
+    )
     rescue_attempts: int = Field(default=1, ge=0, description="Extra asks when no answer comes.")
     fallback_max_files: int = Field(default=3, ge=0, description="Files read that stand in.")
     reply_timeout_s: float | None = Field(
@@ -115,13 +127,18 @@ class RolloutConfig(BaseModel):
     )
 
 
-def rollout_stats(turns: Sequence[TurnRecord]) -> RolloutCounts:
+def rollout_stats(
+    turns: Sequence[TurnRecord], *, max_calls_per_turn: int = rewards.MAX_CALLS_PER_TURN
+) -> RolloutCounts:
     """T, C_total and c̄ as `grpo_rewards.RolloutStats` defines them (T counts every assistant
     turn, the answer turn included, and is at least 1). C_total counts the calls that ran:
-    refused and malformed calls did not, so c̄ stays within the per-turn cap the rewards check."""
+    refused and malformed calls did not, so c̄ stays within the per-turn cap the rewards check
+    (the episode's `max_calls_per_turn`)."""
     calls = [c for t in turns for c in t.calls]
     executed = sum(c.status in ("ok", "tool_error") for c in calls)
-    stats = rewards.RolloutStats(turns=len(turns), tool_calls=executed)
+    stats = rewards.RolloutStats(
+        turns=len(turns), tool_calls=executed, max_calls_per_turn=max_calls_per_turn
+    )
     return RolloutCounts(
         turns=stats.turns,
         tool_calls=stats.tool_calls,
@@ -134,115 +151,6 @@ def rollout_stats(turns: Sequence[TurnRecord]) -> RolloutCounts:
 
 def _executed_per_turn(turns: Sequence[TurnRecord]) -> list[int]:
     return [sum(c.status in ("ok", "tool_error") for c in t.calls) for t in turns]
-
-
-@dataclass(frozen=True)
-class PlannedCall:
-    """A call for the tree: a known tool, arguments that are a JSON object, within the cap."""
-
-    call: ToolCall
-    arguments: dict[str, Any]
-
-    @property
-    def name(self) -> str:
-        return self.call.name
-
-
-@dataclass(frozen=True)
-class AskPolicy:
-    """Ask the policy for the next assistant message; `request.tools` is empty on the answer
-    (and rescue) turns, which offer no tools."""
-
-    request: PolicyRequest
-
-    @property
-    def answer_turn(self) -> bool:
-        return self.request.answer_turn
-
-
-@dataclass(frozen=True)
-class RunCalls:
-    """Run these calls (concurrently if you like) and hand the results back in this order."""
-
-    calls: tuple[PlannedCall, ...]
-
-
-@dataclass(frozen=True)
-class Done:
-    """The episode is over. `record.wall_s` is the sum of the durations fed in; a driver that
-    timed the whole rollout asks `Episode.record(wall_s=...)` instead."""
-
-    record: RolloutRecord
-
-
-Action = AskPolicy | RunCalls | Done
-
-
-@dataclass(frozen=True)
-class _Feedback:
-    """A call that never reaches the tree (malformed or unknown tool): its record and message."""
-
-    record: ToolCallRecord
-    text: str
-
-
-@dataclass(frozen=True)
-class _Pending:
-    """An exploration reply whose calls are out at the tree."""
-
-    reply: PolicyReply
-    model_s: float
-    outcomes: tuple[PlannedCall | _Feedback, ...]  # one per call within the cap, in order
-
-
-def _paths(result: AnyResult) -> tuple[str, ...]:
-    if isinstance(result, ReadResult):
-        return (result.path,) if result.ok and result.path else ()
-    if isinstance(result, GrepResult):
-        return tuple(dict.fromkeys(m.path for m in result.matches))
-    return result.paths
-
-
-def _plan(call: ToolCall, known: tuple[str, ...]) -> PlannedCall | _Feedback:
-    def malformed(msg: str) -> _Feedback:
-        return _Feedback(ToolCallRecord(call=call, status="malformed", error=msg), msg)
-
-    if not call.name:
-        return malformed(
-            "Malformed tool call: write it as "
-            '<tool_call>{"name": "grep", "arguments": {"pattern": "..."}}</tool_call>.'
-        )
-    if call.name not in known:
-        return malformed(f"Unknown tool {call.name!r}. The tools are: {', '.join(known)}.")
-    try:
-        args = json.loads(call.arguments) if call.arguments.strip() else {}
-    except ValueError as exc:
-        return malformed(
-            f"Malformed call to {call.name}: the arguments are not valid JSON ({exc}). "
-            "Send a JSON object that matches the tool's parameters."
-        )
-    if not isinstance(args, dict):
-        return malformed(f"Malformed call to {call.name}: the arguments must be a JSON object.")
-    return PlannedCall(call=call, arguments=args)
-
-
-def _executed(call: ToolCall, result: AnyResult) -> ToolCallRecord:
-    status: Literal["ok", "tool_error", "malformed"]
-    if result.ok:
-        status = "ok"
-    elif result.error == ToolErrorKind.INVALID_ARGUMENTS:
-        status = "malformed"
-    else:
-        status = "tool_error"
-    return ToolCallRecord(
-        call=call,
-        status=status,
-        error=None if result.ok else result.text,
-        elapsed_ms=result.elapsed_ms,
-        truncated=result.truncated,
-        cached=result.cached,
-        paths=_paths(result)[:50],
-    )
 
 
 def _cut_issue(text: str, max_bytes: int) -> tuple[str, int, int | None]:
@@ -320,7 +228,7 @@ class Episode:
         self._status: Status | None = None
         self._error: str | None = None
         self._parsed: rewards.ParsedAnswer | None = None  # strict: the last answer parse
-        self._pending: _Pending | None = None
+        self._pending: Pending | None = None
         # the token budget's ledger (config.budget): counted only when there is a budget
         self._counter: TokenCounter = counter or CharEstimate()
         self._message_tokens: list[int] = []  # per message, template overhead included
@@ -411,7 +319,7 @@ class Episode:
 
     @property
     def stats(self) -> RolloutCounts:
-        return rollout_stats(self._turns)
+        return rollout_stats(self._turns, max_calls_per_turn=self._cfg.max_calls_per_turn)
 
     @property
     def answer(self) -> Answer | None:
@@ -480,7 +388,7 @@ class Episode:
             answer=self._answer,
             messages=tuple(self._messages),
             turns=tuple(self._turns),
-            stats=rollout_stats(self._turns),
+            stats=rollout_stats(self._turns, max_calls_per_turn=self._cfg.max_calls_per_turn),
             usage=self._usage,
             wall_s=wall,
             model_s=self._model_s,
@@ -499,12 +407,13 @@ class Episode:
         """What the reward and the rollout log read (`grpo_rewards.RolloutInfo`): T, C_total and
         the calls that ran per turn; in strict mode, once the episode is done, also the parsed
         answer (no answer: `answer.answer` None, and why); with a token budget, its counts."""
-        stats = rollout_stats(self._turns)
+        stats = rollout_stats(self._turns, max_calls_per_turn=self._cfg.max_calls_per_turn)
         budget = self._cfg.budget is not None
         return rewards.RolloutInfo(
             num_turns=stats.turns,
             num_tool_calls=stats.tool_calls,
             tool_calls_per_turn=tuple(_executed_per_turn(self._turns)),
+            max_calls_per_turn=self._cfg.max_calls_per_turn,
             answer=self._final_parse(),
             overflow=self._overflow if budget else None,
             rollout_tokens=self.rollout_tokens if budget else None,
@@ -658,9 +567,9 @@ class Episode:
             self._enter_answer_phase_if_due()
             return
         outcomes = tuple(
-            _plan(c, self._known) for c in reply.tool_calls[: self._cfg.max_calls_per_turn]
+            plan_call(c, self._known) for c in reply.tool_calls[: self._cfg.max_calls_per_turn]
         )
-        self._pending = _Pending(reply=reply, model_s=model_s, outcomes=outcomes)
+        self._pending = Pending(reply=reply, model_s=model_s, outcomes=outcomes)
         if not any(isinstance(o, PlannedCall) for o in outcomes):
             self._finish_tool_turn((), 0.0)  # nothing for the tree
 
@@ -676,7 +585,7 @@ class Episode:
         for outcome in pending.outcomes:
             if isinstance(outcome, PlannedCall):
                 result = next(fed)
-                records.append(_executed(outcome.call, result))
+                records.append(executed_record(outcome.call, result))
                 texts.append(result.text)
                 observations.append(Observation(call=outcome.call, result=result))
             else:
@@ -795,7 +704,7 @@ class Episode:
         parsed = self._final_parse()
         if parsed is None:
             return None
-        stats = rollout_stats(self._turns)
+        stats = rollout_stats(self._turns, max_calls_per_turn=self._cfg.max_calls_per_turn)
         answer = parsed.answer
         return RewardView(
             files=None if answer is None else answer.files,

@@ -1,6 +1,7 @@
 """Which policy a command runs, said in one string: `policy_from_spec("lexical")`,
 `"lexical-heuristic"`, `"openai:MODEL@URL"`, `"local:DIR"` (a checkpoint run here,
-`local:BASE+ADAPTER` for a LoRA adapter).
+`local:BASE+ADAPTER` for a LoRA adapter), or an import path `"module:Class"`
+(`codegrep_model.policy_import`).
 
 Every CLI that lets a user pick a policy (codegrep-model `batch`, swe-eval `predict`, the
 injector's `localize`, `serve` and the gate's calibration lookup) turns its flags into a spec
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from codegrep_model.errors import PolicySpecError
+from codegrep_model.policy_import import IMPORT_KIND, build_imported, imported_name, is_import_path
 
 if TYPE_CHECKING:
     from codegrep_model.policy import Policy
@@ -56,6 +58,8 @@ class PolicySpec:
         return POLICY_KINDS[self.kind].served
 
     def __str__(self) -> str:
+        if self.kind == IMPORT_KIND and self.model is not None:
+            return self.model  # module:Class, as it was given
         if self.base_url is None:
             return self.kind if self.model is None else f"{self.kind}:{self.model}"
         return f"{self.kind}:{self.model}@{self.base_url}"
@@ -73,7 +77,8 @@ class PolicyKind:
     served: bool = False
     #: Whether the spec is `KIND:TARGET` (a local checkpoint: `local:DIR`), kept in `model`.
     takes_target: bool = False
-    #: The distribution whose code the policy is (a calibration is checked on its version).
+    #: The distribution whose code the policy is (a calibration is checked on its version);
+    #: "" for an imported policy, whose distribution is not known.
     package: str = "codegrep-model"
 
 
@@ -120,6 +125,8 @@ POLICY_KINDS: dict[str, PolicyKind] = {
     "lexical-heuristic": PolicyKind(name=lambda s: "lexical-heuristic", build=_lexical),
     "openai": PolicyKind(name=lambda s: f"openai:{s.model}", build=_openai, served=True),
     "local": PolicyKind(name=_local_name, build=_local, takes_target=True),
+    # `module:Class`: a policy from anywhere, by its import path (codegrep_model.policy_import)
+    IMPORT_KIND: PolicyKind(name=imported_name, build=build_imported, package=""),
 }
 
 
@@ -128,12 +135,22 @@ def parse_policy_spec(spec: str) -> PolicySpec:
     `local:DIR` / `local:BASE+ADAPTER`; raises `PolicySpecError` saying what was wrong."""
     kind, sep, rest = spec.partition(":")
     entry = POLICY_KINDS.get(kind)
+    if entry is None and is_import_path(spec):
+        return PolicySpec(IMPORT_KIND, model=spec)
     if entry is None:
         known = ", ".join(
-            f"{k}:MODEL@URL" if v.served else f"{k}:DIR" if v.takes_target else k
+            f"{k}:MODEL@URL"
+            if v.served
+            else f"{k}:DIR"
+            if v.takes_target
+            else "module:Class"
+            if k == IMPORT_KIND
+            else k
             for k, v in POLICY_KINDS.items()
         )
         raise PolicySpecError(f"policy {spec!r}: not one of {known}")
+    if kind == IMPORT_KIND:
+        raise PolicySpecError(f"policy {spec!r}: an imported policy is module:Class, as it is")
     if entry.takes_target:
         if not sep or not rest:
             raise PolicySpecError(f"policy {spec!r}: {kind} is {kind}:DIR or {kind}:BASE+ADAPTER")

@@ -12,7 +12,13 @@ from __future__ import annotations
 from importlib import metadata as _metadata
 
 from grpo_rewards._advantages import (
+    EFFICIENCY_SATURATION,
+    AdvantageScale,
     Scale,
+    advantage_factor,
+    advantage_factors,
+    advantage_scale,
+    advantage_scales,
     degenerate_mask,
     dr_grpo_advantages,
     efficiency_scale,
@@ -20,6 +26,7 @@ from grpo_rewards._advantages import (
     group_advantages,
     grpo_advantages,
     informative_groups,
+    scale_advantages_for,
     scale_by_efficiency,
 )
 from grpo_rewards._answer import Answer, LineRange, ParsedAnswer, coerce_line_ranges, parse_answer
@@ -54,13 +61,19 @@ from grpo_rewards._rewards import (
     fbeta_file_reward,
     sigma_v1,
 )
-from grpo_rewards._rollout import MAX_CALLS_PER_TURN, RolloutStats, rollout_stats_from_messages
+from grpo_rewards._rollout import (
+    MAX_CALLS_PER_TURN,
+    RolloutStats,
+    check_calls_per_turn,
+    rollout_stats_from_messages,
+)
 from grpo_rewards._rollout_infos import (
     INFO_ANSWER_ERROR,
     INFO_ANSWER_FILES,
     INFO_ANSWER_LINE_RANGES,
     INFO_COMPLETION_TOKENS,
     INFO_EPISODE_STATUS,
+    INFO_MAX_CALLS_PER_TURN,
     INFO_NUM_TOOL_CALLS,
     INFO_NUM_TURNS,
     INFO_OVERFLOW,
@@ -95,11 +108,8 @@ from grpo_rewards._spec import (
     EfficiencyLayer,
     LabelKind,
     RewardSpec,
-    advantage_factor,
-    advantage_factors,
     register_reward,
     reward_spec,
-    scale_advantages_for,
     score_batch,
     score_completion,
     score_parsed,
@@ -124,11 +134,13 @@ except _metadata.PackageNotFoundError:
 __all__ = [
     "ADAPTER_REWARDS",
     "DEFAULT_MOUNT_PREFIXES",
+    "EFFICIENCY_SATURATION",
     "INFO_ANSWER_ERROR",
     "INFO_ANSWER_FILES",
     "INFO_ANSWER_LINE_RANGES",
     "INFO_COMPLETION_TOKENS",
     "INFO_EPISODE_STATUS",
+    "INFO_MAX_CALLS_PER_TURN",
     "INFO_NUM_TOOL_CALLS",
     "INFO_NUM_TURNS",
     "INFO_OVERFLOW",
@@ -143,6 +155,7 @@ __all__ = [
     "REWARD_SPECS",
     "ROLLOUT_INFO_SCHEMA_VERSION",
     "Accounting",
+    "AdvantageScale",
     "Answer",
     "AnswerStatus",
     "BatchShapeError",
@@ -175,9 +188,12 @@ __all__ = [
     "account",
     "advantage_factor",
     "advantage_factors",
+    "advantage_scale",
+    "advantage_scales",
     "answer_from_infos",
     "answer_infos",
     "answer_status",
+    "check_calls_per_turn",
     "codegrep_v1",
     "codegrep_v2",
     "codegrep_v3",

@@ -16,6 +16,23 @@ backend="numpy")` vectorizes large batches when numpy is installed (`pip install
 grpo-rewards[numpy]`). No torch here: a trainer hook calls these functions and moves the result
 to its tensors (codegrep-model's ms-swift plugin has such a GRPOTrainer subclass; the
 training-tier test shows a TRL one in a few lines).
+
+The advantage scale (`advantage_scale`, `advantage_scales`, `advantage_factor`,
+`scale_advantages_for`) is defined here once. CodeGrep v2/v3 keep the reward clean and move the
+efficiency discount to the advantage, A_i · s(c̄_i) (`efficiency_scale`, the formula); a reward
+whose `RewardSpec.efficiency_layer` is anything but "advantage" (v1, whose σ(c̄) is in the
+reward already, or any other) trains with factor 1.0, and so does a trainer whose reward
+functions name no known reward (`reward=None`). Every caller reads it from here:
+`scale_advantages_for` (a TRL or hand-written trainer), verl's `compute_score`
+(`advantage_factor`), and codegrep-model's ms-swift GRPOTrainer, which calls `advantage_scales`
+on the batch's `rollout_infos` and multiplies its tensor by each `factor`.
+
+A rollout in which no call ran has c̄ = 0 and so factor 0 under v2/v3. A rollout that called
+tools and gave no answer keeps A_i · s(c̄) (its reward 0 below a group that did better trains as
+a negative advantage: the paper's penalty for not answering); `zero_unanswered=True` zeroes it
+instead, which is not the paper's rule. A rollout whose `rollout_infos` hold no tool-call counts
+is a setup error (`MissingRolloutStatsError`), not c̄ = 0: a trainer that silently zeroed every
+advantage would train nothing and say nothing.
 """
 
 from __future__ import annotations
@@ -23,14 +40,28 @@ from __future__ import annotations
 import importlib
 import math
 import numbers
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from grpo_rewards._rollout import RolloutStats
-from grpo_rewards.errors import BatchShapeError, InvalidRolloutError, MissingFrameworkError
+from grpo_rewards._rollout_infos import INFO_NUM_TOOL_CALLS, INFO_TOOL_CALLS_PER_TURN, RolloutInfo
+from grpo_rewards._spec import reward_spec
+from grpo_rewards.errors import (
+    BatchShapeError,
+    InvalidRolloutError,
+    MissingFrameworkError,
+    MissingRolloutStatsError,
+)
 
 __all__ = [
+    "EFFICIENCY_SATURATION",
+    "AdvantageScale",
     "Scale",
+    "advantage_factor",
+    "advantage_factors",
+    "advantage_scale",
+    "advantage_scales",
     "degenerate_mask",
     "dr_grpo_advantages",
     "efficiency_scale",
@@ -38,10 +69,14 @@ __all__ = [
     "group_advantages",
     "grpo_advantages",
     "informative_groups",
+    "scale_advantages_for",
     "scale_by_efficiency",
 ]
 
 Scale = Literal["group", "batch", "none"]
+#: The c̄ at which s(c̄) reaches 1 (the paper's 4 calls per turn): the one default of every
+#: function that takes `saturation`.
+EFFICIENCY_SATURATION = 4.0
 Backend = Literal["python", "numpy"]
 
 
@@ -213,7 +248,7 @@ def dr_grpo_advantages(
     )
 
 
-def efficiency_scale(cbar: float, *, saturation: float = 4.0) -> float:
+def efficiency_scale(cbar: float, *, saturation: float = EFFICIENCY_SATURATION) -> float:
     """CodeGrep's advantage-layer discount s(c̄) = sqrt(min(c̄ / 4, 1)).
 
     >>> efficiency_scale(1.0), efficiency_scale(4.0), efficiency_scale(8.0)
@@ -229,7 +264,7 @@ def scale_by_efficiency(
     advantages: Sequence[float],
     cbars: Sequence[float | RolloutStats],
     *,
-    saturation: float = 4.0,
+    saturation: float = EFFICIENCY_SATURATION,
 ) -> list[float]:
     """A_i^v2 = A_i · s(c̄_i); `cbars` may be numbers or `RolloutStats`."""
     if len(advantages) != len(cbars):
@@ -289,3 +324,134 @@ def filter_informative_groups(
         rewards, group_size=group_size, group_ids=group_ids, atol=atol, mask=mask
     )
     return [i for i, k in enumerate(keep) if k]
+
+
+# ------------------------------------------------------ the advantage scale: the rule, once
+
+
+@dataclass(frozen=True)
+class AdvantageScale:
+    """The factor one rollout's group-normalized advantage is multiplied by, and why."""
+
+    #: T: assistant turns, the answer turn included.
+    turns: int
+    #: C_total: the calls that ran.
+    tool_calls: int
+    #: c̄ = C_total / T.
+    cbar: float
+    #: s(c̄) = √min(c̄ / saturation, 1).
+    efficiency: float
+    #: What the advantage is multiplied by: `efficiency` for a reward that declares the
+    #: advantage-layer term (v2, v3), 1.0 for any other (v1) or for no known reward.
+    factor: float
+    #: Why the rollout is degenerate ("no tool call ran", "no answer[: why]"), or None.
+    degenerate: str | None = None
+
+
+def _scaled(reward: str | None) -> bool:
+    """Whether reward `reward` carries its efficiency term in the advantage (the one test)."""
+    return reward is not None and reward_spec(reward).efficiency_layer == "advantage"
+
+
+def advantage_factor(
+    name: str | None, cbar: float | RolloutStats, *, saturation: float = EFFICIENCY_SATURATION
+) -> float:
+    """The factor reward `name` puts on one rollout's advantage: s(c̄) or 1.0.
+
+    >>> advantage_factor("codegrep_v2", 1.0), advantage_factor("codegrep_v1", 1.0)
+    (0.5, 1.0)
+    """
+    value = cbar.cbar if isinstance(cbar, RolloutStats) else float(cbar)
+    efficiency = efficiency_scale(value, saturation=saturation)
+    return efficiency if _scaled(name) else 1.0
+
+
+def advantage_factors(
+    name: str | None,
+    cbars: Sequence[float | RolloutStats],
+    *,
+    saturation: float = EFFICIENCY_SATURATION,
+) -> list[float]:
+    """`advantage_factor` per rollout."""
+    return [advantage_factor(name, c, saturation=saturation) for c in cbars]
+
+
+def scale_advantages_for(
+    name: str | None,
+    advantages: Sequence[float],
+    cbars: Sequence[float | RolloutStats],
+    *,
+    saturation: float = EFFICIENCY_SATURATION,
+) -> list[float]:
+    """The advantages reward `name` trains with: A_i · s(c̄_i) for v2/v3, A_i unchanged otherwise.
+
+    Every rollout keeps its advantage, whatever its answer: one that called tools and gave no
+    answer scored 0, sits below a group that did better, and gets the negative A_i · s(c̄_i) the
+    formula gives it.
+    """
+    if len(advantages) != len(cbars):
+        raise BatchShapeError(f"{len(advantages)} advantages for {len(cbars)} rollouts")
+    factors = advantage_factors(name, cbars, saturation=saturation)
+    return [a * f for a, f in zip(advantages, factors, strict=True)]
+
+
+def _degenerate(stats: RolloutStats, info: RolloutInfo) -> str | None:
+    if stats.tool_calls == 0:
+        return "no tool call ran"
+    parsed = info.answer
+    if parsed is None or parsed.answer is not None:
+        return None
+    why = parsed.error if parsed.error and parsed.error != "no answer" else None
+    return f"no answer: {why}" if why else "no answer"
+
+
+def advantage_scale(
+    info: RolloutInfo | Mapping[str, object] | None,
+    *,
+    reward: str | None = "codegrep_v3",
+    saturation: float = EFFICIENCY_SATURATION,
+    zero_unanswered: bool = False,
+) -> AdvantageScale:
+    """The scale of one rollout trained with `reward`, from its `RolloutInfo` (or the
+    `rollout_infos` dict ms-swift carries it as); `reward=None`: factor 1.0.
+
+    >>> info = {"num_turns": 4, "tool_calls_per_turn": [2, 2, 0, 0]}
+    >>> advantage_scale(info).factor, advantage_scale(info, reward="codegrep_v1").factor
+    (0.5, 1.0)
+    >>> advantage_scale({"num_turns": 2, "tool_calls_per_turn": [0, 0]}).degenerate
+    'no tool call ran'
+    """
+    record = info if isinstance(info, RolloutInfo) else RolloutInfo.from_infos(info)
+    if record.tool_calls_per_turn is None and record.num_tool_calls is None:
+        raise MissingRolloutStatsError(
+            f"rollout_infos holds no {INFO_TOOL_CALLS_PER_TURN!r} or {INFO_NUM_TOOL_CALLS!r}: "
+            "the advantage scale needs the rollout's tool-call counts"
+        )
+    stats = record.stats() or RolloutStats(turns=1, tool_calls=0)
+    efficiency = efficiency_scale(stats.cbar, saturation=saturation)
+    degenerate = _degenerate(stats, record)
+    factor = efficiency if _scaled(reward) else 1.0
+    if zero_unanswered and degenerate is not None and degenerate.startswith("no answer"):
+        factor = 0.0
+    return AdvantageScale(
+        turns=stats.turns,
+        tool_calls=stats.tool_calls,
+        cbar=stats.cbar,
+        efficiency=efficiency,
+        factor=factor,
+        degenerate=degenerate,
+    )
+
+
+def advantage_scales(
+    infos: Iterable[RolloutInfo | Mapping[str, object] | None],
+    *,
+    reward: str | None,
+    saturation: float = EFFICIENCY_SATURATION,
+    zero_unanswered: bool = False,
+) -> list[AdvantageScale]:
+    """`advantage_scale` for each rollout of a batch, in order (what a GRPO trainer calls)."""
+    return [
+        advantage_scale(i, reward=reward, saturation=saturation, zero_unanswered=zero_unanswered)
+        for i in infos
+    ]

@@ -1,9 +1,12 @@
 """Rollout statistics as the CodeGrep paper defines them: T turns, C_total calls, c̄ = C_total/T.
 
 T counts assistant turns, the answer turn included, and is at least 1 (a rollout that produced
-nothing still had the turn that failed). Each turn may issue at most 8 tool calls, so
-c̄ ∈ [0, 8]; statistics outside that range mean the harness broke its own contract, and raise
-`InvalidRolloutError` rather than being clamped into a plausible reward.
+nothing still had the turn that failed). Each turn may issue at most `MAX_CALLS_PER_TURN` (the
+paper's 8) tool calls, so c̄ ∈ [0, 8]; statistics outside that range mean the harness broke its
+own contract, and raise `InvalidRolloutError` rather than being clamped into a plausible reward.
+The cap is defined here once: codegrep-model's `RolloutConfig` defaults to it, an episode run
+with another cap records that cap in its `rollout_infos` (`INFO_MAX_CALLS_PER_TURN`), and the
+reward and the advantage scale hold its turns to the cap it recorded (`check_calls_per_turn`).
 
 The helpers read the two shapes trainers hand over: OpenAI-style `messages` (assistant
 `tool_calls`, `role: tool` observations, or Hermes `<tool_call>` text) and per-turn call counts.
@@ -19,11 +22,29 @@ from grpo_rewards.errors import InvalidRolloutError
 __all__ = [
     "MAX_CALLS_PER_TURN",
     "RolloutStats",
+    "check_calls_per_turn",
     "rollout_stats_from_messages",
 ]
 
-#: The paper's per-turn cap on concurrent tool calls.
+#: The paper's per-turn cap on concurrent tool calls: the one definition of the default cap.
 MAX_CALLS_PER_TURN = 8
+
+
+def check_calls_per_turn(
+    calls_per_turn: Sequence[int], max_calls_per_turn: int = MAX_CALLS_PER_TURN
+) -> int:
+    """C_total of these per-turn counts, each held to the cap; `InvalidRolloutError` otherwise.
+
+    >>> check_calls_per_turn([2, 8, 0])
+    10
+    """
+    if any(c < 0 for c in calls_per_turn):
+        raise InvalidRolloutError(f"negative call count in {list(calls_per_turn)}")
+    if any(c > max_calls_per_turn for c in calls_per_turn):
+        raise InvalidRolloutError(
+            f"a turn issued more than {max_calls_per_turn} calls: {list(calls_per_turn)}"
+        )
+    return sum(calls_per_turn)
 
 
 @dataclass(frozen=True)
@@ -64,7 +85,11 @@ class RolloutStats:
 
     @classmethod
     def from_calls_per_turn(
-        cls, calls_per_turn: Sequence[int], *, answer_turns: int = 1, max_calls_per_turn: int = 8
+        cls,
+        calls_per_turn: Sequence[int],
+        *,
+        answer_turns: int = 1,
+        max_calls_per_turn: int = MAX_CALLS_PER_TURN,
     ) -> RolloutStats:
         """From per-turn call counts of the exploration turns, plus the answer turn(s).
 
@@ -72,15 +97,9 @@ class RolloutStats:
         them); `answer_turns` adds the final turns without calls (1 for a rollout that answered,
         0 for one cut off at the turn limit).
         """
-        if any(c < 0 for c in calls_per_turn):
-            raise InvalidRolloutError(f"negative call count in {list(calls_per_turn)}")
-        if any(c > max_calls_per_turn for c in calls_per_turn):
-            raise InvalidRolloutError(
-                f"a turn issued more than {max_calls_per_turn} calls: {list(calls_per_turn)}"
-            )
         return cls(
             turns=len(calls_per_turn) + answer_turns,
-            tool_calls=sum(calls_per_turn),
+            tool_calls=check_calls_per_turn(calls_per_turn, max_calls_per_turn),
             max_calls_per_turn=max_calls_per_turn,
         )
 

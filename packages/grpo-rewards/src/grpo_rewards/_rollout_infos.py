@@ -15,8 +15,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from grpo_rewards._answer import Answer, LineRange, ParsedAnswer
-from grpo_rewards._rollout import RolloutStats
-from grpo_rewards._trainer_rows import count_value, stats_from_counts
+from grpo_rewards._rollout import MAX_CALLS_PER_TURN, RolloutStats, check_calls_per_turn
+from grpo_rewards._trainer_rows import count_value, count_values
 from grpo_rewards.errors import InvalidRolloutError
 
 __all__ = [
@@ -25,6 +25,7 @@ __all__ = [
     "INFO_ANSWER_LINE_RANGES",
     "INFO_COMPLETION_TOKENS",
     "INFO_EPISODE_STATUS",
+    "INFO_MAX_CALLS_PER_TURN",
     "INFO_NUM_TOOL_CALLS",
     "INFO_NUM_TURNS",
     "INFO_OVERFLOW",
@@ -45,6 +46,9 @@ INFO_NUM_TURNS = "num_turns"
 #: Executed tool calls of each assistant turn (list of int): summed into C_total, each held to
 #: the per-turn cap. Read before `INFO_NUM_TOOL_CALLS`.
 INFO_TOOL_CALLS_PER_TURN = "tool_calls_per_turn"
+#: The per-turn call cap the driver ran under (int); absent: `MAX_CALLS_PER_TURN`. The turns are
+#: held to this cap, so an episode run with another cap is scored, not refused.
+INFO_MAX_CALLS_PER_TURN = "max_calls_per_turn"
 #: C_total as one number (int), for drivers that keep no per-turn list.
 INFO_NUM_TOOL_CALLS = "num_tool_calls"
 #: The final answer's files as `parse_answer` read them (list of str), or None: no answer. When
@@ -184,6 +188,8 @@ class RolloutInfo:
     num_tool_calls: int | None = None
     #: The calls that ran in each assistant turn; read before `num_tool_calls`.
     tool_calls_per_turn: tuple[int, ...] | None = None
+    #: The per-turn cap the driver ran under; None: `MAX_CALLS_PER_TURN`.
+    max_calls_per_turn: int | None = None
     #: The driver's parse of the final answer; None: not recorded.
     answer: ParsedAnswer | None = None
     episode_status: str | None = None
@@ -205,13 +211,18 @@ class RolloutInfo:
         )
 
     def stats(self) -> RolloutStats | None:
-        """T and C_total, or None when either is missing; a turn over the per-turn cap raises."""
-        calls: object = (
-            list(self.tool_calls_per_turn)
-            if self.tool_calls_per_turn is not None
-            else self.num_tool_calls
-        )
-        return stats_from_counts(self.num_turns, calls)
+        """T and C_total, or None when either is missing; a turn over the cap the driver
+        recorded (else `MAX_CALLS_PER_TURN`) raises `InvalidRolloutError`."""
+        cap = MAX_CALLS_PER_TURN if self.max_calls_per_turn is None else self.max_calls_per_turn
+        if self.num_turns is None:
+            return None
+        if self.tool_calls_per_turn is not None:
+            calls = check_calls_per_turn(self.tool_calls_per_turn, cap)
+        elif self.num_tool_calls is not None:
+            calls = self.num_tool_calls
+        else:
+            return None
+        return RolloutStats(turns=self.num_turns, tool_calls=calls, max_calls_per_turn=cap)
 
     def to_infos(self) -> dict[str, object]:
         """The JSON-safe dict ms-swift carries as `rollout_infos`, under the `INFO_*` keys."""
@@ -222,6 +233,8 @@ class RolloutInfo:
             infos[INFO_NUM_TOOL_CALLS] = self.num_tool_calls
         if self.tool_calls_per_turn is not None:
             infos[INFO_TOOL_CALLS_PER_TURN] = list(self.tool_calls_per_turn)
+        if self.max_calls_per_turn is not None:
+            infos[INFO_MAX_CALLS_PER_TURN] = self.max_calls_per_turn
         if self.answer is not None:
             infos.update(answer_infos(self.answer))
         if self.budgeted:
@@ -262,12 +275,16 @@ class RolloutInfo:
             raise InvalidRolloutError(
                 f"{INFO_TOOL_CALLS_PER_TURN} must be a list of counts, got {per_turn!r}"[:200]
             )
+        cap = _optional_count(info, INFO_MAX_CALLS_PER_TURN, "the per-turn call cap")
+        if cap is not None and cap < 1:
+            raise InvalidRolloutError(f"{INFO_MAX_CALLS_PER_TURN} must be >= 1, got {cap}")
         return cls(
             num_turns=_optional_count(info, INFO_NUM_TURNS, "the turn count"),
             num_tool_calls=None if total is None else count_value(total, "the tool-call count"),
             tool_calls_per_turn=None
             if per_turn is None
-            else tuple(count_value(c, "a per-turn tool-call count") for c in per_turn),
+            else count_values(per_turn, "a per-turn tool-call count"),
+            max_calls_per_turn=cap,
             answer=answer_from_infos(info),
             episode_status=_optional_str(info, INFO_EPISODE_STATUS),
             test_policy=_optional_str(info, INFO_TEST_POLICY),

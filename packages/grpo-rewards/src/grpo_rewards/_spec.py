@@ -13,9 +13,9 @@ v1 scales the reward (σ(c̄) = 1/max(1, c̄/4)); v2 and v3 keep the reward clea
 mask 1[c̄ > 0] on degenerate rollouts) and scale the GRPO advantage by s(c̄) = √min(c̄/4, 1).
 A trainer hook must therefore ask the reward whether to scale advantages; scaling v1's
 advantages as well would apply the efficiency discount twice. `advantage_factors` is that
-question answered per rollout: s(c̄) for a reward that declares the advantage layer, 1.0 for
-every other one. The reward functions themselves are in `_rewards`; this module does not score
-beyond dispatching by name.
+question answered per rollout (`grpo_rewards._advantages`, the rule's one home): s(c̄) for
+a reward that declares the advantage layer, 1.0 for every other one. The reward functions
+themselves are in `_rewards`; this module does not score beyond dispatching by name.
 """
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Literal
 
-from grpo_rewards._advantages import efficiency_scale
 from grpo_rewards._answer import ParsedAnswer, parse_answer
 from grpo_rewards._rewards import (
     Gold,
@@ -54,11 +53,8 @@ __all__ = [
     "EfficiencyLayer",
     "LabelKind",
     "RewardSpec",
-    "advantage_factor",
-    "advantage_factors",
     "register_reward",
     "reward_spec",
-    "scale_advantages_for",
     "score_batch",
     "score_completion",
     "score_parsed",
@@ -240,47 +236,6 @@ def reward_spec(name: str) -> RewardSpec:
         return _SPECS[name]
     except (KeyError, TypeError):
         raise UnknownRewardError(f"unknown reward {name!r}; known: {', '.join(_SPECS)}") from None
-
-
-def _cbar(value: float | RolloutStats) -> float:
-    return value.cbar if isinstance(value, RolloutStats) else float(value)
-
-
-def advantage_factor(name: str, cbar: float | RolloutStats, *, saturation: float = 4.0) -> float:
-    """The factor reward `name` puts on one rollout's advantage: s(c̄) or 1.0.
-
-    >>> advantage_factor("codegrep_v2", 1.0), advantage_factor("codegrep_v1", 1.0)
-    (0.5, 1.0)
-    """
-    if reward_spec(name).efficiency_layer != "advantage":
-        return 1.0
-    return efficiency_scale(_cbar(cbar), saturation=saturation)
-
-
-def advantage_factors(
-    name: str, cbars: Sequence[float | RolloutStats], *, saturation: float = 4.0
-) -> list[float]:
-    """`advantage_factor` per rollout."""
-    return [advantage_factor(name, c, saturation=saturation) for c in cbars]
-
-
-def scale_advantages_for(
-    name: str,
-    advantages: Sequence[float],
-    cbars: Sequence[float | RolloutStats],
-    *,
-    saturation: float = 4.0,
-) -> list[float]:
-    """The advantages reward `name` trains with: A_i · s(c̄_i) for v2/v3, A_i unchanged otherwise.
-
-    Every rollout keeps its advantage, whatever its answer: one that called tools and gave no
-    answer scored 0, sits below a group that did better, and gets the negative A_i · s(c̄_i) the
-    formula gives it.
-    """
-    if len(advantages) != len(cbars):
-        raise BatchShapeError(f"{len(advantages)} advantages for {len(cbars)} rollouts")
-    factors = advantage_factors(name, cbars, saturation=saturation)
-    return [a * f for a, f in zip(advantages, factors, strict=True)]
 
 
 # ---------------------------------------------------------------- scoring a JSON answer by name

@@ -17,7 +17,12 @@ from typing import Protocol
 from grpo_rewards._codescout_rows import score_codescout
 from grpo_rewards._metrics import MultiLevelTargets, targets_from_file_changes
 from grpo_rewards._rewards import Gold, RewardResult
-from grpo_rewards._rollout import MAX_CALLS_PER_TURN, RolloutStats, rollout_stats_from_messages
+from grpo_rewards._rollout import (
+    MAX_CALLS_PER_TURN,
+    RolloutStats,
+    check_calls_per_turn,
+    rollout_stats_from_messages,
+)
 from grpo_rewards._spec import REWARD_SPECS, score_completion
 from grpo_rewards.errors import GrpoRewardsError, InvalidRolloutError, UnknownRewardError
 
@@ -30,6 +35,7 @@ __all__ = [
     "check_reward_name",
     "column",
     "count_value",
+    "count_values",
     "final_text",
     "gold_from_values",
     "labels_from_columns",
@@ -138,7 +144,16 @@ def count_value(value: object, what: str) -> int:
     return int(value)
 
 
-def stats_from_counts(turns: object, tool_calls: object) -> RolloutStats | None:
+def count_values(values: Sequence[object], what: str) -> tuple[int, ...]:
+    """`count_value` of each item; a list of plain ints (what a driver writes) is taken as it is."""
+    if all(type(v) is int for v in values):
+        return tuple(values)  # type: ignore[arg-type]  # every item is an int, checked above
+    return tuple(count_value(v, what) for v in values)
+
+
+def stats_from_counts(
+    turns: object, tool_calls: object, *, max_calls_per_turn: int = MAX_CALLS_PER_TURN
+) -> RolloutStats | None:
     """Stats from explicit counts (int, or a per-turn list of call counts); None if absent.
 
     A per-turn list is held to the per-turn cap turn by turn, not only on average.
@@ -146,18 +161,17 @@ def stats_from_counts(turns: object, tool_calls: object) -> RolloutStats | None:
     if turns is None or tool_calls is None:
         return None
     if isinstance(tool_calls, Sequence) and not isinstance(tool_calls, str | bytes):
-        per_turn = [count_value(c, "a per-turn tool-call count") for c in tool_calls]
-        over = [c for c in per_turn if c > MAX_CALLS_PER_TURN]
-        if over:
-            raise InvalidRolloutError(
-                f"a turn issued more than {MAX_CALLS_PER_TURN} calls: {per_turn}"
-            )
-        calls = sum(per_turn)
+        per_turn = count_values(tool_calls, "a per-turn tool-call count")
+        calls = check_calls_per_turn(per_turn, max_calls_per_turn)
     elif isinstance(tool_calls, int | float):
         calls = count_value(tool_calls, "the tool-call count")
     else:
         raise GrpoRewardsError(f"tool-call count must be a number or a list, got {tool_calls!r}")
-    return RolloutStats(turns=count_value(turns, "the turn count"), tool_calls=calls)
+    return RolloutStats(
+        turns=count_value(turns, "the turn count"),
+        tool_calls=calls,
+        max_calls_per_turn=max_calls_per_turn,
+    )
 
 
 def final_text(completion: object) -> object:

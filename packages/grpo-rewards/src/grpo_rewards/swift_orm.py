@@ -86,10 +86,6 @@ def _info(rollout_info: object) -> RolloutInfo:
     )
 
 
-def _recorded_stats(record: RolloutInfo | None) -> RolloutStats | None:
-    return None if record is None else record.stats()
-
-
 def _messages(messages: object) -> list[Mapping[str, object]] | None:
     if isinstance(messages, Sequence) and not isinstance(messages, str | bytes):
         return [m for m in messages if isinstance(m, Mapping)]
@@ -143,7 +139,7 @@ class CodeGrepORM:
         records = [None if labels[i] is None else _info(infos[i]) for i in range(n)]
         stats, uncounted = stats_per_row(
             labels,
-            recorded=lambda i: _recorded_stats(records[i]),
+            recorded=lambda i: None if (r := records[i]) is None else r.stats(),
             derived=lambda i: swift_rollout_stats(None, messages[i]),
         )
         if uncounted and needs_counts(self.reward_name, self.params):

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from grpo_rewards._advantages import advantage_factor
 from grpo_rewards._missing_counts import (
     MissingCountsGuard,
     OnMissingCounts,
@@ -32,7 +33,7 @@ from grpo_rewards._missing_counts import (
     needs_counts,
 )
 from grpo_rewards._rollout import RolloutStats
-from grpo_rewards._spec import advantage_factor, reward_spec
+from grpo_rewards._spec import reward_spec
 from grpo_rewards._trainer_rows import (
     Label,
     check_reward_name,

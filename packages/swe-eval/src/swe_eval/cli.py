@@ -14,16 +14,20 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from codegrep_cli import (
+    base_url_option,
     dry_run_option,
     fail,
+    grep_engine_option,
     instances_option,
     jobs_option,
     limit_option,
+    model_option,
     output_option,
+    policy_option,
     seed_option,
     timeout_option,
     version_option,
@@ -60,6 +64,9 @@ from swe_eval.errors import SweEvalError
 from swe_eval.metrics import DEFAULT_KS, SystemEval, evaluate, paired_difference, summarize
 from swe_eval.peers import PeerFormat, convert_peer
 from swe_eval.report import TableFormat, render
+
+if TYPE_CHECKING:
+    from codegrep_model import PolicySpec
 
 app = typer.Typer(
     help="Retrieval evaluation for file-localization agents (CodeGrep Table 2 and peers' metrics)."
@@ -398,12 +405,11 @@ class RetrieverKind(StrEnum):
     DENSE = "dense"
     LEXICAL = "lexical"  # codegrep_model.LexicalPolicy through the rollout engine
     LEXICAL_HEURISTIC = "lexical-heuristic"  # the same without its learned ranker
-    AGENT = "agent"  # a served retrieval model (--base-url/--model) through the same engine
+    AGENT = "agent"  # any policy (--policy SPEC, or --base-url/--model) through the same engine
 
 
 @app.command()
 def predict(
-    retriever: Annotated[RetrieverKind, typer.Option("--retriever", "-r")],
     instances: InstancesOpt,
     output: Annotated[Path, output_option("Prediction JSONL (appended).")],
     cache: Annotated[
@@ -421,10 +427,28 @@ def predict(
     exclude_repo: ExcludeRepoOpt = None,
     limit: LimitOpt = None,
     jobs: Annotated[int, jobs_option("Agents: rollouts at a time.")] = 4,
-    base_url: Annotated[
-        str | None, typer.Option(help="Agent: OpenAI-compatible endpoint of the served model.")
+    retriever: Annotated[
+        RetrieverKind | None,
+        typer.Option(
+            "--retriever", "-r", help="The retriever (default: agent when --policy is given)."
+        ),
     ] = None,
-    model: Annotated[str, typer.Option(help="Agent: model name at --base-url.")] = "codegrep",
+    policy: Annotated[
+        str | None,
+        policy_option(
+            "Agent: the policy, as every command names one: openai:MODEL@URL, lexical, any "
+            "other registered kind, or module:Class."
+        ),
+    ] = None,
+    base_url: Annotated[
+        str | None,
+        base_url_option(
+            "Agent: OpenAI-compatible endpoint of the served model (the old spelling of "
+            "--policy openai:MODEL@URL)."
+        ),
+    ] = None,
+    model: Annotated[str | None, model_option("Agent: model name at --base-url.")] = None,
+    grep_engine: Annotated[str | None, grep_engine_option("Agent: the grep engine.")] = None,
     timeout: Annotated[
         float | None,
         timeout_option("Agent: seconds per model request (default 120).", show_default=False),
@@ -443,21 +467,16 @@ def predict(
     from swe_eval.predict import predict as run_predict
 
     check_output("-o", output, appends=True)
-    if retriever is RetrieverKind.AGENT and base_url is None:
-        raise fail("-r agent needs --base-url (and --model) of a served model")
+    spec = _agent_spec(retriever, policy, base_url, model)
     chosen = _load_chosen(instances, repo, exclude_repo, limit, need_some=False)
-    agents = (RetrieverKind.LEXICAL, RetrieverKind.LEXICAL_HEURISTIC, RetrieverKind.AGENT)
-    if retriever in agents:
+    if spec is not None:
         if not chosen:
             # an empty --repo list would mean "every repository" to the batch runner
             say(f"0 to do: --exclude-repo or --limit leave no instance of {instances}")
             return
         from codegrep_model.batch import run_batch_file
         from codegrep_model.cli import BatchConsole
-        from codegrep_model.policy_spec import PolicySpec, served_spec
 
-        served = base_url if retriever is RetrieverKind.AGENT else None
-        heuristic = retriever is RetrieverKind.LEXICAL_HEURISTIC
         shown = BatchConsole()
         # The engine's batch runner selects by repository and limit itself; give it exactly
         # the repositories chosen here so --exclude-repo means the same for every retriever.
@@ -466,9 +485,7 @@ def predict(
                 instances,
                 predictions=output,
                 cache=cache,
-                spec=served_spec(served, model)
-                if served
-                else PolicySpec("lexical-heuristic" if heuristic else "lexical"),
+                spec=spec,
                 source=source,
                 jobs=jobs,
                 limit=limit,
@@ -477,6 +494,7 @@ def predict(
                 timeout_s=timeout,
                 dry_run=dry_run,
                 on_event=shown,
+                grep_engine=grep_engine,
             )
         if summary is not None:
             shown.report(summary)
@@ -540,7 +558,7 @@ def predict(
             console=err,
         )
         with progress, output.open("a", encoding="utf-8") as fh:
-            task = progress.add_task(str(retriever.value), total=len(todo))
+            task = progress.add_task(rank.name, total=len(todo))
             for outcome in run_predict(todo, rank, open_tree):
                 progress.advance(task)
                 if outcome.prediction is None:
@@ -555,6 +573,41 @@ def predict(
     say(f"{len(todo) - failures} predicted, {failures} failed")
     if failures:
         raise typer.Exit(1)
+
+
+def _agent_spec(
+    retriever: RetrieverKind | None, policy: str | None, base_url: str | None, model: str | None
+) -> PolicySpec | None:
+    """The policy an agent retriever runs (None for bm25/dense), read as every command reads a
+    policy (`codegrep_model.spec_from_options`): `-r lexical` and `-r lexical-heuristic` name
+    theirs, `-r agent` (the default with `--policy`) takes `--policy` or `--base-url`."""
+    from codegrep_model import PolicySpecError, spec_from_options
+
+    given = policy is not None or base_url is not None or model is not None
+    if retriever is None:
+        if not given:
+            raise fail("give -r/--retriever (bm25, dense, lexical, lexical-heuristic, agent)")
+        retriever = RetrieverKind.AGENT
+    if retriever in (RetrieverKind.BM25, RetrieverKind.DENSE):
+        if given:
+            raise fail(
+                f"-r {retriever.value} ranks files itself: --policy and --base-url are an agent's"
+            )
+        return None
+    if retriever is not RetrieverKind.AGENT:
+        if given:
+            raise fail(
+                f"-r {retriever.value} is a policy already; give --policy alone, or -r agent"
+            )
+        policy = retriever.value
+    elif policy is None and base_url is None:
+        raise fail("-r agent needs --policy SPEC (or --base-url and --model of a served model)")
+    try:
+        spec = spec_from_options(policy, base_url=base_url, model=model)
+        spec.name  # noqa: B018  # an import path is imported here: its errors are bad input
+    except PolicySpecError as exc:
+        raise fail(str(exc)) from exc
+    return spec
 
 
 def _commits_by_repo(instances: Sequence[Instance]) -> dict[str, list[str]]:

@@ -2,6 +2,12 @@
 
 from importlib import metadata as _metadata
 
+from worktree_sandbox._grep_backends import (
+    GREP_ENGINES,
+    GrepEngine,
+    check_grep_engine,
+    register_grep_engine,
+)
 from worktree_sandbox._runtime import Runtime
 from worktree_sandbox.cache import BareRepoCache, PreparedRepo
 from worktree_sandbox.commit_tree import CommitTree
@@ -52,6 +58,7 @@ except _metadata.PackageNotFoundError:
     __version__ = "0+unknown"
 
 __all__ = [
+    "GREP_ENGINES",
     "TOOL_ARGS",
     "BareRepoCache",
     "CommitNotFoundError",
@@ -62,6 +69,7 @@ __all__ = [
     "GlobArgs",
     "GlobResult",
     "GrepArgs",
+    "GrepEngine",
     "GrepMatch",
     "GrepResult",
     "Materialize",
@@ -89,11 +97,13 @@ __all__ = [
     "Tree",
     "TreePool",
     "__version__",
+    "check_grep_engine",
     "default_workdir",
     "enclosing",
     "language_of",
     "parse_definitions",
     "prune_workdir",
+    "register_grep_engine",
     "repository_locations",
     "symbols_available",
 ]

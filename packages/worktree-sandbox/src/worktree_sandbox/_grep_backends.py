@@ -5,21 +5,28 @@ a folder without ripgrep), with the checks that keep their answers alike. A fold
 `DirectoryTree`'s root, a `CommitTree`'s checkout) is searched by the `FolderGrep` that
 `folder_backend` picks; commit objects only git grep can read. Not for: rendering results, or
 when a commit tree's checkout is ready (the tree knows).
+
+The engines a user can choose (`SandboxLimits.grep_engine`, the commands' `--grep-engine`) are
+`GREP_ENGINES`, one entry each: its name, how to find its binary, how to make it. A new engine
+is its `FolderGrep` class and one entry here (or `register_grep_engine` from outside the
+package); nothing else names an engine.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
 from worktree_sandbox._git import (
     CappedOutput,
+    find_rg,
     git_env,
     run_capped,
 )
@@ -29,16 +36,20 @@ from worktree_sandbox.models import (
 )
 
 __all__ = [
+    "GREP_ENGINES",
     "FolderGrep",
     "GitGrepFolder",
+    "GrepEngine",
     "PatternError",
     "RawMatch",
     "RipgrepFolder",
+    "check_grep_engine",
     "check_pattern",
     "folder_backend",
     "git_grep",
     "git_grep_blobs",
     "git_has_pcre",
+    "register_grep_engine",
     "rg_flags",
     "rg_search",
 ]
@@ -363,9 +374,63 @@ class GitGrepFolder:
         )
 
 
-def folder_backend(rg: str | None, max_file_bytes: int) -> FolderGrep:
-    """The engine that searches a folder on disk: ripgrep when the machine has it, else git
-    grep. The one place an engine is chosen; a new engine is added here."""
+@dataclass(frozen=True)
+class GrepEngine:
+    """One entry of `GREP_ENGINES`: a folder grep engine a user can choose by name."""
+
+    name: str
+    #: The binary it runs, or None when this machine has none.
+    find: Callable[[], str | None]
+    #: The engine, from that binary and `SandboxLimits.max_file_bytes`.
+    make: Callable[[str, int], FolderGrep]
+    #: What to install when the binary is missing (said in the error).
+    install: str
+
+
+GREP_ENGINES: dict[str, GrepEngine] = {
+    "ripgrep": GrepEngine(
+        "ripgrep",
+        find_rg,
+        lambda rg, max_file_bytes: RipgrepFolder(rg=rg, max_file_bytes=max_file_bytes),
+        "ripgrep (the rg binary: the worktree-sandbox wheel's dependency, or your package manager)",
+    ),
+    "git-grep": GrepEngine(
+        "git-grep", lambda: shutil.which("git"), lambda git, max_file_bytes: GitGrepFolder(), "git"
+    ),
+}
+
+
+def register_grep_engine(engine: GrepEngine) -> GrepEngine:
+    """Add `engine` to `GREP_ENGINES` (a name already there is a `SandboxError`)."""
+    if engine.name in GREP_ENGINES:
+        raise SandboxError(f"grep engine {engine.name!r} is already registered")
+    GREP_ENGINES[engine.name] = engine
+    return engine
+
+
+def _engine(name: str) -> tuple[GrepEngine, str]:
+    entry = GREP_ENGINES.get(name)
+    if entry is None:
+        raise SandboxError(f"grep engine {name!r}: not one of {', '.join(GREP_ENGINES)}")
+    binary = entry.find()
+    if binary is None:
+        raise SandboxError(f"grep engine {name!r} needs {entry.install}, not found here")
+    return entry, binary
+
+
+def check_grep_engine(name: str | None) -> None:
+    """`SandboxError` when engine `name` is unknown or its binary is not here; None: the
+    default (ripgrep when present, else git grep) always is."""
+    if name is not None:
+        _engine(name)
+
+
+def folder_backend(rg: str | None, max_file_bytes: int, engine: str | None = None) -> FolderGrep:
+    """The engine that searches a folder on disk: `engine` by its name in `GREP_ENGINES`, else
+    ripgrep when the machine has it (`rg`), else git grep. The one place an engine is chosen."""
+    if engine is not None:
+        entry, binary = _engine(engine)
+        return entry.make(rg if engine == "ripgrep" and rg is not None else binary, max_file_bytes)
     if rg is not None:
         return RipgrepFolder(rg=rg, max_file_bytes=max_file_bytes)
     return GitGrepFolder()

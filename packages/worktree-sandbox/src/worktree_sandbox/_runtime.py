@@ -13,6 +13,7 @@ from typing import TypeVar
 from worktree_sandbox._git import (
     find_rg,
 )
+from worktree_sandbox._grep_backends import check_grep_engine
 from worktree_sandbox.models import (
     GlobResult,
     GrepResult,
@@ -33,6 +34,7 @@ class Runtime:
 
     def __init__(self, limits: SandboxLimits | None = None) -> None:
         self.limits = limits or SandboxLimits()
+        check_grep_engine(self.limits.grep_engine)  # a bad --grep-engine, said before any call
         self.rg = find_rg()
         self._gate: asyncio.Semaphore | None = None
         self._memo: OrderedDict[tuple[str, str, str], AnyResult] = OrderedDict()

@@ -15,6 +15,7 @@ import typer
 from codegrep_cli import (
     dry_run_option,
     fail,
+    grep_engine_option,
     instances_option,
     jobs_option,
     limit_option,
@@ -370,8 +371,9 @@ def _run_tool(
     timeout: float,
     name: str,
     args: GrepArgs | GlobArgs | ReadArgs,
+    grep_engine: str | None = None,
 ) -> GrepResult | GlobResult | ReadResult:
-    limits = SandboxLimits(timeout_s=timeout)
+    limits = SandboxLimits(timeout_s=timeout, grep_engine=grep_engine)
     # glob and read are served from git objects alone; grep may need the checkout (ripgrep
     # answers the patterns git grep's PCRE2 cannot run), so it gets one, as a pool's default does.
     materialize: Materialize = "auto" if name == "grep" else "never"
@@ -443,13 +445,14 @@ def grep(
     source: SourceOpt = DEFAULT_SOURCE,
     timeout: TimeoutOpt = 10.0,
     text: TextOpt = False,
+    grep_engine: Annotated[str | None, grep_engine_option()] = None,
 ) -> None:
     """Search file contents (the agent's grep tool); JSON out."""
     args = _tool_args(
         GrepArgs,
         pattern=pattern, path=path, glob=glob, ignore_case=ignore_case, max_results=max_results,
     )  # fmt: skip
-    _emit(_run_tool(repo, commit, cache_dir, source, timeout, "grep", args), text)
+    _emit(_run_tool(repo, commit, cache_dir, source, timeout, "grep", args, grep_engine), text)
 
 
 @app.command("glob", epilog="Example: worktree-sandbox glob 'test_*.py' --repo . --commit HEAD")

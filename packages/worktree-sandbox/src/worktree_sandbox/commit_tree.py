@@ -188,7 +188,9 @@ class CommitTree(Tree):
     async def _grep_raw(
         self, args: GrepArgs, targets: list[str] | None, deadline: float
     ) -> tuple[list[RawMatch], bool, str]:
-        backend = folder_backend(self.runtime.rg, self.runtime.limits.max_file_bytes)
+        backend = folder_backend(
+            self.runtime.rg, self.runtime.limits.max_file_bytes, self.runtime.limits.grep_engine
+        )
         if not backend.searches_checkouts:
             return await self._git_grep(args, targets, deadline)
         if self.checkout is not None:

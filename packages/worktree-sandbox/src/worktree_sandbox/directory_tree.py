@@ -121,7 +121,9 @@ class DirectoryTree(Tree):
     async def _grep_raw(
         self, args: GrepArgs, targets: list[str] | None, deadline: float
     ) -> tuple[list[RawMatch], bool, str]:
-        backend = folder_backend(self.runtime.rg, self.runtime.limits.max_file_bytes)
+        backend = folder_backend(
+            self.runtime.rg, self.runtime.limits.max_file_bytes, self.runtime.limits.grep_engine
+        )
         if targets is None and not backend.applies_ignore_rules:
             targets = await self._regular(list(await self.files()))
         matches, overflowed = await backend.search(

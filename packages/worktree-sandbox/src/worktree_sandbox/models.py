@@ -173,3 +173,8 @@ class SandboxLimits(BaseModel):
     max_read_lines: int = Field(default=400, ge=1, description="Lines one read returns at most.")
     max_file_bytes: int = Field(default=2 * 1024 * 1024, ge=1, description="Larger files refused.")
     cache_entries: int = Field(default=4096, ge=0, description="Memoized results per pool.")
+    grep_engine: str | None = Field(
+        default=None,
+        description="The engine that greps a folder, by its name in GREP_ENGINES ('ripgrep', "
+        "'git-grep', or one registered); None: ripgrep when the machine has it, else git grep.",
+    )

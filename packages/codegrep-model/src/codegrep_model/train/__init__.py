@@ -5,8 +5,9 @@
 - `fold_follow_up`: what follows a reply (tool results, the episode's next prompt) as the one
   user turn ms-swift's encoder accepts, in the tokens the model's chat template makes of it
   (defined in `codegrep_model.datasets`, whose SFT rows are written with it too);
-- `advantage_scale`: CodeGrep's advantage-layer discount sqrt(min(c̄/4, 1)) for a reward that
-  declares it (v2, v3; 1.0 for v1), `efficiency_reward` (which reward decides it), and
+- `advantage_scale(s)`: CodeGrep's advantage-layer discount sqrt(min(c̄/4, 1)) for a reward that
+  declares it (v2, v3; 1.0 for v1), as `grpo_rewards.advantage_scales` defines it once (with
+  this package's setup error), `efficiency_reward` (which reward decides it), and
   `RolloutLogEntry`, the per-rollout log line the trainer writes.
 
 The rows come from `codegrep_model.datasets` (`grpo_rows`: the prompts exactly as the episode
@@ -29,6 +30,7 @@ from codegrep_model.train._advantage import (
     AdvantageScale,
     RolloutLogEntry,
     advantage_scale,
+    advantage_scales,
     efficiency_reward,
     overflow_rate,
     read_rollout_log,
@@ -69,6 +71,7 @@ __all__ = [
     "TrainingSetupError",
     "TurnOutcome",
     "advantage_scale",
+    "advantage_scales",
     "efficiency_reward",
     "fold_follow_up",
     "hermes_text",

@@ -1,20 +1,12 @@
-"""CodeGrep's advantage-layer efficiency scale per rollout, and the per-rollout training log.
+"""The advantage scale as the ms-swift trainer reads it, and the per-rollout training log.
 
-After GRPO's group normalization each rollout's advantage is multiplied by
-s(c̄) = sqrt(min(c̄ / 4, 1)), c̄ = C_total / T (the calls that ran over the assistant turns), for
-a reward whose `grpo_rewards.RewardSpec` declares the advantage-layer efficiency term (v2, v3):
-the discount shrinks a rollout's step without flipping its sign or re-ranking its group, which
-is why the paper moved efficiency out of the reward. Any other reward (v1, whose σ(c̄) is in the
-reward already) trains with factor 1. A rollout in which no call ran has c̄ = 0 and so factor 0
-under v2/v3. A rollout that called tools and gave no answer keeps A_i · s(c̄): its reward 0 sits
-below a group that did better, so the formula gives it a negative advantage, and that is the
-penalty for not answering (`zero_unanswered=True` zeroes it instead: not the paper's rule).
-
-The counts are read from the rollout's `grpo_rewards.RolloutInfo` (ms-swift carries it as the
-`rollout_infos` dict; `RolloutInfo.from_infos` turns it back), as the reward reads them. A
-rollout without them is a setup error, not c̄ = 0: a trainer subclass that silently zeroed every
-advantage would train nothing and say nothing. Pure Python; the ms-swift trainer multiplies
-its tensor by `factor`.
+The rule itself (s(c̄) = sqrt(min(c̄ / 4, 1)) for a reward whose `grpo_rewards.RewardSpec`
+declares the advantage-layer efficiency term, 1.0 otherwise; the degenerate rollouts; the
+`zero_unanswered` choice) has one home, `grpo_rewards.advantage_scale` (its module docstring
+says why). `advantage_scale` here is that function with the setup error a trainer of this
+package can act on (`TrainingSetupError`, naming the scheduler that records the counts);
+`AdvantageScale` is grpo-rewards' record. Pure Python; the ms-swift trainer multiplies its
+tensor by each `factor`.
 """
 
 from __future__ import annotations
@@ -26,14 +18,12 @@ from pathlib import Path
 from typing import Any
 
 from grpo_rewards import (
-    INFO_NUM_TOOL_CALLS,
-    INFO_TOOL_CALLS_PER_TURN,
     REWARD_SPECS,
+    AdvantageScale,
+    MissingRolloutStatsError,
     RolloutInfo,
-    RolloutStats,
-    advantage_factor,
-    efficiency_scale,
 )
+from grpo_rewards import advantage_scales as _advantage_scales
 from pydantic import BaseModel, ConfigDict, Field
 
 from codegrep_model.train._scheduler_core import TrainingSetupError
@@ -44,6 +34,7 @@ __all__ = [
     "AdvantageScale",
     "RolloutLogEntry",
     "advantage_scale",
+    "advantage_scales",
     "efficiency_reward",
     "overflow_rate",
     "read_rollout_log",
@@ -60,24 +51,6 @@ ROLLOUT_LOG_SCHEMA_VERSION = 1
 
 def _record(info: RolloutInfo | Mapping[str, Any] | None) -> RolloutInfo:
     return info if isinstance(info, RolloutInfo) else RolloutInfo.from_infos(info)
-
-
-class AdvantageScale(BaseModel):
-    """The factor one rollout's group-normalized advantage is multiplied by, and why."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    turns: int = Field(description="T: assistant turns, the answer turn included.")
-    tool_calls: int = Field(description="C_total: the calls that ran.")
-    cbar: float = Field(description="c̄ = C_total / T.")
-    efficiency: float = Field(description="s(c̄) = sqrt(min(c̄ / saturation, 1)).")
-    factor: float = Field(
-        description="What the advantage is multiplied by: efficiency for a reward that declares "
-        "the advantage-layer term (v2, v3), 1.0 for any other (v1)."
-    )
-    degenerate: str | None = Field(
-        default=None, description="Why the rollout is degenerate (no call ran, or no answer)."
-    )
 
 
 def efficiency_reward(funcs: Sequence[object], names: Sequence[str]) -> str | None:
@@ -103,49 +76,35 @@ def efficiency_reward(funcs: Sequence[object], names: Sequence[str]) -> str | No
     return specs[0].name if specs else None
 
 
+def advantage_scales(
+    infos: Iterable[RolloutInfo | Mapping[str, Any] | None],
+    *,
+    reward: str | None,
+    zero_unanswered: bool = False,
+) -> list[AdvantageScale]:
+    """`grpo_rewards.advantage_scales`; a rollout without tool-call counts is a
+    `TrainingSetupError` that names the scheduler which records them."""
+    try:
+        return _advantage_scales(infos, reward=reward, zero_unanswered=zero_unanswered)
+    except MissingRolloutStatsError as exc:
+        raise TrainingSetupError(
+            f"{exc}; train with --multi_turn_scheduler codegrep_tools"
+        ) from exc
+
+
 def advantage_scale(
     info: RolloutInfo | Mapping[str, Any] | None,
     *,
-    reward: str = "codegrep_v3",
-    saturation: float = 4.0,
+    reward: str | None = "codegrep_v3",
     zero_unanswered: bool = False,
 ) -> AdvantageScale:
-    """The scale of one rollout trained with `reward`, from its `RolloutInfo` (or the
-    `rollout_infos` dict ms-swift carries it as).
+    """`advantage_scales` of one rollout.
 
     >>> info = {"num_turns": 4, "tool_calls_per_turn": [2, 2, 0, 0]}
     >>> advantage_scale(info).factor, advantage_scale(info, reward="codegrep_v1").factor
     (0.5, 1.0)
-    >>> advantage_scale({"num_turns": 2, "tool_calls_per_turn": [0, 0]}).degenerate
-    'no tool call ran'
     """
-    record = _record(info)
-    if record.tool_calls_per_turn is None and record.num_tool_calls is None:
-        raise TrainingSetupError(
-            f"rollout_infos holds no {INFO_TOOL_CALLS_PER_TURN!r} or {INFO_NUM_TOOL_CALLS!r}: "
-            "the advantage scale needs the rollout's tool-call counts; train with "
-            "--multi_turn_scheduler codegrep_tools"
-        )
-    stats = record.stats() or RolloutStats(turns=1, tool_calls=0)
-    efficiency = efficiency_scale(stats.cbar, saturation=saturation)
-    degenerate: str | None = None
-    parsed = record.answer
-    if stats.tool_calls == 0:
-        degenerate = "no tool call ran"
-    elif parsed is not None and parsed.answer is None:
-        why = parsed.error if parsed.error and parsed.error != "no answer" else None
-        degenerate = f"no answer: {why}" if why else "no answer"
-    factor = advantage_factor(reward, stats, saturation=saturation)
-    if zero_unanswered and degenerate is not None and degenerate.startswith("no answer"):
-        factor = 0.0
-    return AdvantageScale(
-        turns=stats.turns,
-        tool_calls=stats.tool_calls,
-        cbar=stats.cbar,
-        efficiency=efficiency,
-        factor=factor,
-        degenerate=degenerate,
-    )
+    return advantage_scales([info], reward=reward, zero_unanswered=zero_unanswered)[0]
 
 
 class RolloutLogEntry(BaseModel):

@@ -12,14 +12,13 @@ from typing import Literal
 from codegrep_gate import (
     Calibration,
     CalibrationFileError,
+    CalibrationMismatchError,
     GateConfig,
     GateError,
     candidate_files_column,
+    choose_calibration,
     gate,
-    load_calibration,
     render,
-    shipped_calibration,
-    shipped_calibrations,
 )
 from codegrep_records import (
     Instance,
@@ -161,20 +160,21 @@ class BuiltConfig:
 
 
 def _calibration_for(spec: ConfigSpec, retrievers: Sequence[str]) -> tuple[Calibration, str]:
-    if spec.calibration is not None:
-        try:
-            return load_calibration(spec.calibration), str(spec.calibration)
-        except CalibrationFileError as exc:
-            raise PlanError(f"--config {spec.name}: {exc}") from exc
-    # Without calibration=, the one codegrep-gate ships for the predictions' retriever when
-    # there is one, else the lexical policy's (as `codegrep localize --gate`); a served model
-    # needs its own, and the mismatch check says so.
-    shipped = shipped_calibrations()
-    name = retrievers[0] if retrievers and retrievers[0] in shipped else "lexical"
+    """codegrep-gate's one rule (`choose_calibration`): calibration=FILE, else the one shipped
+    for the predictions' retriever, else (predictions naming none) the lexical policy's."""
+    retriever = retrievers[0] if retrievers else None
     try:
-        return shipped_calibration(name), f"shipped:{name}"
-    except (GateError, CalibrationFileError) as exc:
+        choice = choose_calibration(retriever, spec.calibration)
+    except CalibrationFileError as exc:
+        raise PlanError(f"--config {spec.name}: {exc}") from exc
+    except CalibrationMismatchError as exc:
+        where = str(spec.calibration) if spec.calibration is not None else "the shipped one"
+        hint = "" if spec.calibration is not None else "; give calibration=FILE"
+        raise PlanError(f"--config {spec.name}: {where}: {exc}{hint}") from exc
+    except GateError as exc:
         raise PlanError(f"--config {spec.name}: {exc}; give calibration=FILE") from exc
+    assert choice is not None  # required: a choice or an error
+    return choice.calibration, choice.source
 
 
 def _listed(ids: Sequence[str]) -> str:
@@ -246,13 +246,7 @@ def build_config(spec: ConfigSpec, selection: Selection, *, max_unknown: int = 0
                 f"({', '.join(retrievers)}); one calibration cannot gate them"
             )
         calibration, source = _calibration_for(spec, retrievers)
-        if retrievers:
-            why = calibration.retriever.mismatch(retrievers[0])
-            if why is not None:
-                shipped = source.startswith("shipped:")
-                hint = "; give calibration=FILE (from `codegrep calibrate`)" if shipped else ""
-                raise PlanError(f"--config {spec.name}: {source}: {why}{hint}")
-        else:
+        if not retrievers:
             notes.append(
                 f"{spec.name}: the predictions name no retriever; the calibration's "
                 f"({calibration.retriever.describe()}) is assumed to fit them"

@@ -14,8 +14,9 @@ Importing it registers, in ms-swift 4.6's registries:
   `on_turn_end` runs the turn's calls concurrently on the rollout's tree, its `step` appends the
   tool results and the episode's next user prompt;
 - `TrainerFactory.TRAINER_MAPPING['grpo']` -> `CodegrepGRPOTrainer`, whose `_compute_advantages`
-  multiplies each group-normalized advantage by sqrt(min(c̄/4, 1)) when the reward's spec
-  declares that advantage-layer term (v2, v3; v1 is left unscaled) and writes one JSON line per
+  multiplies each group-normalized advantage by the factor `grpo_rewards.advantage_scales`
+  gives it (sqrt(min(c̄/4, 1)) when the reward's spec declares that advantage-layer term, v2
+  and v3; v1 is left unscaled) and writes one JSON line per
   rollout (`RolloutLogEntry`) to `$CODEGREP_ROLLOUT_LOG`, else
   `<output_dir>/codegrep_rollouts.jsonl`.
 
@@ -60,7 +61,7 @@ from codegrep_model.train import (
     EpisodeHooks,
     RolloutLogEntry,
     TrainingSetupError,
-    advantage_scale,
+    advantage_scales,
     efficiency_reward,
     fold_follow_up,
     override_policy_from_env,
@@ -235,9 +236,10 @@ class CodegrepGRPOTrainer(GRPOTrainer):  # type: ignore[misc]
         ids = gather_object([s.extra.get("instance_id") for s in samples])
         if len(infos) != advantages.shape[0]:
             raise RuntimeError(f"{len(infos)} rollouts for {advantages.shape[0]} advantages")
-        reward = self.codegrep_reward or "fbeta_file"  # no known reward: factor 1.0
-        zero = self.codegrep_zero_unanswered
-        scales = [advantage_scale(i, reward=reward, zero_unanswered=zero) for i in infos]
+        # the rule's one home (grpo_rewards.advantage_scales): no known reward means factor 1.0
+        scales = advantage_scales(
+            infos, reward=self.codegrep_reward, zero_unanswered=self.codegrep_zero_unanswered
+        )
         factors = torch.tensor(
             [s.factor for s in scales], dtype=advantages.dtype, device=advantages.device
         )
