@@ -18,6 +18,7 @@ from codegrep_model.local_policy import (
     render_chatml,
     training_messages,
 )
+from codegrep_model.policy_spec import policy_from_spec
 from codegrep_model.records import ChatMessage, ToolCall
 from codegrep_model.tools import openai_tools
 
@@ -70,6 +71,9 @@ def test_a_bad_target_says_what_a_local_model_is(target: str) -> None:
 @pytest.mark.skipif(
     importlib.util.find_spec("torch") is not None, reason="torch is installed: nothing missing"
 )
-def test_without_torch_the_policy_says_what_to_install(tmp_path: object) -> None:
+def test_without_torch_the_policy_says_what_to_install() -> None:
     with pytest.raises(PolicyError, match=r"needs torch and transformers.*\[local\]"):
         LocalPolicy("models/smol")
+    # built from a spec, as every command does, it is a spec that cannot be built here
+    with pytest.raises(PolicySpecError, match=r"local:models/smol: a local model needs torch"):
+        policy_from_spec("local:models/smol")

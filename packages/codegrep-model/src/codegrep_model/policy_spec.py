@@ -116,8 +116,13 @@ def _local(
 
     if ranker is not None:
         raise PolicySpecError(f"{spec}: a ranker is LexicalPolicy's; a local model has none")
+    from codegrep_model.errors import PolicyError
+
     base, adapter = parse_local_target(spec.model or "")
-    return LocalPolicy(base, adapter=adapter)
+    try:
+        return LocalPolicy(base, adapter=adapter)
+    except PolicyError as exc:  # no torch, no such folder: the spec cannot be built here
+        raise PolicySpecError(f"{spec}: {exc}") from exc
 
 
 POLICY_KINDS: dict[str, PolicyKind] = {
