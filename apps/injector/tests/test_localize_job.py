@@ -41,3 +41,26 @@ def test_bad_settings_are_the_apps_errors_naming_the_flag(tmp_path: Path) -> Non
     assert outcome.result.status != "error"
     assert outcome.response["files"] == [f.path for f in outcome.result.files]
     assert outcome.response == outcome.result.to_json()  # ungated: the same record
+
+
+def test_the_response_says_its_layout_and_an_old_one_reads() -> None:
+    """`LocalizeResponse` carries `schema_version`; a response written before it still reads."""
+    from codegrep.response import LOCALIZE_RESPONSE_SCHEMA_VERSION, LocalizeResponse
+
+    old = {
+        "files": ["a.py"],
+        "scores": None,
+        "reasons": {"a.py": "read"},
+        "line_ranges": {},
+        "status": "answered",
+        "policy": "lexical",
+        "turns": 2,
+        "tool_calls": 3,
+        "tokens": 0,
+        "latency_s": 0.5,
+        "issue_bytes": 10,
+        "injected": ["a.py"],
+    }
+    read = LocalizeResponse.model_validate(old)
+    assert read.schema_version == LOCALIZE_RESPONSE_SCHEMA_VERSION == 1
+    assert read.model_dump(mode="json")["schema_version"] == 1

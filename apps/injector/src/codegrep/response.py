@@ -18,7 +18,10 @@ from pydantic import BaseModel, Field
 
 from codegrep.gating import Gated
 
-__all__ = ["Localization", "LocalizeResponse", "LocalizedFile"]
+__all__ = ["LOCALIZE_RESPONSE_SCHEMA_VERSION", "Localization", "LocalizeResponse", "LocalizedFile"]
+
+#: The layout of `LocalizeResponse`; a response without `schema_version` is version 1.
+LOCALIZE_RESPONSE_SCHEMA_VERSION = 1
 
 
 @dataclass(frozen=True)
@@ -52,6 +55,11 @@ class LocalizeResponse(BaseModel):
     field is present on every surface (`queue_s` is 0 outside a server; `gate` and `injection`
     are null when not asked for)."""
 
+    schema_version: int = Field(
+        default=LOCALIZE_RESPONSE_SCHEMA_VERSION,
+        ge=1,
+        description="The record's layout; a response without it (written before it) is 1.",
+    )
     files: list[str] = Field(description="The retriever's files, most important first.")
     scores: list[float] | None = Field(
         description="The policy's confidence per file, aligned with `files`; null if none."

@@ -414,7 +414,7 @@ async def _serve_mcp(service: LocalizeService, policy: Policy | None) -> None:
 
 
 async def _close_policy(policy: Policy | None) -> None:
-    from codegrep_model import OpenAIPolicy
-
-    if isinstance(policy, OpenAIPolicy):
-        await policy.aclose()
+    """Close what the policy holds open (a served model's connections), whatever its kind."""
+    close = getattr(policy, "aclose", None)
+    if close is not None:
+        await close()

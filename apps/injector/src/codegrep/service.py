@@ -11,9 +11,10 @@ cache; a commit a client names is fetched only with `allow_fetch`, at a bounded 
 checkouts' bytes are bounded (`ServiceLimits.max_checkout_bytes`); a lexical policy's ranking
 runs on a worker thread, so the event loop stays free for other requests; a cancelled request
 (its client left) gives its slot back at once. It answers typed requests with typed
-responses and raises the typed errors below; the HTTP layer maps them to status codes, the MCP
-layer to error results. Not for: parsing HTTP or MCP, or printing anything (it logs a failed
-rollout's traceback to the `codegrep.serve` logger and says one line to the caller).
+responses and raises the typed errors of `codegrep.service_errors` (re-exported here); the
+HTTP layer maps them to status codes, the MCP layer to error results. Not for: parsing HTTP or
+MCP, or printing anything (it logs a failed rollout's traceback to the `codegrep.serve` logger
+and says one line to the caller).
 """
 
 from __future__ import annotations
@@ -58,11 +59,24 @@ from worktree_sandbox import (
     repository_locations,
 )
 
-from codegrep.errors import InjectorError, RepositoryInputError
+from codegrep.errors import RepositoryInputError
 from codegrep.gating import apply
 from codegrep.localize import clone_cache
 from codegrep.localize import localize as run_localize
 from codegrep.response import Localization, LocalizeResponse
+from codegrep.service_errors import (
+    BusyError,
+    InternalServiceError,
+    NotAllowedError,
+    NotFoundError,
+    RateLimitedError,
+    RequestError,
+    ServiceConfigError,
+    ServiceError,
+    ServiceTimeoutError,
+    TooLargeError,
+    UpstreamError,
+)
 
 __all__ = [
     "INJECT_STYLES",
@@ -96,59 +110,6 @@ _REPO_NAME = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
 _MAX_REPO_CHARS = 4096
 _MAX_COMMIT_CHARS = 256
 _LATENCY_SAMPLES = 1024
-
-
-# --- errors ----------------------------------------------------------------------------------
-
-
-class ServiceError(InjectorError):
-    """Base of what `LocalizeService.localize` raises on purpose; the message is one line."""
-
-
-class ServiceConfigError(ServiceError):
-    """The service cannot start as configured (no allow-list, a root that is not a folder, a
-    calibration made for another retriever). `codegrep serve` exits 2 with it."""
-
-
-class RequestError(ServiceError):
-    """The request is malformed or asks for something this server cannot do (HTTP 400)."""
-
-
-class NotAllowedError(ServiceError):
-    """A folder outside the allowed roots, or a repository name not on the allow-list (403)."""
-
-
-class NotFoundError(ServiceError):
-    """No such folder, repository or commit (404)."""
-
-
-class TooLargeError(ServiceError):
-    """The issue (or, in the HTTP layer, the body) is over its limit (413)."""
-
-
-class BusyError(ServiceError):
-    """Every rollout slot and every queue place is taken (503); retry after `retry_after_s`."""
-
-    def __init__(self, message: str, retry_after_s: int) -> None:
-        super().__init__(message)
-        self.retry_after_s = retry_after_s
-
-
-class RateLimitedError(BusyError):
-    """A client asked for a fetch over the server's fetch rate (429); retry after
-    `retry_after_s`."""
-
-
-class ServiceTimeoutError(ServiceError):
-    """The request did not finish within the per-request timeout, queueing included (504)."""
-
-
-class UpstreamError(ServiceError):
-    """The policy's model endpoint failed (the rollout ended with status `error`) (502)."""
-
-
-class InternalServiceError(ServiceError):
-    """The rollout failed inside this server (500); the traceback went to the log only."""
 
 
 # --- records ---------------------------------------------------------------------------------

@@ -211,9 +211,18 @@ class Alarm(BaseModel):
     message: str
 
 
+#: The layout of `MonitorReport` (monitor.json).
+MONITOR_REPORT_SCHEMA_VERSION = 1
+
+
 class MonitorReport(BaseModel):
     """The alarms of a run, its figures and a short verdict."""
 
+    schema_version: int = Field(
+        default=MONITOR_REPORT_SCHEMA_VERSION,
+        ge=1,
+        description="The report's layout; a report without it (written before it) is 1.",
+    )
     run_dir: str
     last_step: int | None
     max_steps: int | None

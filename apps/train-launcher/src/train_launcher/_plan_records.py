@@ -14,7 +14,17 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from train_launcher.estimate import Estimates, Finding
 
-__all__ = ["STAGE_ORDER", "NodeCommand", "NodePlan", "Stage", "base_stage"]
+__all__ = [
+    "NODE_PLAN_SCHEMA_VERSION",
+    "STAGE_ORDER",
+    "NodeCommand",
+    "NodePlan",
+    "Stage",
+    "base_stage",
+]
+
+#: The layout of `NodePlan` as written to plan.json.
+NODE_PLAN_SCHEMA_VERSION = 1
 
 #: The stages in the order they run; `eval` stands for every `eval:*` stage and `eval-summary`.
 STAGE_ORDER = ("fetch", "labels", "prepare", "datasets", "sft-data", "sft", "grpo", "eval")
@@ -60,6 +70,11 @@ class NodePlan(_Record):
     """The training node job: its stages in order, with outputs, checks and estimates. (Not
     swe-eval's downstream `Plan`, the plan.json of an evaluation run.)"""
 
+    schema_version: int = Field(
+        NODE_PLAN_SCHEMA_VERSION,
+        ge=1,
+        description="The layout of the plan as `launch` writes it (plan.json); 1 without it.",
+    )
     config_file: Path
     run: str
     output_dir: Path

@@ -34,6 +34,7 @@ from typing import Any, Protocol
 from urllib.parse import unquote, urlparse
 
 __all__ = [
+    "FETCH_REPORT_SCHEMA_VERSION",
     "SIDECAR_SUFFIX",
     "FetchFailed",
     "FetchInputError",
@@ -49,6 +50,8 @@ __all__ = [
 ]
 
 SIDECAR_SUFFIX = ".fetch.json"
+#: The layout of `FetchReport` (the sidecar).
+FETCH_REPORT_SCHEMA_VERSION = 1
 _COMMIT = re.compile(r"[0-9a-f]{40}")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,95}")
 
@@ -183,12 +186,16 @@ def row_source(source: str) -> RowSource:
 
 @dataclass(frozen=True)
 class FetchReport:
+    """The sidecar of a fetched file: what was fetched, at which commit, how many rows."""
+
     repo_id: str
     revision: str
     commit: str | None
     split: str
     rows: int
     output: str
+    #: The sidecar's layout; a sidecar without `schema_version` (written before it) is 1.
+    schema_version: int = FETCH_REPORT_SCHEMA_VERSION
 
     def to_json(self) -> str:
         return json.dumps(self.__dict__, indent=1) + "\n"

@@ -290,10 +290,30 @@ def _our_json(path: Path) -> dict[str, Any] | None:
         raise PlanError(f"{exc} (remove it to start its record afresh)") from None
 
 
+#: The layout of `launch-state.json` and of each stamp; one without `schema_version` (written
+#: before it) is version 1, and one of a later version stops the launch (this launcher cannot
+#: tell what it recorded).
+LAUNCH_RECORD_SCHEMA_VERSION = 1
+
+
+def _versioned(path: Path, data: dict[str, Any] | None) -> dict[str, Any] | None:
+    """`data` as this launcher reads it; `PlanError` for a record of a later layout."""
+    if data is None:
+        return None
+    version = data.get("schema_version", 1)
+    if type(version) is not int or not 1 <= version <= LAUNCH_RECORD_SCHEMA_VERSION:
+        raise PlanError(
+            f"{path}: schema_version {version!r}; this launcher reads "
+            f"{LAUNCH_RECORD_SCHEMA_VERSION} (remove it to start its record afresh)"
+        )
+    return data
+
+
 class _State:
     def __init__(self, layout: Layout) -> None:
         self.layout = layout
-        self.data = _our_json(layout.state) or {}
+        self.data = _versioned(layout.state, _our_json(layout.state)) or {}
+        self.data["schema_version"] = LAUNCH_RECORD_SCHEMA_VERSION
         stages = self.data.setdefault("stages", {})
         if not isinstance(stages, dict) or not all(isinstance(v, dict) for v in stages.values()):
             raise PlanError(f"{layout.state}: stages is not an object of objects")
@@ -313,7 +333,8 @@ def _stamp_path(layout: Layout, stage: Stage) -> Path:
 
 
 def _stale(layout: Layout, stage: Stage) -> bool:
-    old = _our_json(_stamp_path(layout, stage))
+    path = _stamp_path(layout, stage)
+    old = _versioned(path, _our_json(path))
     if old is None:
         return False
     return bool(old.get("fingerprint") != _fingerprint(stage))
@@ -562,6 +583,7 @@ def _one_stage(
         stamp,
         json.dumps(
             {
+                "schema_version": LAUNCH_RECORD_SCHEMA_VERSION,
                 "fingerprint": _fingerprint(stage),
                 "finished": _now(),
                 "commands": [c.shell() for c in stage.commands],

@@ -20,6 +20,7 @@ from codegrep_model.records import Instance
 
 __all__ = [
     "GOLD_FROM_LABEL",
+    "REPORT_SCHEMA_VERSION",
     "ROW_SCHEMA_VERSION",
     "Dropped",
     "GoldLineRange",
@@ -28,6 +29,8 @@ __all__ = [
 #: `schema_version` of the GRPO and SFT rows this release writes; a row without one (written
 #: before it was added) reads as version 1, a newer one is refused.
 ROW_SCHEMA_VERSION = 1
+#: `schema_version` of the GRPO and SFT reports (report.json) this release writes.
+REPORT_SCHEMA_VERSION = 1
 
 #: `gold_source` of a row whose gold came from a label file (else "patch" or "gold_files").
 GOLD_FROM_LABEL = "label"
@@ -98,7 +101,9 @@ class _DropReport:
         return _by_reason(self.dropped)
 
     def to_dict(self) -> dict[str, Any]:
-        out = asdict(self)
+        """The report as written (report.json): `schema_version` first, the fields, then
+        `dropped_by_reason`. A report without `schema_version` (written before it) is 1."""
+        out: dict[str, Any] = {"schema_version": REPORT_SCHEMA_VERSION, **asdict(self)}
         out["dropped_by_reason"] = self.dropped_by_reason
         return out
 

@@ -57,6 +57,9 @@ __all__ = [
     "run_batch_file",
 ]
 
+#: The layout of a batch's `<predictions>.meta.json`; one without `schema_version` is 1.
+BATCH_META_SCHEMA_VERSION = 1
+
 DEFAULT_TIMEOUT_S = 120.0
 DEFAULT_SOURCE = "https://github.com/{repo}.git"
 
@@ -238,6 +241,7 @@ async def run_batch(
         await asyncio.gather(*(one(i) for i in todo))
     summary.wall_s = time.perf_counter() - started
     meta = {
+        "schema_version": BATCH_META_SCHEMA_VERSION,
         "policy": policy.name,
         "config": (config or RolloutConfig()).model_dump(),
         "total": summary.total,

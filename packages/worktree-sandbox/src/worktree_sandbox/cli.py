@@ -78,6 +78,9 @@ TextOpt = Annotated[bool, typer.Option("--text", help="Print what the model sees
 TimeoutOpt = Annotated[float, timeout_option("Per-call timeout in seconds.", min=0.01)]
 
 DEFAULT_SOURCE = "https://github.com/{repo}.git"
+#: The layouts of `prepare -o` and `bench -o`; a report without `schema_version` is 1.
+PREPARE_REPORT_SCHEMA_VERSION = 1
+BENCH_REPORT_SCHEMA_VERSION = 1
 
 
 @app.callback()
@@ -332,7 +335,15 @@ def prepare(
     for f in failures:
         _tagged("failed", "red", f)
     if output is not None:
-        _write(output, {"repos": report, "failures": failures, "skipped_rows": bad})
+        _write(
+            output,
+            {
+                "schema_version": PREPARE_REPORT_SCHEMA_VERSION,
+                "repos": report,
+                "failures": failures,
+                "skipped_rows": bad,
+            },
+        )
     if failures or bad:
         raise fail(f"{len(failures)} instance(s) failed, {len(bad)} row(s) skipped", code=1)
 
@@ -627,7 +638,7 @@ def bench(
     except SandboxError as exc:
         raise fail(str(exc), code=1) from exc
     if output is not None:
-        _write(output, figures)
+        _write(output, {"schema_version": BENCH_REPORT_SCHEMA_VERSION, **figures})
         err.print(f"figures written to {output}", markup=False, highlight=False, soft_wrap=True)
 
 

@@ -11,6 +11,7 @@ import math
 from collections import Counter
 from collections.abc import Sequence
 from enum import StrEnum
+from typing import Any
 
 from codegrep_records import RowProblem
 from pydantic import BaseModel, ConfigDict
@@ -46,6 +47,11 @@ class DownstreamFormat(StrEnum):
     TABLE = "table"
     MARKDOWN = "markdown"
     JSON = "json"
+
+
+#: `schema_version` of the JSON report (`swe-eval downstream report -f json`); a report without
+#: it (written before it) is 1.
+DOWNSTREAM_REPORT_SCHEMA_VERSION = 1
 
 
 class DownstreamReport(BaseModel):
@@ -404,7 +410,8 @@ def render_report(
     """The report as text; JSON also carries the skipped input rows (total, per file, each)."""
     fmt = DownstreamFormat(fmt)
     if fmt is DownstreamFormat.JSON:
-        payload = report.model_dump(mode="json")
+        payload: dict[str, Any] = {"schema_version": DOWNSTREAM_REPORT_SCHEMA_VERSION}
+        payload.update(report.model_dump(mode="json"))
         payload["skipped_rows"] = {
             "total": len(skipped),
             "by_file": dict(Counter(p.path for p in skipped)),
