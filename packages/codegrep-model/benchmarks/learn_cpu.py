@@ -218,7 +218,7 @@ def _score(record: dict[str, Any], gold: list[str]) -> dict[str, Any]:
     stats = rewards.RolloutStats(turns=st["turns"], tool_calls=st["tool_calls"])
     parsed = rewards.parse_answer(final)
     result = rewards.score_parsed("codegrep_v3", parsed, rewards.Gold.of(gold), stats)
-    files = list(parsed.files) if parsed.ok else []
+    files = list(parsed.answer.files) if parsed.answer is not None else []
     return {
         "instance_id": record["instance_id"],
         "repo": record["repo"],
