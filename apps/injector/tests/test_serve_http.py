@@ -273,6 +273,14 @@ def test_malformed_json_and_wrong_types(repo: Path, allowed: Path) -> None:
         assert r.status_code == 400
         r = httpx.post(f"{url}/localize", content=b"[1, 2]", headers=JSON)
         assert r.status_code == 422
+        # numbers JSON's grammar allows and Python should not hold: refused as not JSON, with the
+        # reason, not a 500 with the interpreter's own message
+        for number, reason in (("9" * 5000, "too long"), ("1e999", "out of range")):
+            body = f'{{"repo": "x", "issue": "y", "max_files": {number}}}'.encode()
+            r = httpx.post(f"{url}/localize", content=body, headers=JSON)
+            assert r.status_code == 400, r.text
+            assert r.json()["error"]["code"] == "malformed_json"
+            assert reason in r.json()["error"]["message"]
         for body, field in (
             ({"repo": 5, "issue": ISSUE}, "repo"),
             ({"repo": str(repo)}, "issue"),

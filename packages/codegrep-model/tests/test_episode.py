@@ -174,6 +174,18 @@ SCRIPTS: dict[str, tuple[list[Step], RolloutConfig]] = {
         ],
         RolloutConfig(),
     ),
+    "hostile arguments and a hostile answer": (
+        [
+            calls(
+                call("grep", "[" * 100_000, id="h1"),  # nesting past any recursion limit
+                call("grep", '{"pattern": "x", "max_results": ' + "9" * 5000 + "}", id="h2"),
+                call("read", '{"path": "shop/cart.py", "start_line": 1e999}', id="h3"),
+            ),
+            say("```json\n" + '{"files": ' * 50_000 + "```"),
+            say(ANSWER),  # asked again after an answer that does not parse
+        ],
+        RolloutConfig(exploration_turns=1),
+    ),
     "every call malformed": (
         [calls(call("find", {}, id="f1"), call("grep", "{", id="f2")), say(ANSWER)],
         RolloutConfig(exploration_turns=1),
@@ -351,6 +363,16 @@ def test_the_scenarios_do_what_their_names_say() -> None:
     assert "Unknown tool 'find'" in texts[3]
     assert "Malformed tool call" in texts[4]
     assert bad.stats.tool_calls == 2  # the tool error ran; malformed calls did not count
+
+    hostile = run("hostile arguments and a hostile answer")
+    assert [c.status for c in hostile.turns[0].calls] == ["malformed"] * 3
+    texts = [m.content or "" for m in hostile.messages if m.role == "tool"]
+    assert "nested too deeply" in texts[0]
+    assert "number too long" in texts[1]
+    assert "out of range" in texts[2]
+    assert hostile.status == "answered"
+    assert hostile.answer is not None
+    assert hostile.answer.files == ("shop/cart.py",)
 
     capped = run("calls over the cap are refused")
     assert [c.status for c in capped.turns[0].calls] == ["ok"] * 8 + ["refused"] * 3

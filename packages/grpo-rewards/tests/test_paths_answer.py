@@ -130,3 +130,23 @@ def test_malformed_answers_carry_a_reason(text: str, reason: str) -> None:
 def test_non_text_answer() -> None:
     # ms-swift may hand over token-id lists for frozen assistant turns
     assert parse_answer([1, 2, 3]).error == "the answer is not text (list)"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"files": ' * 50_000,  # past Python's recursion limit
+        '{"files": ["a.py"], "n": ' + "9" * 5000 + "}",  # past Python's 4,300-digit limit
+    ],
+    ids=["deep", "huge integer"],
+)
+def test_hostile_replies_are_no_answer_not_an_exception(text: str) -> None:
+    parsed = parse_answer(text)
+    assert parsed.answer is None
+    assert parsed.error
+
+
+def test_an_answer_before_a_hostile_tail_still_counts() -> None:
+    parsed = parse_answer('{"files": ["a.py"]} then ' + "[" * 50_000 + '{"files": ' * 5_000)
+    assert parsed.answer is not None
+    assert parsed.answer.files == ("a.py",)

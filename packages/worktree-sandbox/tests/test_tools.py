@@ -190,6 +190,12 @@ async def test_call_with_raw_model_arguments(tree: Tree) -> None:
     assert r.tool == "read"
     r = await tree.call("read", "{not json")
     assert r.error is ToolErrorKind.INVALID_ARGUMENTS
+    # a model's hostile arguments: a clear tool error, never an exception out of the tree
+    r = await tree.call("read", "[" * 100_000)
+    assert r.error is ToolErrorKind.INVALID_ARGUMENTS
+    assert "nested too deeply" in r.text
+    r = await tree.call("read", '{"path": "README.md", "start_line": ' + "9" * 5000 + "}")
+    assert r.error is ToolErrorKind.INVALID_ARGUMENTS
     r = await tree.call("glob", {"pattern": ""})
     assert r.error is ToolErrorKind.INVALID_ARGUMENTS
     r = await tree.call("write", {"path": "x"})

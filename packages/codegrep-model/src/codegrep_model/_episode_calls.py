@@ -7,10 +7,10 @@ names are re-exported there.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from codegrep_records import parse_json
 from worktree_sandbox import GlobResult, GrepResult, ReadResult, ToolErrorKind
 
 from codegrep_model.policy import PolicyReply, PolicyRequest
@@ -116,7 +116,7 @@ def plan_call(call: ToolCall, known: tuple[str, ...]) -> PlannedCall | Feedback:
     if call.name not in known:
         return malformed(f"Unknown tool {call.name!r}. The tools are: {', '.join(known)}.")
     try:
-        args = json.loads(call.arguments) if call.arguments.strip() else {}
+        args = parse_json(call.arguments) if call.arguments.strip() else {}
     except ValueError as exc:
         return malformed(
             f"Malformed call to {call.name}: the arguments are not valid JSON ({exc}). "

@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 import re
 
+from codegrep_records import parse_json
+
 from codegrep_model.records import ToolCall
 
 __all__ = ["split_hermes"]
@@ -27,7 +29,7 @@ def split_hermes(text: str, *, id_prefix: str = "call") -> tuple[str | None, tup
     for i, m in enumerate(_BLOCK.finditer(text)):
         raw = m.group(1).strip()
         try:
-            data = json.loads(raw)
+            data = parse_json(raw)
         except ValueError:
             data = None
         if isinstance(data, dict) and isinstance(data.get("name"), str):

@@ -12,7 +12,6 @@ and loses only the scores.
 from __future__ import annotations
 
 import ast
-import json
 import re
 from typing import Annotated, Any
 
@@ -193,7 +192,7 @@ _PATHLIKE = re.compile(r"[^\s]*[./][^\s]*")
 def _load(blob: str) -> Any:
     blob = blob.strip()
     try:
-        return json.loads(blob)
+        return records.parse_json(blob)
     except ValueError:
         pass
     try:

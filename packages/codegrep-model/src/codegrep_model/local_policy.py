@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from codegrep_records import parse_json
+
 from codegrep_model._chat_format import fold_follow_up
 from codegrep_model._hermes import split_hermes
 from codegrep_model.errors import PolicyError, PolicySpecError
@@ -68,7 +70,7 @@ def _call_blocks(message: ChatMessage) -> str:
     blocks = []
     for c in message.tool_calls:
         try:
-            args: object = json.loads(c.arguments) if c.arguments.strip() else {}
+            args: object = parse_json(c.arguments) if c.arguments.strip() else {}
         except ValueError:
             args = c.arguments
         body = json.dumps({"name": c.name, "arguments": args}, ensure_ascii=False)

@@ -79,7 +79,11 @@ def _json_objects(text: str) -> list[object]:
     while pos != -1:
         try:
             obj, end = decoder.raw_decode(text, pos)
-        except json.JSONDecodeError:
+        except RecursionError:
+            # nesting past Python's limit: a hostile reply, and every later "{" inside it would
+            # recurse as deep again; what was found before it stands
+            break
+        except ValueError:  # not JSON here (or an integer past Python's 4,300 digits)
             pos = text.find("{", pos + 1)
             continue
         found.append(obj)

@@ -61,7 +61,7 @@ def _name_and_arguments(call: object) -> _Call:
     if isinstance(arguments, str):
         try:
             arguments = json.loads(arguments)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # not JSON, a 5,000-digit number, deep nesting
             arguments = None
     return (name if isinstance(name, str) else None), arguments
 
@@ -71,7 +71,7 @@ def _calls_in_text(text: str) -> list[_Call]:
     for block in _TOOL_CALL_RE.findall(text):
         try:
             calls.append(_name_and_arguments(json.loads(block)))
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # not JSON, a 5,000-digit number, deep nesting
             calls.append((None, None))
     return calls
 

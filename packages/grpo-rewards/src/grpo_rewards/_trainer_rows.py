@@ -91,7 +91,7 @@ def _maybe_json(value: object) -> object:
     if isinstance(value, str) and value.lstrip()[:1] in ("[", "{"):
         try:
             return json.loads(value)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # not JSON, a 5,000-digit number, deep nesting
             return value
     return value
 

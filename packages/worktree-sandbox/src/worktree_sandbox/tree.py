@@ -171,7 +171,8 @@ class Tree(ABC):
             if not isinstance(raw, dict):
                 raise TypeError("arguments must be a JSON object")
             args = model.model_validate(raw)
-        except (ValueError, TypeError, ValidationError) as exc:
+        # RecursionError: arguments nested past Python's limit (a model's hostile call)
+        except (ValueError, TypeError, ValidationError, RecursionError) as exc:
             message = _explain(name, exc)
             if name == "grep":
                 return _error(ToolErrorKind.INVALID_ARGUMENTS, message, GrepResult)
@@ -472,6 +473,8 @@ def _explain(tool: str, exc: Exception) -> str:
         )
         fields = ", ".join(TOOL_ARGS[tool].model_fields)
         return f"invalid arguments for {tool}: {problems}. Accepted fields: {fields}"
+    if isinstance(exc, RecursionError):
+        return f"invalid arguments for {tool}: nested too deeply to read"
     return f"invalid arguments for {tool}: {exc}"
 
 

@@ -44,6 +44,7 @@ from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
+from codegrep_records import parse_json
 from grpo_rewards import INFO_EPISODE_STATUS, INFO_TEST_POLICY, RolloutInfo
 from worktree_sandbox import BareRepoCache, SandboxLimits, TreePool
 
@@ -195,7 +196,7 @@ def hermes_text(reply: PolicyReply) -> str:
     parts = [reply.content] if reply.content else []
     for call in reply.tool_calls:
         try:
-            arguments: object = json.loads(call.arguments)
+            arguments: object = parse_json(call.arguments)
         except ValueError:
             arguments = call.arguments
         body = json.dumps({"name": call.name, "arguments": arguments}, ensure_ascii=False)
