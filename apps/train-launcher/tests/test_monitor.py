@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 import typer
+from codegrep_records import parse_json
 from train_launcher import monitor
 from train_launcher.monitor import (
     MonitorInputError,
@@ -783,3 +784,17 @@ def test_a_finished_run_shorter_than_the_window_is_judged_over_all_its_steps(
     assert not read_run(run).finished
     assert "calls_per_turn_low" not in {a.name for a in running.alarms}
     assert any("no sustained check could fire yet" in n for n in running.notes)
+
+
+def test_a_kl_that_overflows_its_sums_still_writes_strict_json(tmp_path: Path) -> None:
+    # 1.7e308 is a finite float; the monitor's sums and means of it overflow to infinity, and
+    # json.dumps would write `Infinity`, which no JSON reader takes back
+    run = _doctored(tmp_path / "run", 6, {}, {"kl": 1.7e308})
+    out = tmp_path / "o"
+    res = runner.invoke(_app(), ["monitor", str(run), "-o", str(out), "--no-plot"])
+    assert res.exit_code == 1, res.output  # kl_hard fires
+    text = (out / "report.json").read_text()
+    assert "Infinity" not in text
+    assert "NaN" not in text
+    report = parse_json(text)  # strict: refuses NaN and Infinity
+    assert "kl_hard" in {a["name"] for a in report["alarms"]}

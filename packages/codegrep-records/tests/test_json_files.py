@@ -17,6 +17,7 @@ import pytest
 from codegrep_records import (
     MAX_JSON_DEPTH,
     RecordFileError,
+    dumps_json,
     parse_json,
     read_json_file,
     read_json_object,
@@ -206,3 +207,13 @@ _VALUES = st.recursive(
 def test_every_ordinary_document_reads_back_as_json_does(value: object) -> None:
     text = json.dumps(value)
     assert parse_json(text) == json.loads(text)
+
+
+def test_dumps_json_writes_what_parse_json_reads_back() -> None:
+    big = 1.7e308
+    value = {"kl": [big, big * 10, float("nan")], "pair": (1, -big * 10), "ok": 0.5}
+    text = dumps_json(value, indent=2)
+    assert parse_json(text) == {"kl": [big, None, None], "pair": [1, None], "ok": 0.5}
+    assert dumps_json({"a": 1}) == '{"a": 1}'  # the common case, unchanged
+    with pytest.raises(TypeError):
+        dumps_json({"a": object()})  # what json cannot write still raises

@@ -7,7 +7,6 @@ unreadable file, a bad config or option, an output folder that cannot be written
 
 from __future__ import annotations
 
-import json
 import reprlib
 from pathlib import Path
 from typing import Annotated
@@ -234,13 +233,13 @@ def _write(
     out_dir: Path, run: RunData, report: MonitorReport, want_plot: bool, *, within: Path | None
 ) -> list[Path]:
     """Each output replaced in one step, never through a link planted at its name."""
-    from codegrep_records import write_atomically
+    from codegrep_records import dumps_json, write_atomically
 
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
         write_atomically(
             out_dir / REPORT_FILE,
-            json.dumps(report.model_dump(mode="json"), indent=2) + "\n",
+            dumps_json(report.model_dump(mode="json"), indent=2) + "\n",
             within=within,
         )
         write_atomically(out_dir / VERDICT_FILE, report.verdict + "\n", within=within)

@@ -20,6 +20,8 @@ from codegrep_records._gold import (
 )
 from codegrep_records._json_files import (
     MAX_JSON_DEPTH,
+    dumps_json,
+    finite_json,
     parse_json,
     read_json_file,
     read_json_object,
@@ -81,7 +83,9 @@ __all__ = [
     "Verdict",
     "__version__",
     "describe_validation_error",
+    "dumps_json",
     "files_from_patch",
+    "finite_json",
     "gold_from_instances",
     "is_test_path",
     "load_instances",

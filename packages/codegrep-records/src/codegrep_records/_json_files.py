@@ -29,6 +29,8 @@ __all__ = [
     "MAX_FILE_BYTES",
     "MAX_JSON_DEPTH",
     "MAX_NUMBER_CHARS",
+    "dumps_json",
+    "finite_json",
     "parse_json",
     "read_json_file",
     "read_json_object",
@@ -115,6 +117,31 @@ def parse_json(text: str, *, max_depth: int = MAX_JSON_DEPTH, allow_nan: bool = 
         raise ValueError(f"{exc.msg} (line {exc.lineno}, column {exc.colno})") from None
     except RecursionError:  # unbalanced brackets slip past _too_deep; the decoder stops here
         raise ValueError("nested too deeply to read") from None
+
+
+def finite_json(value: Any) -> Any:
+    """`value` with every float that is not finite (NaN, an overflow to infinity) as `None`,
+    tuples as lists: what JSON can hold. Mapping keys are kept as they are."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: finite_json(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [finite_json(v) for v in value]
+    return value
+
+
+def dumps_json(value: Any, *, indent: int | None = None) -> str:
+    """The one way the toolkit writes a JSON document: strict JSON every reader accepts.
+
+    `json.dumps` writes `NaN` and `Infinity` by default, which no JSON parser (and not
+    `parse_json`) reads back; here they are `null` (a figure with nothing behind it, or one
+    that overflowed: a sum of KLs of 1.7e308). Anything else `json.dumps` refuses still raises.
+    """
+    try:
+        return json.dumps(value, indent=indent, allow_nan=False)
+    except ValueError:  # a non-finite float somewhere: walk it only then
+        return json.dumps(finite_json(value), indent=indent, allow_nan=False)
 
 
 def open_regular(p: Path, refuse_links: bool = False) -> int:

@@ -6,14 +6,13 @@ Rendering only; the figures come from `swe_eval.downstream.analysis`.
 from __future__ import annotations
 
 import io
-import json
 import math
 from collections import Counter
 from collections.abc import Sequence
 from enum import StrEnum
 from typing import Any
 
-from codegrep_records import RowProblem
+from codegrep_records import RowProblem, dumps_json
 from pydantic import BaseModel, ConfigDict
 
 from swe_eval.downstream.analysis import (
@@ -417,7 +416,7 @@ def render_report(
             "by_file": dict(Counter(p.path for p in skipped)),
             "rows": [{"path": p.path, "line": p.line, "message": p.message} for p in skipped],
         }
-        return json.dumps(_finite(payload), indent=2, allow_nan=False) + "\n"
+        return dumps_json(payload, indent=2) + "\n"
     sections = _sections(report)
     if fmt is DownstreamFormat.MARKDOWN:
         parts = [f"**{report.title}**\n\n" if report.title else ""]
@@ -444,14 +443,3 @@ def render_report(
     out = console.file
     assert isinstance(out, io.StringIO)
     return out.getvalue()
-
-
-def _finite(value: object) -> object:
-    """NaN (a figure with no instance behind it) as JSON null: NaN is not JSON."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_finite(v) for v in value]
-    return value
