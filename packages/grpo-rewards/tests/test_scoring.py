@@ -136,3 +136,27 @@ def test_two_sided_p_is_twice_the_smaller_tail_and_never_zero() -> None:
     assert two_sided_p([0.1, 0.2, 0.3], 1000) == 1 / 1000  # never 0
     assert two_sided_p([0.0, 0.0], 10) == 1.0  # 0 counts on both sides; capped at 1
     assert two_sided_p([], 10) == 1.0
+
+
+def test_numpy_draws_are_the_stdlib_draws(monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("numpy")
+    import random
+
+    import grpo_rewards._scoring as scoring
+
+    rng = random.Random(5)
+    cols = [[rng.random() for _ in range(300)], [float(rng.random() < 0.3) for _ in range(300)]]
+    ratios = [scoring.Ratio(0, None), scoring.Ratio(0, 1), scoring.Ratio(1, None)]
+    fast = scoring.ClusterBootstrap(300, 200, 11)
+    assert fast._draws is not None  # numpy drew them
+    fast_out = fast.distributions(cols, ratios)
+    fast_pick = fast.pickers[3](list(range(300)))
+    monkeypatch.setattr(scoring, "_numpy", lambda: None)
+    slow = scoring.ClusterBootstrap(300, 200, 11)
+    assert slow._draws is None
+    assert slow.pickers[3](list(range(300))) == fast_pick
+    slow_out = slow.distributions(cols, ratios)
+    assert [len(x) for x in fast_out] == [len(x) for x in slow_out]
+    assert fast_out[2] == slow_out[2]  # a 0/1 column sums exactly
+    for a, b in zip(fast_out, slow_out, strict=True):
+        assert max(abs(x - y) for x, y in zip(a, b, strict=True)) < 1e-12

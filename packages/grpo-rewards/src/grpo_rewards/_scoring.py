@@ -24,18 +24,20 @@ the resampled columns), so that every figure moves with the same resamples. The 
 percentile interval (`percentile` is numpy's default, 'linear', percentile) widened to hold the
 point; `two_sided_p` is the share of resamples on the far side of 0, doubled.
 
-Pure functions; no I/O; stdlib only. Not for a training reward (`_rewards`).
+Pure functions; no I/O; stdlib only, with numpy (when installed) drawing the same resamples
+faster. Not for a training reward (`_rewards`).
 """
 
 from __future__ import annotations
 
 import math
 import random
+import statistics
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from operator import itemgetter
-from typing import Generic, Literal, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
 from grpo_rewards._metrics import fbeta_from_counts
 
@@ -175,6 +177,20 @@ class Ratio:
     den: int | None  # None: the number of instances (a plain mean)
 
 
+def _numpy() -> Any:
+    """numpy if it is installed (it is optional: this package needs only the stdlib)."""
+    try:
+        import numpy
+    except ImportError:
+        return None
+    return numpy
+
+
+def _picker(idx: Sequence[int]) -> Callable[[Sequence[float]], Sequence[float]]:
+    # itemgetter of one index returns the item itself, not a 1-tuple.
+    return itemgetter(*idx) if len(idx) > 1 else _single(idx[0])
+
+
 def _single(i: int) -> Callable[[Sequence[float]], Sequence[float]]:
     def pick(column: Sequence[float]) -> Sequence[float]:
         return (column[i],)
@@ -183,17 +199,39 @@ def _single(i: int) -> Callable[[Sequence[float]], Sequence[float]]:
 
 
 class ClusterBootstrap:
-    """Resamples of instance indices, shared by every figure so that they move together."""
+    """Resamples of instance indices, shared by every figure so that they move together.
+
+    The draws are `random.Random(seed).choices(range(n), k=n)`, one per resample. Where numpy
+    is installed they are made by numpy's MT19937 started from that generator's own state:
+    the same indices, drawn ~20x faster, and the ratios (`distributions`) summed by numpy. A
+    sum of floats may then differ from `math.fsum`'s in its last bits; 0/1 columns are exact.
+    """
 
     def __init__(self, n: int, resamples: int, seed: int) -> None:
         rng = random.Random(seed)
-        population = range(n)
         self.n = n
-        self.pickers: list[Callable[[Sequence[float]], Sequence[float]]] = []
-        for _ in range(resamples if n > 0 else 0):
-            idx = rng.choices(population, k=n)
-            # itemgetter of one index returns the item itself, not a 1-tuple.
-            self.pickers.append(itemgetter(*idx) if n > 1 else _single(idx[0]))
+        count = resamples if n > 0 else 0
+        np = _numpy()
+        self._draws: Any = None  # a numpy array (resamples x n) when numpy draws
+        self._pickers: list[Callable[[Sequence[float]], Sequence[float]]] | None = None
+        if np is not None and count:
+            state = rng.getstate()[1]
+            mt = np.random.RandomState()
+            mt.set_state(("MT19937", np.array(state[:624], dtype=np.uint32), state[624]))
+            # choices() is floor(random() * n) per draw, and random() is MT19937's 53-bit
+            # double, the one random_sample() gives
+            self._draws = np.floor(mt.random_sample((count, n)) * n).astype(np.int32)
+        else:
+            self._pickers = [_picker(rng.choices(range(n), k=n)) for _ in range(count)]
+
+    @property
+    def pickers(self) -> list[Callable[[Sequence[float]], Sequence[float]]]:
+        """One function per resample: a column's values at the drawn indices."""
+        if self._pickers is None:
+            draws = self._draws
+            assert draws is not None
+            self._pickers = [_picker(row) for row in draws.tolist()]
+        return self._pickers
 
     def resampled(self, columns: Sequence[Sequence[float]]) -> Iterator[list[Sequence[float]]]:
         """Each resample's columns: the values of the drawn instances, in draw order."""
@@ -219,10 +257,46 @@ class ClusterBootstrap:
     ) -> list[list[float]]:
         """For each ratio, its value in every resample where its denominator is not 0."""
         out: list[list[float]] = [[] for _ in ratios]
+        if self._draws is not None:
+            return self._distributions_numpy(columns, ratios)
         for pick in self.pickers:
             sums = [math.fsum(pick(col)) for col in columns]
             for k, ratio in enumerate(ratios):
                 den = self.n if ratio.den is None else sums[ratio.den]
                 if den > 0:
                     out[k].append(sums[ratio.num] / den)
+        return out
+
+    def medians(self, column: Sequence[float]) -> list[float]:
+        """The median of `column` in every resample (numpy's where it drew, the same value)."""
+        np = _numpy() if self._draws is not None else None
+        if np is None:
+            return [float(statistics.median(pick(column))) for pick in self.pickers]
+        values = np.asarray(column, dtype=np.float64)
+        rows = max(1, (1 << 22) // max(1, self.n))
+        parts = [
+            np.median(values[self._draws[i : i + rows]], axis=1)
+            for i in range(0, len(self._draws), rows)
+        ]
+        return [float(x) for x in np.concatenate(parts).tolist()]
+
+    def _distributions_numpy(
+        self, columns: Sequence[Sequence[float]], ratios: Sequence[Ratio]
+    ) -> list[list[float]]:
+        np = _numpy()
+        draws = self._draws
+        assert np is not None
+        assert draws is not None
+        rows = max(1, (1 << 22) // max(1, self.n))  # ~32 MB of gathered values at a time
+        sums = []
+        for col in columns:
+            values = np.asarray(col, dtype=np.float64)
+            parts = [values[draws[i : i + rows]].sum(axis=1) for i in range(0, len(draws), rows)]
+            sums.append(np.concatenate(parts))
+        out: list[list[float]] = []
+        for ratio in ratios:
+            num = sums[ratio.num]
+            den = np.full(len(num), float(self.n)) if ratio.den is None else sums[ratio.den]
+            keep = den > 0
+            out.append((num[keep] / den[keep]).tolist())
         return out

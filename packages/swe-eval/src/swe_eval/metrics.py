@@ -27,7 +27,6 @@ Pure functions; no I/O.
 from __future__ import annotations
 
 import math
-import statistics
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -36,6 +35,7 @@ import numpy as np
 from codegrep_records import GoldLabel, Prediction
 from grpo_rewards import (
     ClusterBootstrap,
+    Ratio,
     account,
     answer_status,
     fbeta_from_counts,
@@ -242,33 +242,6 @@ def _metric_names(ks: Sequence[int]) -> list[str]:
     ]
 
 
-def _interval(
-    boot: ClusterBootstrap,
-    point: float,
-    columns: Sequence[Sequence[float]],
-    statistic: Callable[[Sequence[Sequence[float]]], float | None],
-    confidence: float,
-) -> tuple[float, float]:
-    """The core's percentile interval of `statistic` over the instance resamples."""
-    if math.isnan(point):
-        return point, point
-    return percentile_interval(point, boot.distribution(columns, statistic), confidence)
-
-
-def _mean(drawn: Sequence[Sequence[float]]) -> float:
-    return math.fsum(drawn[0]) / len(drawn[0])
-
-
-def _median(drawn: Sequence[Sequence[float]]) -> float:
-    return statistics.median(drawn[0])
-
-
-def _mean_of_present(drawn: Sequence[Sequence[float]]) -> float | None:
-    # column 0: the value (0 where absent), column 1: 1 where present
-    present = math.fsum(drawn[1])
-    return math.fsum(drawn[0]) / present if present else None
-
-
 def _summarize_scores(
     ev: SystemEval,
     *,
@@ -286,14 +259,19 @@ def _summarize_scores(
             turns = [s.turns for s in ev.scores]
             x = ev.column("turns")
             columns = [[t or 0.0 for t in turns], [float(t is not None) for t in turns]]
-            statistic = _mean_of_present
         else:
             x = ev.column("fbeta" if name == "fbeta_median" else name)
             columns = [x.tolist()]
-            statistic = _median if name == "fbeta_median" else _mean
         agg = np.median if name == "fbeta_median" else np.mean
         value = float(agg(x)) if len(x) else math.nan
-        low, high = _interval(boot, value, columns, statistic, confidence)
+        if math.isnan(value):
+            low, high = value, value
+        elif name == "fbeta_median":
+            low, high = percentile_interval(value, boot.medians(columns[0]), confidence)
+        else:  # a mean is a ratio of sums: the bootstrap's vectorized path
+            ratio = Ratio(0, None) if name != "turns" else Ratio(0, 1)
+            (dist,) = boot.distributions(columns, [ratio])
+            low, high = percentile_interval(value, dist, confidence)
         metrics[name] = Estimate(value=value, low=low, high=high, n=len(x))
     statuses = [s.status for s in ev.scores]
     return SystemSummary(
@@ -377,7 +355,7 @@ def paired_difference(
     d = np.array([ca[ia[i]] - cb[ib[i]] for i in common])
     mean = float(d.mean())
     boot = ClusterBootstrap(len(d), n_resamples, seed)
-    dist = boot.distribution([d.tolist()], _mean)
+    (dist,) = boot.distributions([d.tolist()], [Ratio(0, None)])
     p = two_sided_p(dist, n_resamples)
     low, high = percentile_interval(mean, dist, confidence)
     return PairedDifference(
