@@ -258,17 +258,25 @@ def evaluate(out: Path, arm: str, split: str, model: Path, adapter: Path | None,
         _run(policy, out / f"{split}.jsonl", raw, str(out / "cache"), kw["source"],
              jobs=8, config=_config(kw["max_length"]), counter=counter)
     )  # fmt: skip
-    gold = {r["instance_id"]: list(r["gold_files"]) for s in SPLIT_NAMES
-            for r in _read_jsonl(out / f"grpo-{s}" / "train.jsonl")}  # fmt: skip
-    rollouts = _read_jsonl(raw.with_suffix(".rollouts.jsonl"))
-    lines = [_score(r, gold[r["instance_id"]]) for r in rollouts]
-    lines.sort(key=lambda r: r["instance_id"])
-    dest.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    lines = score_raw(out, arm, split)
     s = policy.summary()
     print(f"[{arm}/{split}] {summary.describe()}; mean reward "
           f"{sum(x['reward'] for x in lines) / max(1, len(lines)):.3f}; {s['replies']} replies, "
           f"{s['seconds_per_reply']:.2f} s and {s['completion_tokens'] / max(1, s['replies']):.0f}"
           f" output tokens per reply; {time.perf_counter() - t0:.0f} s", flush=True)  # fmt: skip
+
+
+def score_raw(out: Path, arm: str, split: str) -> list[dict[str, Any]]:
+    """Score the rollouts an evaluation wrote (all of them, or the ones a stopped run got to)
+    into eval/ARM.SPLIT.jsonl; the report marks an arm that covers part of a split."""
+    raw = out / "eval" / "raw" / f"{arm}.{split}.pred.jsonl"
+    gold = {r["instance_id"]: list(r["gold_files"]) for s in SPLIT_NAMES
+            for r in _read_jsonl(out / f"grpo-{s}" / "train.jsonl")}  # fmt: skip
+    rollouts = _read_jsonl(raw.with_suffix(".rollouts.jsonl"))
+    lines = [_score(r, gold[r["instance_id"]]) for r in rollouts]
+    lines.sort(key=lambda r: r["instance_id"])
+    (out / "eval" / f"{arm}.{split}.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    return lines
 
 
 def passk(out: Path, model: Path, adapter: Path | None, k: int, temperature: float,
@@ -349,7 +357,21 @@ def report(out: Path, model: Path) -> None:
                          ("heldout_verified", "held out: Verified dev, training repositories, "
                           "instances never trained on"),
                          ("train", "in-sample: the training split")):  # fmt: skip
-        arms = [(a, t) for a, t in ARMS if res[a][split]]
+        full = len(spec["splits"][split]["ids"]) if split in spec["splits"] else 0
+        arms = [(a, t) for a, t in ARMS if len(res[a][split]) >= full > 0]
+        # an arm stopped part way (for compute) is shown on its own instances, never pooled
+        for a, t in ARMS:
+            if 0 < len(res[a][split]) < full:
+                part = sorted(res[a][split])
+                solved = sum(res[a][split][i]["reward"] > 0 for i in part)
+                answered = sum(res[a][split][i]["answered"] for i in part)
+                md += [f"*{t}: {len(part)} of the {full} instances run (the run was stopped "
+                       f"for compute); on those: {answered} answered, {solved} with reward > 0, "
+                       f"reward v3 {_fmt(*_boot([res[a][split][i]['reward'] for i in part]))}.*",
+                       ""]  # fmt: skip
+                summary.setdefault("partial_arms", {}).setdefault(split, {})[a] = {
+                    "instances": part, "of": full, "answered": answered, "solved": solved,
+                }  # fmt: skip
         if not arms:
             continue
         ids = sorted(set.intersection(*(set(res[a][split]) for a, _ in arms)))
@@ -497,6 +519,10 @@ def main() -> None:
         p.add_argument("--max-new-tokens", type=int, default=TURN_TOKENS)
         p.add_argument("--max-length", type=int, default=3072)
         p.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's own)")
+    p = sub.add_parser("score", help="score what an evaluation (perhaps stopped) wrote")
+    p.add_argument("out", type=Path)
+    p.add_argument("arm")
+    p.add_argument("split", choices=SPLIT_NAMES)
     p = sub.add_parser("report")
     p.add_argument("out", type=Path)
     p.add_argument("--model", type=Path, required=True)
@@ -512,6 +538,8 @@ def main() -> None:
             evaluate(a.out, a.arm, a.split, a.model, a.adapter, **kw)
         else:
             passk(a.out, a.model, a.adapter, a.k, a.temperature, a.limit, **kw)
+    elif a.cmd == "score":
+        print(f"{len(score_raw(a.out, a.arm, a.split))} rollouts scored", flush=True)
     else:
         report(a.out, a.model)
 
