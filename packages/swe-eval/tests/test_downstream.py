@@ -203,6 +203,29 @@ def test_bad_rows_are_counted_with_file_and_line(tmp_path: Path) -> None:
     assert str(outputs.problems[1]) == f"{path}:3: expected a JSON object, got list"
     assert str(outputs.problems[2]) == f"{path}:4: no instance_id"
     assert "not an agent output" in outputs.problems[3].message
+
+
+@pytest.mark.parametrize(
+    ("arguments", "reason"),
+    [("[" * 100_000, "nested too deeply"), ('{"path": 1e999}', "out of range"),
+     ('{"path": ' + "9" * 5000 + "}", "too long")],
+    ids=["deep", "1e999", "5000 digits"],
+)  # fmt: skip
+def test_hostile_tool_call_arguments_make_a_skipped_row(
+    tmp_path: Path, arguments: str, reason: str
+) -> None:
+    def row(iid: str, args: str) -> dict[str, Any]:
+        call = {"id": "1", "function": {"name": "view_file", "arguments": args}}
+        return {"instance_id": iid, "messages": [{"role": "assistant", "tool_calls": [call]}]}
+
+    rows = [row("o__r-1", '{"path": "a.py"}'), row("o__r-2", arguments), row("o__r-3", "{not")]
+    path = _jsonl(tmp_path / "out.jsonl", rows)
+    outputs = read_agent_outputs(path)
+    assert sorted(outputs.runs) == ["o__r-1", "o__r-3"]  # merely malformed: no arguments
+    (problem,) = outputs.problems
+    assert problem.line == 2
+    assert "hostile" in problem.message
+    assert reason in problem.message
     with pytest.raises(DatasetError, match="no such file"):
         read_agent_outputs(tmp_path / "nope.jsonl")
 
