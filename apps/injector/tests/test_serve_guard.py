@@ -151,6 +151,34 @@ def test_object_alternates_out_of_the_root_are_refused(
         assert r.json()["files"] == ["billing/invoice.py"]
 
 
+def test_links_inside_the_git_dir_out_of_the_root_are_refused(
+    allowed: Path, outside: Path, git: Git, make_repo: MakeRepo
+) -> None:
+    # git follows a link anywhere in its git dir: a pack folder or a loose-object folder linked
+    # to another repository's serves that repository's history
+    git(outside, "repack", "-q", "-a", "-d")
+    packed = make_repo(allowed / "packed", {"x.py": "x = 1\n"})
+    pack = packed / ".git" / "objects" / "pack"
+    for f in pack.iterdir():
+        f.unlink()
+    pack.rmdir()
+    pack.symlink_to(outside / ".git" / "objects" / "pack", target_is_directory=True)
+    loose = make_repo(allowed / "loose", {"y.py": "y = 1\n"})
+    (loose / ".git" / "objects" / "ab").symlink_to(outside, target_is_directory=True)
+    # a link that stays inside the roots is served
+    inside = make_repo(allowed / "inside", {"billing.py": "def invoice(): pass\n"})
+    (inside / ".git" / "hooks-link").symlink_to(allowed, target_is_directory=True)
+    with serving(build_app(LocalizeService(allow_roots=[allowed]))) as url:
+        for name in ("packed", "loose"):
+            for commit in (None, "HEAD"):
+                r = _post(
+                    url, {"repo": str(allowed / name), "issue": SECRET_ISSUE, "commit": commit}
+                )
+                _not_allowed(r, "link inside the git dir", outside)
+        r = _post(url, {"repo": str(inside), "issue": ISSUE})
+        assert r.status_code == 200, r.text
+
+
 def test_git_environment_adds_no_alternates(
     allowed: Path, outside: Path, git: Git, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -72,6 +72,16 @@ def test_every_pointer_is_followed(tmp_path: Path, proj: Any, git_kit: Any) -> N
     assert [r for r, _ in got.places()][-2:] == ["object alternate", "object alternate"]
 
 
+def test_links_inside_the_git_data_are_listed(tmp_path: Path, proj: Any, git_kit: Any) -> None:
+    outside = git_kit.make_repo(tmp_path / "out", "other")
+    objects = proj.path / ".git" / "objects"
+    (objects / "ab").symlink_to(outside.path, target_is_directory=True)
+    (proj.path / ".git" / "refs" / "x").symlink_to(outside.path / "README.md")
+    got = repository_locations(proj.path)
+    assert set(got.links) == {outside.path.resolve(), (outside.path / "README.md").resolve()}
+    assert [r for r, _ in got.places()][-2:] == ["link inside the git dir"] * 2
+
+
 def test_hostile_pointer_files_are_errors_not_tracebacks(tmp_path: Path, proj: Any) -> None:
     objects = proj.path / ".git" / "objects"
     alternates = objects / "info" / "alternates"

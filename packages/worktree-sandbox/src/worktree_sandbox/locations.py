@@ -3,7 +3,9 @@ object alternate, each resolved (links followed) without running git.
 
 A folder can borrow data from anywhere: a `.git` that is a link, a `.git` *file* saying
 `gitdir: ...`, a `commondir` file (a linked worktree), an `objects` folder that is a link, and
-`objects/info/alternates` (git reads objects from each folder it lists, recursively). A caller
+`objects/info/alternates` (git reads objects from each folder it lists, recursively), and any
+symbolic link *inside* the git dir, the common dir or an object store (`objects/pack` or a
+loose-object folder `objects/ab` linked to another repository's: git follows it). A caller
 that may only read below some roots checks every place `repository_locations` lists (a server's
 policy of roots stays with the server). The files read here are untrusted: each is read with a
 size bound, bad bytes and too many entries are a `RepositoryLayoutError`, never a traceback.
@@ -27,6 +29,9 @@ _MAX_POINTER_BYTES = 4096  # a `.git` file or `commondir`: one path
 _MAX_ALTERNATES_BYTES = 64 * 1024
 _MAX_ALTERNATES = 64
 _MAX_ALTERNATE_DEPTH = 5  # git's own limit of nested alternates
+# Entries walked inside the git data looking for links: sympy's git dir holds ~2,000; a
+# repository with more loose objects than this is refused rather than walked for minutes.
+_MAX_GIT_ENTRIES = 500_000
 
 
 @dataclass(frozen=True)
@@ -39,6 +44,8 @@ class RepositoryLocations:
     common_dir: Path | None
     objects: Path | None
     alternates: tuple[Path, ...] = ()
+    #: where each symbolic link inside the git dir, the common dir or an object store leads
+    links: tuple[Path, ...] = ()
 
     def places(self) -> Iterator[tuple[str, Path]]:
         """(what it is, where) for each place: "work tree", "git dir", "common dir", "object
@@ -53,6 +60,8 @@ class RepositoryLocations:
                 yield role, path
         for alt in self.alternates:
             yield "object alternate", alt
+        for link in self.links:
+            yield "link inside the git dir", link
 
 
 def _read_small(path: Path, limit: int, what: str) -> str:
@@ -126,6 +135,31 @@ def _alternates(objects: Path) -> tuple[Path, ...]:
     return tuple(found)
 
 
+def _links_inside(folders: list[Path]) -> tuple[Path, ...]:
+    """The resolved targets of every symbolic link below `folders` (not followed while walking:
+    a linked folder is one entry, its target listed)."""
+    found: dict[Path, None] = {}
+    seen = 0
+    todo = list(dict.fromkeys(folders))
+    while todo:
+        folder = todo.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue  # unreadable here is unreadable for git too
+        for entry in entries:
+            seen += 1
+            if seen > _MAX_GIT_ENTRIES:
+                raise RepositoryLayoutError(
+                    f"the git dir holds more than {_MAX_GIT_ENTRIES:,} entries to check for links"
+                )
+            if entry.is_symlink():
+                found[_resolve(folder, entry.name, "link inside the git dir")] = None
+            elif entry.is_dir(follow_symlinks=False):
+                todo.append(Path(entry.path))
+    return tuple(found)
+
+
 def repository_locations(folder: str | os.PathLike[str]) -> RepositoryLocations:
     """The places `folder` (a work tree, a bare repository or a plain folder) reads data from.
 
@@ -146,10 +180,12 @@ def repository_locations(folder: str | os.PathLike[str]) -> RepositoryLocations:
         text = _read_small(git_dir / "commondir", _MAX_POINTER_BYTES, "`commondir` file")
         common_dir = _resolve(git_dir, text.strip(), "`commondir` file")
     objects = _resolve(common_dir, "objects", "object store")
+    alternates = _alternates(objects)
     return RepositoryLocations(
         work_tree=work_tree,
         git_dir=git_dir,
         common_dir=common_dir,
         objects=objects,
-        alternates=_alternates(objects),
+        alternates=alternates,
+        links=_links_inside([git_dir, common_dir, objects, *alternates]),
     )
