@@ -16,7 +16,7 @@ from worktree_sandbox import (
     TreePool,
     repository_locations,
 )
-from worktree_sandbox._liveness import dir_bytes
+from worktree_sandbox._liveness import dir_bytes, dir_footprint
 
 
 @pytest.fixture
@@ -149,6 +149,26 @@ async def test_the_checkout_budget_closes_idle_trees_and_refuses_past_it(
                 await tree.wait_checkout()
                 assert pool.checkout_bytes <= budget
                 assert dir_bytes(work) <= budget
+                assert dir_footprint(work) <= budget  # what the files really take
         assert pool.stats.budget_evictions == 3
         assert pool.stats.checkout_bytes_peak <= budget
         assert pool.open_trees == 2
+
+
+async def test_the_budget_counts_pages_not_blob_bytes(tmp_path: Path, proj: Any) -> None:
+    # many one-byte files: 2,000 bytes of blobs, ~8 MB of pages
+    proj.commit({f"tiny/f{i}.txt": "x" for i in range(2000)}, "tiny files")
+    work = tmp_path / "work"
+    async with (
+        TreePool(None, workdir=work) as probe,
+        probe.tree_at(proj.path / ".git", proj.commits[-1]) as t,
+    ):
+        checkout = await t.wait_checkout()
+        assert checkout is not None
+        counted = probe.checkout_bytes
+        assert counted >= 2000 * 4096
+        assert dir_footprint(checkout) <= counted * 1.1  # the estimate holds what it takes
+    async with TreePool(None, workdir=work, max_checkout_bytes=1 << 20) as small:
+        async with small.tree_at(proj.path / ".git", proj.commits[-1]) as tree:
+            assert await tree.wait_checkout() is None  # refused: it would not fit in 1 MiB
+        assert small.stats.checkouts_refused == 1

@@ -165,8 +165,9 @@ def serve(
         int,
         typer.Option(
             min=0,
-            help="Bytes of checkouts (in /dev/shm when there) held at once; idle ones are "
-            "closed least recently used first, past it grep reads git objects.",
+            help="Bytes of checkouts (in /dev/shm when there) held at once, each file counted "
+            "as the 4 KiB pages it takes; idle ones are closed least recently used first, "
+            "past it grep reads git objects.",
         ),
     ] = 512 << 20,
     max_idle_trees: Annotated[

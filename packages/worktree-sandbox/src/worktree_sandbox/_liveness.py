@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from functools import cache
 
-__all__ = ["dir_bytes", "owner_alive", "owner_tag"]
+__all__ = ["dir_bytes", "dir_footprint", "owner_alive", "owner_tag"]
 
 
 def _start_time(pid: int) -> str | None:
@@ -51,6 +51,19 @@ def owner_alive(tag: str) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def dir_footprint(path: str | os.PathLike[str]) -> int:
+    """Bytes the files and folders below `path` really take (their allocated blocks), links
+    not followed: on tmpfs, the memory they hold."""
+    total = 0
+    for root, dirs, files in os.walk(path):
+        for name in (*dirs, *files):
+            try:
+                total += os.lstat(os.path.join(root, name)).st_blocks * 512
+            except OSError:
+                continue
+    return total
 
 
 def dir_bytes(path: str | os.PathLike[str]) -> int:

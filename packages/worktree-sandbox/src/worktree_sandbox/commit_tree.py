@@ -10,7 +10,7 @@ import os
 import threading
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from pathlib import Path
 
 from worktree_sandbox._git import CatFileBatch, TreeEntry, parse_ls_tree, run_capped
@@ -30,6 +30,18 @@ from worktree_sandbox.models import GrepArgs
 from worktree_sandbox.tree import Tree, _Stat
 
 __all__ = ["CommitTree"]
+
+
+PAGE_BYTES = 4096  # tmpfs (/dev/shm) and most file systems give a file whole 4 KiB pages
+
+
+def checkout_footprint(file_sizes: Iterable[int], folders: int) -> int:
+    """What a checkout takes in memory (tmpfs) or on disk, not what its blobs add up to: each
+    file its size rounded up to whole pages, at least one (an empty or one-byte file still
+    takes an inode and a page), and a page per folder. 20,000 one-byte files are ~80 MiB, not
+    20 KB."""
+    pages = sum(max(1, -(-size // PAGE_BYTES)) for size in file_sizes)
+    return (pages + folders) * PAGE_BYTES
 
 
 class CommitTree(Tree):
@@ -149,7 +161,9 @@ class CommitTree(Tree):
         """Write the commit read-only into a fresh folder; None when that failed."""
         entries = await self._entries_map()
         if self._admit_checkout is not None:
-            size = sum(max(e.size, 0) for e in entries.values())
+            size = checkout_footprint(
+                (max(e.size, 0) for e in entries.values()), len(await self._directories())
+            )
             if not await self._admit_checkout(size):
                 return None
         start = time.perf_counter()

@@ -141,7 +141,8 @@ class TreePool:
     ripgrep on it), "always" also makes `tree()` wait for it, "never" serves
     everything from git objects.
     ``max_idle_trees``: trees nobody holds that stay open (least recently used closed first).
-    ``max_checkout_bytes``: a budget for the checkouts' bytes (their blobs' sizes, summed over
+    ``max_checkout_bytes``: a budget for what the checkouts take (`checkout_footprint`: each
+    file rounded up to whole 4 KiB pages, at least one, and a page per folder; summed over
     every open tree): before a checkout is written, idle trees are closed, least recently used
     first, until it fits; when it still does not (the trees in use hold the budget), that tree
     gets no checkout and serves grep from git objects. None: no budget.
