@@ -64,6 +64,7 @@ async def _check_tool(session: ClientSession, repo: Path, allowed: Path, outside
     props = schema["properties"]
     assert set(props) == {"repo", "issue", "commit", "gate", "inject", "max_files"}
     assert sorted(schema["required"]) == ["issue", "repo"]
+    assert schema["additionalProperties"] is False  # closed, as the server enforces
     assert props["gate"].get("default") is None  # absent: the server's default
     assert "absolute" in props["repo"]["description"].lower()
     inject_enum = [b.get("enum") for b in props["inject"]["anyOf"] if b.get("enum")]

@@ -145,6 +145,11 @@ def build_mcp_server(service: LocalizeService) -> MCPServer:
             open_world_hint=False,
         ),
     )
+    # The schema a client reads says what the server enforces: no argument but these
+    # (`strict_arguments` refuses the others; the SDK's generated schema leaves it open).
+    tool = server._tool_manager.get_tool(TOOL_NAME)
+    assert tool is not None
+    tool.parameters["additionalProperties"] = False
     return server
 
 
