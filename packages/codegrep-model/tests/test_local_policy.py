@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+from pathlib import Path
 
 import pytest
 from codegrep_model.errors import PolicyError, PolicySpecError
@@ -77,3 +78,50 @@ def test_without_torch_the_policy_says_what_to_install() -> None:
     # built from a spec, as every command does, it is a spec that cannot be built here
     with pytest.raises(PolicySpecError, match=r"local:models/smol: a local model needs torch"):
         policy_from_spec("local:models/smol")
+
+
+def test_a_checkpoint_carries_the_episode_shape_it_was_trained_in(tmp_path: Path) -> None:
+    from codegrep_model import RolloutConfig
+    from codegrep_model.local_policy import (
+        EPISODE_FILE,
+        episode_for,
+        read_episode,
+        write_episode,
+    )
+
+    base, adapter = tmp_path / "base", tmp_path / "adapter"
+    base.mkdir()
+    adapter.mkdir()
+    assert read_episode(adapter, base) is None
+    trained = RolloutConfig(exploration_turns=1, max_calls_per_turn=4, max_issue_bytes=1500)
+    write_episode(base, trained)
+    got = read_episode(adapter, base)
+    assert got is not None
+    assert (got.exploration_turns, got.max_calls_per_turn, got.max_issue_bytes) == (1, 4, 1500)
+    write_episode(adapter, RolloutConfig(exploration_turns=2))
+    first = read_episode(adapter, base)
+    assert first is not None
+    assert first.exploration_turns == 2  # the adapter's shape before the base's
+
+    class WithShape:
+        episode = trained
+
+    default = RolloutConfig()
+    assert episode_for(WithShape(), default) is trained
+    assert episode_for(object(), default) is default
+    # the file comes with a checkpoint: hostile or wrong contents are one clear error
+    for text, said in (
+        ('{"exploration_turns": -1}', "exploration_turns"),
+        ('{"exploration_turns": 1, "run": "rm -rf /"}', "unknown field"),
+        ('{"max_issue_bytes": ' + "9" * 5000 + "}", "number too long"),
+        ("[" * 1000, "nested too deeply"),
+        ("[" * 100_000, "larger than"),
+        ("\xff", "UTF-8"),
+    ):
+        (adapter / EPISODE_FILE).write_text(text, encoding="latin-1")
+        with pytest.raises(PolicyError, match=said):
+            read_episode(adapter)
+    (adapter / EPISODE_FILE).unlink()
+    (adapter / EPISODE_FILE).symlink_to(base / EPISODE_FILE)
+    with pytest.raises(PolicyError, match="link"):
+        read_episode(adapter)

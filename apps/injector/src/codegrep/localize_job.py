@@ -114,6 +114,7 @@ def _check(job: LocalizeJob, spec: PolicySpec) -> tuple[Calibration | None, str]
 
 async def _search(job: LocalizeJob, spec: PolicySpec, text: str) -> Localization:
     from codegrep_model import RolloutConfig, policy_from_spec
+    from codegrep_model.local_policy import episode_for
 
     from codegrep.localize import localize
 
@@ -130,7 +131,9 @@ async def _search(job: LocalizeJob, spec: PolicySpec, text: str) -> Localization
             text,
             commit=job.commit,
             policy=policy,
-            config=RolloutConfig(max_issue_bytes=job.max_issue_bytes),
+            # a trained checkpoint runs in the episode shape it learned (its
+            # codegrep-episode.json); every other policy in the command's
+            config=episode_for(policy, RolloutConfig(max_issue_bytes=job.max_issue_bytes)),
             cache_dir=job.cache,
             source=job.source,
             grep_engine=job.grep_engine,

@@ -47,6 +47,7 @@ from codegrep_model import (
     PolicyRequest,
     RolloutConfig,
 )
+from codegrep_model.local_policy import episode_for
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from worktree_sandbox import (
     CommitNotFoundError,
@@ -309,7 +310,11 @@ class LocalizeService:
         )
         self._off_loop = _OffLoopPolicy(self.policy) if off_loop else None
         self._abandoned = 0
-        self._rollout = RolloutConfig(max_issue_bytes=self.limits.max_issue_bytes)
+        # a trained checkpoint's own episode shape, its issue cut never above the server's
+        shape = episode_for(self.policy, RolloutConfig(max_issue_bytes=self.limits.max_issue_bytes))
+        self._rollout = shape.model_copy(
+            update={"max_issue_bytes": min(shape.max_issue_bytes, self.limits.max_issue_bytes)}
+        )
         self._slots = asyncio.Semaphore(self.limits.max_concurrent)
         self._admitted = 0  # in flight + waiting for a slot
         self._in_flight = 0

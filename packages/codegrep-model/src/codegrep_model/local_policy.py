@@ -35,18 +35,23 @@ from codegrep_records import parse_json
 
 from codegrep_model._chat_format import fold_follow_up
 from codegrep_model._hermes import split_hermes
+from codegrep_model.episode import RolloutConfig
 from codegrep_model.errors import PolicyError, PolicySpecError
 from codegrep_model.policy import PolicyReply, PolicyRequest
 from codegrep_model.records import ChatMessage, Usage
 from codegrep_model.tools import openai_tools
 
 __all__ = [
+    "EPISODE_FILE",
     "LocalPolicy",
     "ReplyTiming",
+    "episode_for",
     "hermes_system",
     "parse_local_target",
+    "read_episode",
     "render_chatml",
     "training_messages",
+    "write_episode",
 ]
 
 _IM_START, _IM_END = "<|im_start|>", "<|im_end|>"
@@ -147,6 +152,58 @@ class _Pending:
     loop: asyncio.AbstractEventLoop = field(repr=False)
 
 
+#: The episode shape a checkpoint was trained in, beside its weights (or its adapter's): the
+#: rollout fields of its GRPO rows (`rollout_config`). A command that runs the policy uses it
+#: instead of its own defaults, so the model meets the turns and the issue cut it learned.
+EPISODE_FILE = "codegrep-episode.json"
+_EPISODE_FIELDS = ("exploration_turns", "max_calls_per_turn", "max_issue_bytes")
+
+
+def read_episode(*folders: Path | None) -> RolloutConfig | None:
+    """The shape in the first of `folders` that has an `EPISODE_FILE`; None when none has.
+
+    The file is untrusted (it comes with a checkpoint): read by codegrep-records' hardened
+    reader, only the rollout fields taken, each checked by `RolloutConfig`; anything wrong is
+    a `PolicyError` naming the file.
+    """
+    from codegrep_records import RecordFileError, read_json_object
+    from pydantic import ValidationError
+
+    for folder in folders:
+        if folder is None or not (folder / EPISODE_FILE).is_file():
+            continue
+        path = folder / EPISODE_FILE
+        try:
+            data = read_json_object(path, refuse_links=True, max_bytes=64 * 1024)
+            unknown = sorted(set(data) - {*_EPISODE_FIELDS, "schema_version"})
+            if unknown:
+                raise PolicyError(f"{path}: unknown field(s) {', '.join(unknown)}")
+            return RolloutConfig(**{k: data[k] for k in _EPISODE_FIELDS if k in data})
+        except RecordFileError as exc:
+            raise PolicyError(str(exc)) from None
+        except ValidationError as exc:
+            said = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+            raise PolicyError(f"{path}: {said}") from None
+    return None
+
+
+def episode_for(policy: object, default: RolloutConfig) -> RolloutConfig:
+    """The episode shape to run `policy` in: the one its checkpoint was trained in (a policy's
+    `episode` attribute, as `LocalPolicy` has), else `default`."""
+    own = getattr(policy, "episode", None)
+    return own if isinstance(own, RolloutConfig) else default
+
+
+def write_episode(folder: Path, config: RolloutConfig) -> Path:
+    """Write `config`'s rollout fields as `folder`'s `EPISODE_FILE` (what `read_episode` reads)."""
+    from codegrep_records import dumps_json, write_atomically
+
+    data = {"schema_version": 1, **{k: getattr(config, k) for k in _EPISODE_FIELDS}}
+    path = folder / EPISODE_FILE
+    write_atomically(path, dumps_json(data, indent=2) + "\n")
+    return path
+
+
 class LocalPolicy:
     """A local checkpoint as a policy (see the module docstring)."""
 
@@ -178,6 +235,8 @@ class LocalPolicy:
         for what, path in (("model", self.model_dir), ("adapter", self.adapter)):
             if path is not None and not path.is_dir():
                 raise PolicyError(f"local {what} {path}: not a folder")
+        #: the episode shape the checkpoint was trained in (its adapter's first), or None
+        self.episode = read_episode(self.adapter, self.model_dir)
         if not (self.model_dir / "config.json").is_file():
             raise PolicyError(f"local model {self.model_dir}: no config.json (not a model folder)")
         if dtype not in ("float32", "bfloat16"):
