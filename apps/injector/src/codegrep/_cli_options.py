@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Annotated
 
-from codegrep_cli import api_key_option, base_url_option, fail, model_option, policy_option
+from codegrep_cli import api_key_option, base_url_option, model_option, policy_option
 
 if TYPE_CHECKING:
     from codegrep_model import PolicySpec
@@ -29,11 +29,6 @@ _ApiKeyOption = Annotated[str | None, api_key_option()]
 
 def _policy_spec(policy: str | None, base_url: str | None, model: str | None) -> PolicySpec:
     """The policy the flags name; exit 2 with the reason when they name none."""
-    from codegrep_model import PolicySpecError, spec_from_options
+    from codegrep_model.policy_options import spec_or_exit
 
-    try:
-        spec = spec_from_options(policy, base_url=base_url, model=model)
-        spec.name  # noqa: B018  # an import path is imported here: its errors are bad input
-    except PolicySpecError as exc:
-        raise fail(str(exc)) from exc
-    return spec
+    return spec_or_exit(policy, base_url=base_url, model=model)

@@ -241,15 +241,11 @@ def batch(
         --source "https://github.com/{repo}.git" -j 4 --limit 20
     """
     from codegrep_model.batch import BatchPlan, run_batch_file
-    from codegrep_model.errors import PolicySpecError
-    from codegrep_model.policy_options import spec_from_options
+    from codegrep_model.policy_options import spec_or_exit
 
     path = _instances_path(instances, instances_flag)
     request_timeout = _timeout(timeout, timeout_s)
-    try:
-        spec = spec_from_options(policy, base_url=base_url, model=model)
-    except PolicySpecError as exc:
-        raise fail(str(exc)) from exc
+    spec = spec_or_exit(policy, base_url=base_url, model=model)
     lexical = spec.kind in ("lexical", "lexical-heuristic")
     if heuristic and spec.kind == "lexical":
         spec = type(spec)("lexical-heuristic")

@@ -16,7 +16,13 @@ from urllib.parse import urlsplit
 from codegrep_model.errors import PolicySpecError
 from codegrep_model.policy_spec import PolicySpec, parse_policy_spec, served_spec
 
-__all__ = ["DEFAULT_POLICY", "DEFAULT_SERVED_MODEL", "base_url_problem", "spec_from_options"]
+__all__ = [
+    "DEFAULT_POLICY",
+    "DEFAULT_SERVED_MODEL",
+    "base_url_problem",
+    "spec_from_options",
+    "spec_or_exit",
+]
 
 #: The policy a command runs when given none.
 DEFAULT_POLICY = "lexical"
@@ -72,3 +78,18 @@ def spec_from_options(
         return parse_policy_spec(spec)
     except PolicySpecError as exc:
         raise PolicySpecError(f"--policy: {exc}") from exc
+
+
+def spec_or_exit(
+    policy: str | None, *, base_url: str | None = None, model: str | None = None
+) -> PolicySpec:
+    """`spec_from_options` for a command: a bad spec exits 2 with its one-line reason (the
+    kit's `fail`). An import path is imported here, so its errors are bad input too."""
+    from codegrep_cli import fail
+
+    try:
+        spec = spec_from_options(policy, base_url=base_url, model=model)
+        spec.name  # noqa: B018  # resolves an import path now, not mid-run
+    except PolicySpecError as exc:
+        raise fail(str(exc)) from exc
+    return spec

@@ -581,7 +581,7 @@ def _agent_spec(
     """The policy an agent retriever runs (None for bm25/dense), read as every command reads a
     policy (`codegrep_model.spec_from_options`): `-r lexical` and `-r lexical-heuristic` name
     theirs, `-r agent` (the default with `--policy`) takes `--policy` or `--base-url`."""
-    from codegrep_model import PolicySpecError, spec_from_options
+    from codegrep_model.policy_options import spec_or_exit
 
     given = policy is not None or base_url is not None or model is not None
     if retriever is None:
@@ -602,12 +602,7 @@ def _agent_spec(
         policy = retriever.value
     elif policy is None and base_url is None:
         raise fail("-r agent needs --policy SPEC (or --base-url and --model of a served model)")
-    try:
-        spec = spec_from_options(policy, base_url=base_url, model=model)
-        spec.name  # noqa: B018  # an import path is imported here: its errors are bad input
-    except PolicySpecError as exc:
-        raise fail(str(exc)) from exc
-    return spec
+    return spec_or_exit(policy, base_url=base_url, model=model)
 
 
 def _commits_by_repo(instances: Sequence[Instance]) -> dict[str, list[str]]:
