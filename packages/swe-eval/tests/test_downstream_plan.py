@@ -464,10 +464,13 @@ def test_parse_config_option() -> None:
 def test_the_report_command_reads_what_the_runs_leave(small: dict[str, Path]) -> None:
     """The runner's output.jsonl and the harness's summary at the paths the plan names, made
     up here (no Docker), are what `downstream report --manifest` reads."""
-    res = _plan(
-        small, "--config", f"lex={small['pred']}", "--config", f"gated={small['pred']},gate"
-    )
+    pins = ["--model-revision", "abc123", "--server", "vllm==0.11.0", "--tool-parser", "hermes",
+            "--skills", "0123abcd"]  # fmt: skip
+    configs = ["--config", f"lex={small['pred']}", "--config", f"gated={small['pred']},gate"]
+    res = _plan(small, *configs, *pins)
     assert res.exit_code == 0, res.output
+    # the same plan without the pins: its runs cannot be shown to share them
+    assert _plan(small, *configs, out="unpinned").exit_code == 0
     out = small["tmp"] / "out"
     plan = Plan.model_validate_json((out / "plan.json").read_text())
     ids = (out / "instances.txt").read_text().split()
@@ -493,6 +496,14 @@ def test_the_report_command_reads_what_the_runs_leave(small: dict[str, Path]) ->
     table = (out / "table3.md").read_text()
     for c in plan.configs:
         assert c.name in table
+    # manifests that leave a pin NOT GIVEN are not equal in it, though both say null
+    unpinned = small["tmp"] / "unpinned"
+    for c in plan.configs:
+        (out / c.files["manifest"]).write_text((unpinned / c.files["manifest"]).read_text())
+    refused = runner.invoke(app, argv)
+    assert refused.exit_code == 2, refused.output
+    for key in ("model_revision", "server", "tool_parser", "skills"):
+        assert f"{key} (not pinned in" in refused.output
 
 
 @pytest.mark.skipif(shutil.which("bash") is None, reason="the link step is a bash command")

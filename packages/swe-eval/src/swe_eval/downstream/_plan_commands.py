@@ -139,6 +139,11 @@ class AgentSettings(BaseModel):
         return self.model_dump(mode="json", exclude={"jobs", "benchmarks", "seed", "repeats"})
 
 
+#: The settings a plan records as NOT GIVEN when they are not pinned; two runs with one of them
+#: unpinned cannot be shown to share it, so a report never counts them equal.
+PIN_KEYS = ("model_revision", "server", "tool_parser", "skills")
+
+
 class Command(BaseModel):
     """One command as it runs: its argument vector, its working folder, and its shell line."""
 
@@ -492,20 +497,12 @@ def make_plan(
         f'cd "{BENCHMARKS_PLACEHOLDER}" && uv sync   # Python >= 3.12; swebench {SWEBENCH_VERSION}',
     ]
     notes = [n for b in built for n in b.notes]
-    unpinned = [
-        what
-        for what, value in (
-            ("--model-revision", settings.model_revision),
-            ("--server", settings.server),
-            ("--tool-parser", settings.tool_parser),
-            ("--skills", settings.skills),
-        )
-        if not value
-    ]
+    unpinned = ["--" + k.replace("_", "-") for k in PIN_KEYS if not getattr(settings, k)]
     if unpinned:
         notes.append(
             f"not pinned, recorded as NOT GIVEN in every manifest: {', '.join(unpinned)}; "
-            "runs planned apart cannot be shown to share them"
+            "no run can be shown to share them with another, so `downstream report` refuses "
+            "to compare these runs unless told --allow-manifest-diff"
         )
     if selection.without_commit:
         notes.append(

@@ -22,6 +22,7 @@ from codegrep_records import (
 )
 
 from swe_eval._cli_io import IMAGE_SUFFIXES, check_output, clear_errors, emit, say
+from swe_eval.downstream._plan_commands import PIN_KEYS
 from swe_eval.downstream.analysis import (
     ConfigRun,
     PairedComparison,
@@ -118,7 +119,14 @@ def _manifest_differences(specs: list[RunSpec]) -> tuple[list[str], list[str]]:
     differences = []
     for key in keys:
         values = {json.dumps(m.frozen.get(key), sort_keys=True) for m in manifests.values()}
-        if len(values) > 1:
+        unpinned = [
+            name for name, m in manifests.items() if key in PIN_KEYS and not m.frozen.get(key)
+        ]
+        if unpinned:
+            # a setting no manifest pins (NOT GIVEN: a model revision, skills read from a
+            # moving main) cannot be shown to be the same in two runs: null is not equal to null
+            differences.append(f"{key} (not pinned in {', '.join(unpinned)})")
+        elif len(values) > 1:
             shown = "; ".join(
                 f"{name}: {json.dumps(m.frozen.get(key), sort_keys=True)}"
                 for name, m in manifests.items()
