@@ -94,6 +94,8 @@ print("--dynamic_sample", "true" if s["zero_variance_groups"] > 0.5 else "false"
       "--max_resample_times", "2")
 PY
 ))
+# --save_steps 1: a LoRA checkpoint is ~10 MB, and a run killed in its last step (the committed
+# seed-0 run was, by the OOM killer, in step 6 of 6) keeps the steps it finished
 grpo() { # SEED
   CODEGREP_ROLLOUT_LOG="$out/grpo-s$1/codegrep_rollouts.jsonl" "$swift" rlhf --rlhf_type grpo \
     --model "$sft_model" "${common[@]}" --seed "$1" --data_seed "$1" \
@@ -103,7 +105,7 @@ grpo() { # SEED
     --gradient_accumulation_steps 1 --max_completion_length "$turn_tokens" \
     --completion_length_limit_scope per_round --temperature 1.0 "${sampling[@]}" \
     --epsilon_high 0.28 --overlong_filter true --beta "$beta" --learning_rate "$grpo_lr" \
-    --max_steps "$grpo_steps" --save_steps "$grpo_steps" --log_completions true \
+    --max_steps "$grpo_steps" --save_steps 1 --log_completions true \
     --output_dir "$out/grpo-s$1"
 }
 stage grpo-s0 grpo 0
