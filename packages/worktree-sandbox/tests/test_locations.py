@@ -80,6 +80,20 @@ def test_links_inside_the_git_data_are_listed(tmp_path: Path, proj: Any, git_kit
     got = repository_locations(proj.path)
     assert set(got.links) == {outside.path.resolve(), (outside.path / "README.md").resolve()}
     assert [r for r, _ in got.places()][-2:] == ["link inside the git dir"] * 2
+    # and the other files git opens: info/, packed-refs, shallow, a nested folder of refs
+    out_git = (outside.path / ".git").resolve()
+    for rel, target in (
+        ("info/exclude", out_git / "info"),
+        ("packed-refs", out_git / "HEAD"),
+        ("shallow", out_git / "config"),
+        ("refs/tags/deep", out_git / "refs"),
+    ):
+        here = proj.path / ".git" / rel
+        here.parent.mkdir(parents=True, exist_ok=True)
+        if here.exists() or here.is_symlink():
+            here.unlink()
+        here.symlink_to(target)
+        assert target.resolve() in repository_locations(proj.path).links, rel
 
 
 def test_hostile_pointer_files_are_errors_not_tracebacks(tmp_path: Path, proj: Any) -> None:
