@@ -344,15 +344,23 @@ def text_of(content: Any) -> str:
     return ""
 
 
-def json_arguments(raw: Any) -> dict[str, Any]:
+def json_arguments(raw: Any, *, refuse_hostile: bool = False) -> dict[str, Any]:
     """A tool call's arguments: a JSON string (OpenAI) or already an object; anything else, and
-    a string that is hostile or not an object (too deep, `1e999`, not JSON), is no arguments."""
+    a string that is hostile or not an object (too deep, `1e999`, not JSON), is no arguments.
+
+    `refuse_hostile`: a string nested past any real call or holding a number no tool takes
+    (`1e999`, 5,000 digits) raises `ValueError` with the reason instead, so a reader can count
+    the row as bad; merely malformed JSON (a truncated call) is still no arguments.
+    """
     if isinstance(raw, dict):
         return raw
     if isinstance(raw, str) and raw:
         try:
             value = parse_hostile_json(raw)
-        except ValueError:
+        except ValueError as exc:
+            reason = str(exc)
+            if refuse_hostile and reason.startswith(("nested too deeply", "number")):
+                raise ValueError(f"a tool call's arguments are hostile: {reason}") from None
             return {}
         return value if isinstance(value, dict) else {}
     return {}

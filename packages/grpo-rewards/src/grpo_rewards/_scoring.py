@@ -272,27 +272,24 @@ class ClusterBootstrap:
         np = _numpy() if self._draws is not None else None
         if np is None:
             return [float(statistics.median(pick(column))) for pick in self.pickers]
+        return [float(x) for x in self._per_resample(column, np.median).tolist()]
+
+    def _per_resample(self, column: Sequence[float], reduce: Any) -> Any:
+        """`reduce(values, axis=1)` of `column` at every resample's drawn indices (numpy), in
+        blocks of ~32 MB of gathered values."""
+        np = _numpy()
         values = np.asarray(column, dtype=np.float64)
         rows = max(1, (1 << 22) // max(1, self.n))
-        parts = [
-            np.median(values[self._draws[i : i + rows]], axis=1)
-            for i in range(0, len(self._draws), rows)
-        ]
-        return [float(x) for x in np.concatenate(parts).tolist()]
+        draws = self._draws
+        blocks = [reduce(values[draws[i : i + rows]], axis=1) for i in range(0, len(draws), rows)]
+        return np.concatenate(blocks)
 
     def _distributions_numpy(
         self, columns: Sequence[Sequence[float]], ratios: Sequence[Ratio]
     ) -> list[list[float]]:
         np = _numpy()
-        draws = self._draws
         assert np is not None
-        assert draws is not None
-        rows = max(1, (1 << 22) // max(1, self.n))  # ~32 MB of gathered values at a time
-        sums = []
-        for col in columns:
-            values = np.asarray(col, dtype=np.float64)
-            parts = [values[draws[i : i + rows]].sum(axis=1) for i in range(0, len(draws), rows)]
-            sums.append(np.concatenate(parts))
+        sums = [self._per_resample(col, np.sum) for col in columns]
         out: list[list[float]] = []
         for ratio in ratios:
             num = sums[ratio.num]

@@ -39,7 +39,7 @@ from catm import (
     text_of,
     view_failed,
 )
-from codegrep_records import normalize_path, parse_json
+from codegrep_records import normalize_path
 
 from swe_eval.downstream.records import Action
 
@@ -210,19 +210,7 @@ def trace_messages(messages: list[Any], final_message: dict[str, Any] | None) ->
             fn = call.get("function") if isinstance(call.get("function"), dict) else {}
             assert isinstance(fn, dict)
             tool = str(fn.get("name") or "unknown")
-            c.call(tool, _arguments(fn.get("arguments")), results.get(str(call.get("id"))))
+            # hostile arguments make the row a bad row (counted), not a call without arguments
+            args = json_arguments(fn.get("arguments"), refuse_hostile=True)
+            c.call(tool, args, results.get(str(call.get("id"))))
     return c.trace()
-
-
-def _arguments(raw: Any) -> dict[str, Any]:
-    """A tool call's arguments (`catm.json_arguments`); arguments that are hostile, not merely
-    malformed (nested past any real call, a number no tool takes: `1e999`, 5,000 digits), make
-    the whole row a bad row, counted with the skipped ones, instead of reading as no arguments."""
-    if isinstance(raw, str) and raw:
-        try:
-            parse_json(raw)
-        except ValueError as exc:
-            reason = str(exc)
-            if reason.startswith(("nested too deeply", "number")):
-                raise ValueError(f"a tool call's arguments are hostile: {reason}") from None
-    return json_arguments(raw)
