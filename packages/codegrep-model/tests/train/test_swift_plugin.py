@@ -188,9 +188,13 @@ def test_a_row_with_other_prompts_stops_training(plugin: ModuleType, sandbox: An
 
     with pytest.raises(ValueError, match="system message differs"):
         invoke_async_hook(scheduler.on_trajectory_start([request(row, "r")]))
-    with pytest.raises(ValueError, match="--max_turns 4"):
-        plugin.CodegrepToolsScheduler(max_turns=2)
     scheduler.hooks.close()
+    # the row's episode takes 4 assistant turns (2 exploring, 1 answering, 1 rescue): a trainer
+    # cut at 2 would end every rollout before its answer, so the first request stops training
+    short = plugin.CodegrepToolsScheduler(max_turns=2)
+    with pytest.raises(ValueError, match="pass --max_turns 4"):
+        invoke_async_hook(short.on_trajectory_start([request(sandbox.rows()[0], "s")]))
+    short.hooks.close()
 
 
 def test_the_trainer_scales_group_advantages(
