@@ -94,19 +94,38 @@ print("--dynamic_sample", "true" if s["zero_variance_groups"] > 0.5 else "false"
       "--max_resample_times", "2")
 PY
 ))
-# --save_steps 1: a LoRA checkpoint is ~10 MB, and a run killed in its last step (the committed
-# seed-0 run was, by the OOM killer, in step 6 of 6) keeps the steps it finished
+rss_trace() { # FILE PID: every 10 s, the resident memory (MiB) of PID and all its descendants
+  echo "unix_s rss_mib" >"$1"
+  while kill -0 "$2" 2>/dev/null; do
+    ps -e -o pid=,ppid=,rss= | awk -v root="$2" -v now="$(date +%s)" '
+      { parent[$1] = $2; rss[$1] = $3 }
+      END { for (p in rss) { q = p; while (q != "" && q != root && q in parent && q != 1) q = parent[q]
+                             if (q == root) s += rss[p] }
+            printf "%d %d\n", now, s / 1024 }' >>"$1"
+    sleep 10
+  done
+}
+# --save_steps 1: a LoRA checkpoint is ~10 MB, and a run killed in its last step (the first
+# seed-0 run was, by the OOM killer, in step 6 of 6) keeps the steps it finished.
+# --per_device_train_batch_size 1 with --gradient_accumulation_steps GENERATIONS: the same group
+# of GENERATIONS rollouts per optimizer step, trained one sequence at a time (the first seed-0
+# run trained all four in one forward and its trainer reached 23.7 GB); rss.tsv records the
+# trainer's memory every 10 s.
 grpo() { # SEED
+  mkdir -p "$out/grpo-s$1"
   CODEGREP_ROLLOUT_LOG="$out/grpo-s$1/codegrep_rollouts.jsonl" "$swift" rlhf --rlhf_type grpo \
     --model "$sft_model" "${common[@]}" --seed "$1" --data_seed "$1" \
     --external_plugins "$plugin" --multi_turn_scheduler codegrep_tools --max_turns 2 \
     --reward_funcs codegrep_v3 --use_vllm false --dataset "$out/grpo-train/train.jsonl" \
-    --num_generations "$generations" --per_device_train_batch_size "$generations" \
-    --gradient_accumulation_steps 1 --max_completion_length "$turn_tokens" \
+    --num_generations "$generations" --per_device_train_batch_size 1 \
+    --gradient_accumulation_steps "$generations" --max_completion_length "$turn_tokens" \
     --completion_length_limit_scope per_round --temperature 1.0 "${sampling[@]}" \
     --epsilon_high 0.28 --overlong_filter true --beta "$beta" --learning_rate "$grpo_lr" \
     --max_steps "$grpo_steps" --save_steps 1 --log_completions true \
-    --output_dir "$out/grpo-s$1"
+    --output_dir "$out/grpo-s$1" &
+  local pid=$!
+  rss_trace "$out/grpo-s$1/rss.tsv" "$pid" &
+  wait "$pid"
 }
 stage grpo-s0 grpo 0
 stage eval-grpo-s0 evaluate grpo_s0 heldout "$sft_model" "$out/grpo-s0/checkpoint-$grpo_steps"
