@@ -514,3 +514,62 @@ def test_the_lexical_policy_ranks_on_a_worker_and_answers_the_same(allowed: Path
             answers.append({k: r.json()[k] for k in ("files", "scores", "reasons")})
     assert answers[0] == answers[1]
     assert answers[0]["files"] == ["billing/invoice.py"]
+
+
+def _closed_by_server(conn: socket.socket, within: float) -> bool:
+    conn.settimeout(within)
+    try:
+        return conn.recv(1) == b""
+    except TimeoutError:
+        return False
+    except OSError:
+        return True
+
+
+def test_a_flood_of_idle_connections_does_not_turn_requests_away(allowed: Path) -> None:
+    """More idle connections than the limit, from one process: the oldest idle ones are closed
+    to make room, so `/health` and a search still answer (uvicorn's `limit_concurrency` had
+    answered them 503 while the idle connections stayed open)."""
+    app_ = build_app(LocalizeService(allow_roots=[allowed]))
+    with serving(app_, max_connections=6, header_timeout_s=30) as url:
+        host, port = url.removeprefix("http://").split(":")
+        flood = [socket.create_connection((host, int(port)), timeout=10) for _ in range(20)]
+        try:
+            for _ in range(3):
+                r = httpx.get(f"{url}/health", timeout=10)
+                assert r.status_code == 200, r.text
+            r = _post(url, {"repo": str(allowed / "billing-repo"), "issue": ISSUE})
+            assert r.status_code == 200, r.text
+            # the first idle connections made room; the newest are still open
+            assert _closed_by_server(flood[0], within=5)
+            assert not _closed_by_server(flood[-1], within=0.3)
+        finally:
+            for conn in flood:
+                conn.close()
+
+
+def test_a_connection_sending_its_body_makes_room_after_the_idle_ones(allowed: Path) -> None:
+    body = json.dumps({"repo": str(allowed / "billing-repo"), "issue": ISSUE}).encode()
+    app_ = build_app(LocalizeService(allow_roots=[allowed]), body_timeout_s=30)
+    with serving(app_, max_connections=2, header_timeout_s=30) as url:
+        host, port = url.removeprefix("http://").split(":")
+        older = _raw_post(url, body, send=10)  # headers and 10 bytes of the body, then nothing
+        time.sleep(0.2)
+        idle = socket.create_connection((host, int(port)), timeout=10)
+        time.sleep(0.2)
+        newer = None
+        try:
+            # the probe is a third connection: the idle one goes, though it is the younger
+            assert httpx.get(f"{url}/health", timeout=10).status_code == 200
+            assert _closed_by_server(idle, within=5)
+            assert not _closed_by_server(older, within=0.3)
+            newer = _raw_post(url, body, send=10)
+            time.sleep(0.2)
+            # no idle one left: of the two sending their bodies, the one sending longest goes
+            assert httpx.get(f"{url}/health", timeout=10).status_code == 200
+            assert _closed_by_server(older, within=5)
+            assert not _closed_by_server(newer, within=0.3)
+        finally:
+            for conn in (older, idle, newer):
+                if conn is not None:
+                    conn.close()

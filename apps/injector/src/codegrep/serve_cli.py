@@ -394,8 +394,9 @@ async def _serve_http(
     config = server_config(
         app,
         header_timeout_s=guard.header_timeout_s,
-        # searches, their queue, and room for /health and refusals beyond them
-        limit_concurrency=limits.max_concurrent + limits.max_queue + 64,
+        # searches, their queue, and room for /health and refusals beyond them; past it the
+        # connection idle longest is closed, not the request refused
+        max_connections=limits.max_concurrent + limits.max_queue + 64,
         verbose=verbose,
     )
     try:

@@ -484,19 +484,29 @@ def server_config(
     *,
     header_timeout_s: float = DEFAULT_HEADER_TIMEOUT_S,
     keep_alive_s: float = 5.0,
-    limit_concurrency: int | None = None,
+    max_connections: int | None = None,
     verbose: bool = False,
 ) -> uvicorn.Config:
     """uvicorn's settings for `app`: h11 with a deadline for a request's headers (from the
     connection, or from the last answer on a kept-alive one; uvicorn has none of its own, so a
     client sending a byte at a time held a connection without end), idle connections closed
-    after ``keep_alive_s``, at most ``limit_concurrency`` connections (503 beyond)."""
+    after ``keep_alive_s``, and at most ``max_connections`` open connections.
+
+    The connection limit makes room rather than refusing: a connection that would pass it
+    closes the open connection idle longest (no request on it, or a request whose headers have
+    not all arrived), then the one sending its body longest; only when every other connection
+    has a request in the app is the newcomer itself closed. So idle connections, however many
+    one client opens, never turn `/health` or a search away (uvicorn's own `limit_concurrency`
+    answered every request 503 while they were open)."""
     import h11
     import uvicorn
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
     class HeaderDeadlineH11(H11Protocol):
+        _idle_since = 0.0
+
         def _arm_headers(self) -> None:
+            self._idle_since = self.loop.time()
             self.loop.call_later(header_timeout_s, self._headers_late)
 
         def _headers_late(self) -> None:
@@ -505,9 +515,42 @@ def server_config(
             if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
                 self.transport.close()
 
+        def _waiting(self) -> int | None:
+            """0: idle (no request, or its headers still arriving); 1: sending its body;
+            None: a request in the app, or the connection closing."""
+            if self.transport.is_closing():
+                return None
+            if self.conn.their_state is h11.IDLE and (
+                self.cycle is None or self.cycle.response_complete
+            ):
+                return 0
+            if self.conn.their_state is h11.SEND_BODY and not self.cycle.response_complete:
+                return 1
+            return None
+
+        def _make_room(self) -> None:
+            if max_connections is None:
+                return
+            live = [
+                p
+                for p in self.connections
+                if isinstance(p, HeaderDeadlineH11) and p is not self
+                if not p.transport.is_closing()
+            ]
+            over = len(live) + 1 - max_connections
+            if over <= 0:
+                return
+            ranked = [(w, p._idle_since, id(p), p) for p in live if (w := p._waiting()) is not None]
+            for *_, victim in sorted(ranked)[:over]:
+                victim.transport.close()
+                over -= 1
+            if over > 0:  # every other connection has a request in the app
+                self.transport.close()
+
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             super().connection_made(transport)
             self._arm_headers()
+            self._make_room()
 
         def on_response_complete(self) -> None:
             super().on_response_complete()
@@ -521,7 +564,6 @@ def server_config(
         server_header=False,
         lifespan="on",
         timeout_keep_alive=max(1, round(keep_alive_s)),
-        limit_concurrency=limit_concurrency,
     )
 
 
