@@ -24,6 +24,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 MONITOR_FIXTURES = ROOT / "apps" / "train-launcher" / "tests" / "fixtures" / "monitor"
 CALIBRATION = ROOT / "apps" / "injector" / "calibration"
+# the committed GRPO run of SmolLM2-135M (packages/codegrep-model/benchmarks/README.md): its
+# plugin's rollout log and ms-swift's own completions table, as the trainer wrote them
+REAL_RUN = ROOT / "packages" / "codegrep-model" / "benchmarks" / "results" / "learn_cpu" / "grpo-s0"
 SHARED = Path(os.environ.get("CODEGREP_SHARED_DATA", ROOT.parent / "shared" / "data")).resolve()
 
 
@@ -76,7 +79,8 @@ def browser() -> Iterator[Any]:
         b.close()
 
 
-def _open(browser: Any, path: Path) -> Iterator[Opened]:
+def _open(browser: Any, path: Path, fragment: str = "") -> Iterator[Opened]:
+    """The report in a fresh page; `fragment` (`#...`) is a link to one rollout or case."""
     context = browser.new_context(viewport={"width": 1100, "height": 720})
     page = context.new_page()
     opened = Opened(page=page, url=path.resolve().as_uri())
@@ -94,7 +98,7 @@ def _open(browser: Any, path: Path) -> Iterator[Opened]:
         lambda m: opened.console_errors.append(m.text) if m.type in ("error", "warning") else None,
     )
     page.on("pageerror", lambda exc: opened.console_errors.append(f"uncaught: {exc}"))
-    page.goto(opened.url)
+    page.goto(opened.url + fragment)
     page.wait_for_selector("body[data-ready='1']", timeout=30_000)
     try:
         yield opened
@@ -274,7 +278,6 @@ def test_retrieval_report_from_swe_eval(browser: Any, shared_data: Path, tmp_pat
         assert float(first) == 0.0  # worst first
         rows.first.click()
         assert "✓ gold" not in page.inner_text("#case")  # a miss: no answer file is gold
-        _shoot(opened, "retrieval.png")
         page.fill("#q", "django__django-11")
         ids = [rows.nth(i).get_attribute("data-id") for i in range(rows.count())]
         assert ids
@@ -319,7 +322,6 @@ def test_downstream_report_from_swe_eval(browser: Any, shared_data: Path, tmp_pa
         assert "(57 rows)" in page.inner_text("#cases")
         rows.first.click()
         assert "acr2" in page.inner_text("#case")
-        _shoot(opened, "downstream.png")
         opened.check_clean()
 
 
@@ -372,4 +374,262 @@ def test_hostile_strings_stay_text_in_every_field(browser: Any, tmp_path: Path) 
         detail = page.inner_text("#case")
         assert detail.count(HOSTILE) >= 3
         assert "<b>bold</b>&amp;" in detail
+        opened.check_clean()
+
+
+def _fragment(page: Any) -> str:
+    return "#" + page.url.split("#", 1)[1] if "#" in page.url else ""
+
+
+def test_training_curves_alarms_state_and_links(browser: Any, tmp_path: Path) -> None:
+    """Curves carry axes with values and an honest range; an alarm's band takes a click; the
+    step box and the panes agree with the list; a link opens one rollout."""
+    run = _training_run(tmp_path)
+    html = tmp_path / "run.html"
+    done = _run(
+        "train_launcher.cli",
+        "monitor",
+        str(run),
+        "--no-plot",
+        "-o",
+        str(tmp_path / "m"),
+        "--html",
+        str(html),
+    )
+    assert done.returncode in (0, 1), done.stderr
+    data = json.loads(html.read_text().split('id="report-data">', 1)[1].split("</script>", 1)[0])
+    constant = [
+        k for k, c in data["curves"].items() if len({y for y in c["y"] if y is not None}) == 1
+    ]
+    varying = [
+        k for k, c in data["curves"].items() if len({y for y in c["y"] if y is not None}) > 2
+    ]
+    assert constant
+    assert varying
+    for opened in _open(browser, html):
+        page = opened.page
+        flat = page.locator(f"svg[data-curve='{constant[0]}']")
+        assert flat.locator("text[data-tick='y']").count() == 1  # one value, not "0 … 1"
+        assert "constant" in (flat.text_content() or "")
+        curve = page.locator(f"svg[data-curve='{varying[0]}']")
+        ticks = [float(t) for t in curve.locator("text[data-tick='y']").all_text_contents()]
+        ys = [y for y in data["curves"][varying[0]]["y"] if y is not None]
+        assert ticks[0] == pytest.approx(min(ys), abs=1e-3)
+        assert ticks[-1] == pytest.approx(max(ys), abs=1e-3)
+        xs = curve.locator("text[data-tick='x']").all_text_contents()
+        assert xs == [
+            str(data["curves"][varying[0]]["x"][0]),
+            str(data["curves"][varying[0]]["x"][-1]),
+        ]
+        curve.hover()  # the value under the pointer
+        assert "step " in (curve.locator("text[data-readout]").text_content() or "")
+        # the step box is cleared when a filter shows every step again
+        page.fill("#step", "10")
+        page.dispatch_event("#step", "change")
+        page.select_option("#filter", "zv")
+        assert page.input_value("#step") == ""
+        # a step without groups closes the group and rollout that were open
+        page.select_option("#filter", "all")
+        page.fill("#step", "10")
+        page.dispatch_event("#step", "change")
+        assert "step 10" in page.inner_text("#group")
+        page.fill("#step", "9999")
+        page.dispatch_event("#step", "change")
+        assert "no group at step 9999" in page.inner_text("#group")
+        assert page.inner_text("#rollout").strip() == ""
+        # a rollout's link opens it again
+        page.fill("#step", "10")
+        page.dispatch_event("#step", "change")
+        page.locator("#group tr[data-rollout='2']").click()
+        link = _fragment(page)
+        assert "step=10" in link
+        assert "rollout=2" in link
+        opened.check_clean()
+    for opened in _open(browser, html, link):
+        assert "rollout 2 of step 10" in opened.page.inner_text("#rollout")
+        assert "step 10" in opened.page.inner_text("#group")
+        opened.check_clean()
+
+
+def test_an_alarm_band_on_a_curve_takes_the_click(browser: Any, tmp_path: Path) -> None:
+    html = tmp_path / "kl.html"
+    done = _run(
+        "train_launcher.cli",
+        "monitor",
+        str(MONITOR_FIXTURES / "v1_kl_drift"),
+        "--no-plot",
+        "-o",
+        str(tmp_path / "m"),
+        "--html",
+        str(html),
+    )
+    assert done.returncode == 1, done.stderr
+    for opened in _open(browser, html):
+        page = opened.page
+        band = page.locator("rect.alarm-mark").last
+        box = band.bounding_box()
+        assert box["width"] >= 10  # not a 1 px line
+        step = band.get_attribute("data-alarm-step")
+        band.click()
+        assert page.locator("#groups tbody tr").first.get_attribute("data-step") == step
+        assert page.input_value("#step") == step
+        opened.check_clean()
+
+
+def test_retrieval_summary_missing_apart_search_and_side_by_side(
+    browser: Any, shared_data: Path, tmp_path: Path
+) -> None:
+    full = CALIBRATION / "lexical-lite.predictions.jsonl"
+    part = tmp_path / "part.jsonl"
+    lines = full.read_text().splitlines(keepends=True)
+    part.write_text("".join(lines[: len(lines) // 2]))  # half the answers of the full file
+    html = tmp_path / "retrieval.html"
+    argv = [
+        "swe_eval.cli",
+        "retrieval",
+        "-i",
+        _rel(shared_data / "swebench" / "lite.jsonl"),
+        "-p",
+        _rel(full),
+        "-p",
+        str(part),
+        "--name",
+        "lexical",
+        "--name",
+        "partial",
+        "--resamples",
+        "200",
+    ]
+    done = _run(*argv, "--html", str(html))
+    assert done.returncode == 0, done.stderr
+    table = _run(*argv, "-f", "json")
+    assert table.returncode == 0, table.stderr
+    printed = {s["name"]: s for s in json.loads(table.stdout)["systems"]}
+    for opened in _open(browser, html):
+        page = opened.page
+        rows = page.locator("#summary tr.sum")
+        assert rows.count() == 2
+        part_row = page.locator("#summary tr.sum[data-sys='partial']").inner_text()
+        f = printed["partial"]["metrics"]["fbeta"]
+        assert f"{f['value']:.3f} [{f['low']:.3f}, {f['high']:.3f}]" in part_row
+        cells = page.locator("#summary tr.sum[data-sys='partial'] td").all_inner_texts()
+        missing = printed["partial"]["missing"]
+        assert missing > printed["lexical"]["missing"]
+        assert cells[1] == "300"
+        assert cells[5] == str(missing)
+        # no prediction is its own view, never mixed into the wrong answers
+        page.select_option("#show", "missing")
+        both = missing + printed["lexical"]["missing"]
+        assert f"({both} rows)" in page.inner_text("#cases")
+        kinds = page.locator("#cases tbody tr").evaluate_all("rs => rs.map(r => r.dataset.kind)")
+        assert set(kinds) == {"missing"}
+        page.select_option("#show", "wrong")
+        kinds = page.locator("#cases tbody tr").evaluate_all("rs => rs.map(r => r.dataset.kind)")
+        assert kinds
+        assert set(kinds) == {"answered"}
+        page.select_option("#show", "")
+        assert page.locator("#cases tbody tr").first.get_attribute("data-kind") == "answered"
+        # the search ignores case
+        page.fill("#q", "ASTROPY__ASTROPY-12907")
+        assert page.locator("#cases tbody tr").count() == 2
+        page.locator("#cases tbody tr[data-sys='lexical']").click()
+        cols = page.locator("#compare .col")
+        assert cols.count() == 2  # both systems' answers for the instance, side by side
+        assert "separable.py" in cols.nth(0).inner_text() + cols.nth(1).inner_text()
+        link = _fragment(page)
+        assert "id=astropy__astropy-12907" in link
+        _shoot(opened, "retrieval.png")
+        opened.check_clean()
+    for opened in _open(browser, html, link):
+        assert "astropy__astropy-12907 · lexical" in opened.page.inner_text("#case")
+        opened.check_clean()
+
+
+def test_downstream_failure_search_discordant_and_side_by_side(
+    browser: Any, shared_data: Path, tmp_path: Path
+) -> None:
+    acr = shared_data / "peers" / "autocoderover_lite"
+    html = tmp_path / "downstream.html"
+    runs = [f"--run=acr{i}=report={_rel(acr / f'acr-run-{i}_report.json')}" for i in (1, 2, 3)]
+    argv = [
+        "swe_eval.cli",
+        "downstream",
+        "report",
+        *runs,
+        "-i",
+        _rel(shared_data / "swebench" / "lite.jsonl"),
+        "--cases",
+        "--resamples",
+        "200",
+    ]
+    done = _run(*argv, "--html", str(html))
+    assert done.returncode == 0, done.stderr
+    data = json.loads(html.read_text().split('id="report-data">', 1)[1].split("</script>", 1)[0])
+    cases = data["report"]["cases"]
+    by_id: dict[str, set[bool]] = {}
+    for c in cases:
+        by_id.setdefault(c["instance_id"], set()).add(bool(c["resolved"]))
+    discordant = {i for i, seen in by_id.items() if seen == {True, False}}
+    assert discordant
+    for opened in _open(browser, html):
+        page = opened.page
+        page.select_option("#outcome", "no")
+        failures = page.locator("#cases tbody tr td:nth-child(4)").all_inner_texts()
+        assert failures
+        assert all(f not in ("", "–") for f in failures)
+        page.select_option("#outcome", "discordant")
+        n = sum(c["instance_id"] in discordant for c in cases)
+        assert f"({n} rows)" in page.inner_text("#cases")
+        first = sorted(discordant)[0]
+        page.fill("#q", first.upper())
+        rows = page.locator("#cases tbody tr")
+        assert rows.count() == 3
+        rows.first.click()
+        compare = page.locator("#compare table")
+        assert compare.locator("th").all_inner_texts()[1:] == ["acr1", "acr2", "acr3"]
+        resolved = compare.locator("tr", has_text="resolved").first.inner_text()
+        assert "yes" in resolved
+        assert "no" in resolved
+        link = _fragment(page)
+        _shoot(opened, "downstream.png")
+        opened.check_clean()
+    for opened in _open(browser, html, link):
+        assert first in opened.page.inner_text("#case")
+        opened.check_clean()
+
+
+def test_a_real_ms_swift_run_shows_each_rollouts_tool_calls_with_results(
+    browser: Any, tmp_path: Path
+) -> None:
+    from codegrep_report import write_training_report
+
+    files = [REAL_RUN / "codegrep_rollouts.jsonl", REAL_RUN / "completions.jsonl"]
+    summary = write_training_report(
+        tmp_path / "real.html", curves={}, alarms=[], record_files=files
+    )
+    assert summary.bad_rows == ()
+    logged = [json.loads(x) for x in files[0].read_text().splitlines() if x.strip()]
+    with_call = next(r for r in logged if r["num_tool_calls"] > 0 and r["instance_id"])
+    step, index = with_call["step"], with_call["index"]
+    for opened in _open(
+        browser, summary.path, f"#step={step}&group={with_call['instance_id']}&rollout={index}"
+    ):
+        page = opened.page
+        pane = page.inner_text("#rollout")
+        assert f"rollout {index} of step {step}" in pane
+        assert "no turns logged" not in pane
+        calls = page.locator("#rollout .call")
+        assert calls.count() == with_call["num_tool_calls"]
+        assert calls.first.locator("pre.result").count() == 1  # the result beside its call
+        assert page.locator("#rollout [data-field='st']").get_attribute("class") == "dim"
+        assert f"stopped: {with_call['stop_cause']}" in pane
+        assert f"rollout tokens {with_call['rollout_tokens']}" in pane
+        table = json.loads(files[1].read_text().splitlines()[step - 1])
+        prompt = table["prompt"][index]
+        issue = prompt.split("<issue>\n", 1)[1].split("\n</issue>", 1)[0]
+        assert issue.splitlines()[0] in pane  # the issue, read from the prompt
+        steps = {r["step"] for r in logged if r["instance_id"] == with_call["instance_id"]}
+        across = page.locator("#across tbody tr")
+        assert across.count() == (len(steps) if len(steps) > 1 else 0)
+        _shoot(opened, "training-real-run.png")
         opened.check_clean()

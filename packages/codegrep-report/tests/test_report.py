@@ -216,6 +216,59 @@ def test_zero_variance_and_the_turns_block(tmp_path: Path) -> None:
     blocks = _blocks(summary.path.read_text())
     data = json.loads(blocks["report-data"])
     assert [g["zv"] for g in data["groups"]] == [True, False]
+    # the sample standard deviation, as ms-swift's reward_std: {0.5, 1.0} -> 0.3536, not 0.25
+    assert [g["std"] for g in data["groups"]] == [0.0, pytest.approx(0.5**0.5 / 2)]
     turns = json.loads(blocks["turns-5"])
     assert turns["3"]["turns"][0]["calls"] == [{"name": "grep", "args": '{"p": 3}'}]
     assert all(r["T"] == 1 for r in data["rollouts"])
+
+
+def test_a_multi_turn_rollout_as_ms_swift_logs_it(tmp_path: Path) -> None:
+    """ms-swift logs a multi-turn rollout's last assistant message as `completion`; its
+    earlier turns and the tool results (folded into user messages by the Hermes template) are
+    inside the chat-templated `prompt`. The report reads both, and the issue from the prompt."""
+    prompt = (
+        "<|im_start|>system\nYou find files.<|im_end|>\n<|im_start|>user\nIssue:\n<issue>\n"
+        "rewrite(abs) should call rewrite(Abs)\n</issue>\n<|im_end|>\n<|im_start|>assistant\n"
+        '<tool_call>\n{"name": "glob", "arguments": {"pattern": "**/abs.py"}}\n</tool_call>'
+        "<|im_end|>\n<|im_start|>user\n<tool_response>\nNo files match\n</tool_response>"
+        "<|im_end|>\n<|im_start|>user\nAnswer now.<|im_end|>\n<|im_start|>assistant\n"
+    )
+    log = tmp_path / "codegrep_rollouts.jsonl"
+    log.write_text(json.dumps({"step": 1, "index": 0, "reward": 0.0, "instance_id": "a__b-1",
+                               "stop_cause": "answered", "rollout_tokens": 1286,
+                               "completion_tokens": 57, "tool_results_cut": 0}) + "\n")  # fmt: skip
+    comp = tmp_path / "completions.jsonl"
+    table = {"step": ["1"], "prompt": [prompt], "completion": ['{"files": ["a.py"]}']}
+    comp.write_text(json.dumps(table) + "\n")
+    summary = write_training_report(
+        tmp_path / "out.html", curves={}, alarms=[], record_files=[log, comp]
+    )
+    blocks = _blocks(summary.path.read_text())
+    rollout = json.loads(blocks["report-data"])["rollouts"][0]
+    assert (rollout["stop"], rollout["tok"], rollout["ctok"], rollout["cut"]) == (
+        "answered",
+        1286,
+        57,
+        0,
+    )
+    turn = json.loads(blocks["turns-1"])["0"]
+    assert turn["turns"][0]["calls"] == [
+        {"name": "glob", "args": '{"pattern": "**/abs.py"}', "result": "No files match"}
+    ]
+    assert turn["ans"] == '{"files": ["a.py"]}'
+    assert turn["issue"] == "rewrite(abs) should call rewrite(Abs)"
+    # the same rollout as messages: tool results folded into a user message are attached
+    messages = [
+        {"role": "system", "content": "You find files."},
+        {"role": "user", "content": "<tool_response>not a result: the issue</tool_response>"},
+        {
+            "role": "assistant",
+            "content": '<tool_call>{"name": "grep", "arguments": {}}</tool_call>',
+        },
+        {"role": "user", "content": "<tool_response>\nhit\n</tool_response>\nReminder"},
+        {"role": "assistant", "content": '{"files": []}'},
+    ]
+    turns, answer = parse_completion(messages)
+    assert turns[0]["calls"] == [{"name": "grep", "args": "{}", "result": "hit"}]
+    assert answer == '{"files": []}'

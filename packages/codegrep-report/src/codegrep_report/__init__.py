@@ -14,7 +14,12 @@ from __future__ import annotations
 
 from importlib import metadata as _metadata
 
-from codegrep_report._cases import RetrievalCase, write_downstream_report, write_retrieval_report
+from codegrep_report._cases import (
+    RetrievalCase,
+    RetrievalSummary,
+    write_downstream_report,
+    write_retrieval_report,
+)
 from codegrep_report._jsonl import BadRow
 from codegrep_report._page import embed_json
 from codegrep_report._training import (
@@ -39,6 +44,7 @@ __all__ = [
     "ReportInputError",
     "ReportWriteError",
     "RetrievalCase",
+    "RetrievalSummary",
     "SeriesLike",
     "TrainingReportSummary",
     "__version__",

@@ -14,7 +14,12 @@ from pathlib import Path
 from codegrep_report._page import json_ready, render_page, write_page
 from codegrep_report._training import MAX_TEXT, parse_completion
 
-__all__ = ["RetrievalCase", "write_downstream_report", "write_retrieval_report"]
+__all__ = [
+    "RetrievalCase",
+    "RetrievalSummary",
+    "write_downstream_report",
+    "write_retrieval_report",
+]
 
 MAX_ISSUE = 20_000  # characters of an issue shown; the rest is cut with a note
 
@@ -40,15 +45,38 @@ class RetrievalCase:
     rollout: object = field(default=None, compare=False)
 
 
+@dataclass(frozen=True)
+class RetrievalSummary:
+    """One system's summary row, as its scorer computed it: `n` instances, of which `missing`
+    had no prediction and `empty` an empty answer; each figure a mean (missing instances count
+    as 0) with its interval (`low`, `high`; equal to the mean when none was computed)."""
+
+    system: str
+    n: int
+    missing: int
+    empty: int
+    fbeta: tuple[float, float, float]
+    precision: tuple[float, float, float]
+    recall: tuple[float, float, float]
+
+
 def _cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[:limit] + f" … [{len(text)} chars]"
 
 
 def write_retrieval_report(
-    path: str | Path, cases: Sequence[RetrievalCase], *, title: str = "retrieval", beta: float = 0.5
+    path: str | Path,
+    cases: Sequence[RetrievalCase],
+    *,
+    title: str = "retrieval",
+    beta: float = 0.5,
+    summary: Sequence[RetrievalSummary] = (),
 ) -> Path:
-    """Write the retrieval report: per instance the issue, the answer with scores, the gold,
-    F-beta, and the rollout when the case has one. Sorted worst first in the page."""
+    """Write the retrieval report: a summary row per system (`summary` when the scorer gives
+    one, with its intervals; else the means of `cases`, without), then per instance the issue,
+    the answer with scores, the gold, F-beta, and the rollout when the case has one. The page
+    sorts worst first among the answered cases; a case whose status is `missing` (no
+    prediction) is listed apart from a wrong answer."""
     rows = []
     for c in cases:
         row: dict[str, object] = {
@@ -70,7 +98,20 @@ def write_retrieval_report(
             turns, answer = parse_completion(c.rollout)
             row["turns"], row["ans"] = turns, answer
         rows.append(row)
-    html = render_page("retrieval", title, {"beta": beta, "cases": rows})
+    table = [
+        {
+            "sys": r.system,
+            "n": r.n,
+            "missing": r.missing,
+            "empty": r.empty,
+            "f": list(r.fbeta),
+            "p": list(r.precision),
+            "rc": list(r.recall),
+        }
+        for r in summary
+    ]
+    payload = {"beta": beta, "cases": rows, "summary": table}
+    html = render_page("retrieval", title, json_ready(payload))  # type: ignore[arg-type]
     return write_page(path, html)
 
 

@@ -33,6 +33,9 @@ MAX_TEXT = 4000  # characters kept of one tool result, call argument or answer
 MAX_CURVE_POINTS = 1500  # a curve of more steps is thinned evenly (its last point kept)
 _NOT_REWARD = frozenset({"step", "index", "advantages", "num_turns", "global_step"})
 _TOOL_CALL = re.compile(r"<tool_call>(.*?)(?:</tool_call>|$)", re.S)
+_TOOL_RESPONSE = re.compile(r"<tool_response>(.*?)(?:</tool_response>|$)", re.S)
+_ISSUE = re.compile(r"<issue>\n?(.*?)\n?</issue>", re.S)
+MAX_ISSUE = 20_000  # characters of an issue kept beside a rollout
 _TOKEN = re.compile(
     r"<\|im_start\|>assistant|<tool_call>(.*?)(?:</tool_call>|$)|<tool_response>(.*?)(?:</tool_response>|$)",
     re.S,
@@ -141,17 +144,26 @@ def _attach(turns: list[list[dict[str, str]]], result: str) -> None:
 def parse_completion(completion: object) -> tuple[list[dict[str, object]], str | None]:
     """A logged completion as (turns, answer): each turn's tool calls with their results, and
     the last assistant text without its tool calls. Reads OpenAI-style message lists (with
-    `tool_calls` or `<tool_call>` blocks, and `tool` messages) and flat text with Qwen's
-    `<tool_call>` / `<tool_response>` blocks."""
+    `tool_calls` or `<tool_call>` blocks, and tool results as `tool` messages or as
+    `<tool_response>` blocks in `user` messages, which is how a Hermes template folds them) and
+    flat text with `<tool_call>` / `<tool_response>` blocks. A list is read from its first
+    assistant message: the system and issue messages before it hold no turn."""
     turns: list[list[dict[str, str]]] = []
     answer: str | None = None
     if isinstance(completion, list):
+        started = False
         for msg in completion:
             if not isinstance(msg, dict):
                 continue
             role = msg.get("role")
+            started = started or role == "assistant"
+            if not started:
+                continue
             content = _text(msg.get("content"))
-            if role == "assistant":
+            if role == "user":
+                for result in _TOOL_RESPONSE.findall(content):
+                    _attach(turns, result.strip("\n"))
+            elif role == "assistant":
                 calls = [_call(m) for m in _TOOL_CALL.findall(content)]
                 for tc in msg.get("tool_calls") or []:
                     fn = tc.get("function") if isinstance(tc, dict) else None
@@ -179,7 +191,7 @@ def parse_completion(completion: object) -> tuple[list[dict[str, object]], str |
                     turns.append([])
                 turns[-1].append(_call(m.group(1)))
             else:
-                _attach(turns, m.group(2) or "")
+                _attach(turns, (m.group(2) or "").strip("\n"))  # the template's own newlines
             start = m.end()
         tail = completion[start:].replace("<|im_end|>", "").strip()
         if tail:
@@ -221,10 +233,19 @@ def _rollout_from_log(obj: Mapping[str, object]) -> dict[str, object]:
         ("degenerate", "deg"),
         ("episode_status", "st"),
         ("test_policy", "tp"),
+        ("stop_cause", "stop"),
     ):
         v = obj.get(key)
         if isinstance(v, str):
             out[short] = _cap(v)
+    for key, short in (
+        ("rollout_tokens", "tok"),
+        ("completion_tokens", "ctok"),
+        ("tool_results_cut", "cut"),
+    ):
+        n = _int(obj.get(key))
+        if n is not None:
+            out[short] = n
     gold = _strings(obj.get("gold_files")) or _strings(obj.get("gold"))
     if gold is not None:
         out["gold"] = gold
@@ -241,9 +262,43 @@ def _completion_rows(obj: Mapping[str, object]) -> list[dict[str, object]] | Non
     return [dict(obj)]
 
 
+def _whole_rollout(prompt: object, completion: object) -> object:
+    """The rollout's turns as one text or message list: ms-swift logs a multi-turn rollout's
+    last assistant message as `completion`, its earlier turns and their tool results inside
+    the chat-templated `prompt` (text, or a message list)."""
+    if isinstance(prompt, str) and isinstance(completion, str):
+        first = prompt.find("<|im_start|>assistant")
+        return prompt[first:] + completion if first >= 0 else completion
+    if isinstance(prompt, list):
+        tail = (
+            completion
+            if isinstance(completion, list)
+            else [{"role": "assistant", "content": completion}]
+        )
+        return [*prompt, *tail]
+    return completion
+
+
+def _issue_of(prompt: object) -> str | None:
+    if isinstance(prompt, list):
+        text = "\n".join(_text(m.get("content")) for m in prompt if isinstance(m, dict))
+    else:
+        text = prompt if isinstance(prompt, str) else ""
+    found = _ISSUE.search(text)
+    return _cut_issue(found.group(1)) if found else None
+
+
+def _cut_issue(text: str) -> str:
+    return text if len(text) <= MAX_ISSUE else text[:MAX_ISSUE] + f" … [{len(text)} chars]"
+
+
 def _rollout_from_completion(row: Mapping[str, object]) -> dict[str, object]:
-    turns, answer = parse_completion(row.get("completion"))
+    prompt = row.get("prompt")
+    turns, answer = parse_completion(_whole_rollout(prompt, row.get("completion")))
     out: dict[str, object] = {"turns": turns}
+    issue = _issue_of(prompt)
+    if issue is not None:
+        out["issue"] = issue
     out["c"] = sum(len(t["calls"]) for t in turns if isinstance(t["calls"], list))
     if answer is not None:
         out["ans"] = answer
@@ -309,7 +364,7 @@ def _read_records(
                     "paired by order up to the shorter"
                 )
             for rec, comp in zip(rows, extra, strict=False):
-                for key in ("turns", "ans", "gold"):
+                for key in ("turns", "ans", "gold", "issue"):
                     if key in comp and key not in rec:
                         rec[key] = comp[key]
     for step, rows in completed.items():
@@ -347,10 +402,11 @@ def _groups(
             rewards = [rollouts[m].get("r") for m in members]
             known = [float(r) for r in rewards if isinstance(r, float | int)]
             mean = sum(known) / len(known) if known else None
+            # the sample standard deviation (n - 1), as ms-swift logs `reward_std` (torch.std)
             std = (
-                math.sqrt(sum((r - mean) ** 2 for r in known) / len(known))
-                if known and mean is not None
-                else None
+                math.sqrt(sum((r - mean) ** 2 for r in known) / (len(known) - 1))
+                if len(known) > 1 and mean is not None
+                else None  # one rollout: no spread to speak of
             )
             turns = [rollouts[m].get("t") for m in members]
             calls = [rollouts[m].get("c") for m in members]
@@ -412,8 +468,14 @@ def training_payload(
         if "turns" in rec or "ans" in rec:
             # the turns are most of a big run's bytes: parsed by the page only when opened
             block = blocks.setdefault(f"turns-{rec['s']}", {})
-            block[str(rec.get("i"))] = {"turns": rec.pop("turns", []), "ans": rec.pop("ans", None)}
+            block[str(rec.get("i"))] = {
+                "turns": rec.pop("turns", []),
+                "ans": rec.pop("ans", None),
+                "issue": rec.pop("issue", None),
+            }
             rec["T"] = 1
+        else:
+            rec.pop("issue", None)
     payload: dict[str, object] = {
         "verdict": verdict,
         "curves": {name: _curve(s) for name, s in curves.items() if len(s.steps)},

@@ -61,7 +61,15 @@ from swe_eval._prediction_writer import prediction_json, write_predictions
 from swe_eval.cuts import Cut, apply_cut, sweep_cuts
 from swe_eval.downstream.cli import downstream_app
 from swe_eval.errors import SweEvalError
-from swe_eval.metrics import DEFAULT_KS, SystemEval, evaluate, paired_difference, summarize
+from swe_eval.metrics import (
+    DEFAULT_KS,
+    Estimate,
+    SystemEval,
+    SystemSummary,
+    evaluate,
+    paired_difference,
+    summarize,
+)
 from swe_eval.peers import PeerFormat, convert_peer
 from swe_eval.report import TableFormat, render
 
@@ -303,7 +311,7 @@ def retrieval(
             )
     emit(render(summaries, fmt, diffs=diffs, by_repo=by_repo, title=title, skipped=skipped), output)
     if html is not None:
-        _write_retrieval_html(html, chosen, gold, systems, evals, title=title)
+        _write_retrieval_html(html, chosen, gold, systems, evals, summaries, title=title)
 
 
 def _write_retrieval_html(
@@ -312,11 +320,34 @@ def _write_retrieval_html(
     gold: dict[str, GoldLabel],
     systems: Sequence[tuple[str, list[Prediction]]],
     evals: Sequence[SystemEval],
+    summaries: Sequence[SystemSummary],
     *,
     title: str | None,
 ) -> None:
-    """The per-instance HTML report (codegrep-report draws it)."""
-    from codegrep_report import CodegrepReportError, RetrievalCase, write_retrieval_report
+    """The per-instance HTML report (codegrep-report draws it), with each system's summary
+    row as the table printed it."""
+    from codegrep_report import (
+        CodegrepReportError,
+        RetrievalCase,
+        RetrievalSummary,
+        write_retrieval_report,
+    )
+
+    def est(e: Estimate) -> tuple[float, float, float]:
+        return (e.value, e.low, e.high)
+
+    rows = [
+        RetrievalSummary(
+            system=s.name,
+            n=s.n,
+            missing=s.missing,
+            empty=s.empty,
+            fbeta=est(s.metrics["fbeta"]),
+            precision=est(s.metrics["precision"]),
+            recall=est(s.metrics["recall"]),
+        )
+        for s in summaries
+    ]
 
     issues = {i.instance_id: i.problem_statement for i in chosen}
     cases = []
@@ -342,7 +373,9 @@ def _write_retrieval_html(
                 )
             )
     try:
-        write_retrieval_report(path, cases, title=title or "retrieval", beta=evals[0].beta)
+        write_retrieval_report(
+            path, cases, title=title or "retrieval", beta=evals[0].beta, summary=rows
+        )
     except CodegrepReportError as exc:
         raise fail(f"cannot write --html {path}: {exc}") from exc
     say(f"wrote {path}")
