@@ -573,3 +573,58 @@ def test_a_connection_sending_its_body_makes_room_after_the_idle_ones(allowed: P
             for conn in (older, idle, newer):
                 if conn is not None:
                     conn.close()
+
+
+class SwappingPolicy:
+    """Links a loose-object folder of the repository to `target` while it searches (as a
+    process racing the server would), then answers."""
+
+    name = "swapping"
+
+    def __init__(self, git_dir: Path, target: Path) -> None:
+        self.git_dir, self.target = git_dir, target
+
+    async def reply(self, request: PolicyRequest) -> PolicyReply:
+        link = self.git_dir / "objects" / "cd"
+        if not link.is_symlink():
+            link.symlink_to(self.target, target_is_directory=True)
+        return PolicyReply(content=json.dumps({"files": ["billing/invoice.py"]}))
+
+
+def test_a_layout_swapped_during_the_search_or_the_wait_is_refused(
+    allowed: Path, outside: Path
+) -> None:
+    """The layout is checked when a request comes, again when it has its slot (before git
+    runs) and after the search: a link swapped in meanwhile withholds the answer."""
+    from codegrep.service import LocalizeRequest, NotAllowedError
+
+    repo = allowed / "billing-repo"
+    link = repo / ".git" / "objects" / "cd"
+    request = LocalizeRequest(repo=str(repo), issue=ISSUE)
+    for target, says in ((outside, "outside the folders"), (allowed, "changed during the search")):
+        during = LocalizeService(
+            policy=SwappingPolicy(repo / ".git", target), allow_roots=[allowed]
+        )
+        with pytest.raises(NotAllowedError, match=says):
+            asyncio.run(during.localize(request))
+        link.unlink()
+        assert during.health().failed == 1
+
+    async def waited() -> None:
+        held = HeldPolicy()
+        service = LocalizeService(
+            policy=held, allow_roots=[allowed], limits=ServiceLimits(max_concurrent=1)
+        )
+        first = asyncio.create_task(service.localize(request))
+        while not held.entered.is_set():
+            await asyncio.sleep(0.01)
+        second = asyncio.create_task(service.localize(request))
+        await asyncio.sleep(0.1)  # the second waits for the slot, its layout checked already
+        link.symlink_to(allowed, target_is_directory=True)
+        held.release.set()
+        with pytest.raises(NotAllowedError, match="changed while the request waited"):
+            await second
+        with pytest.raises(NotAllowedError, match="changed during the search"):
+            await first  # it was searching when the link came
+
+    asyncio.run(waited())

@@ -361,7 +361,8 @@ class LocalizeService:
         """Answer one request, or raise a `ServiceError` saying why not in one line."""
         if self._closing:
             raise BusyError("the server is shutting down", retry_after_s=self._retry_after())
-        target, folders = self._target(request)
+        target, layout = self._target(request)
+        folders = layout is not None
         if not folders:
             await self._check_fetch(target, request.commit or "")
         gate_config = self._gate_config(request)
@@ -387,6 +388,10 @@ class LocalizeService:
                 queue_s = time.perf_counter() - admitted
                 self._in_flight += 1
                 try:
+                    if layout is not None:  # it may have waited: checked again before git runs
+                        await asyncio.to_thread(
+                            self._same_layout, target, layout, "while the request waited"
+                        )
                     result = await run_localize(
                         target,
                         request.issue,
@@ -412,6 +417,9 @@ class LocalizeService:
         except RepositoryInputError as exc:
             self._failed += 1
             raise _opening_error(exc, None if folders else target) from exc
+        except NotAllowedError:
+            self._failed += 1
+            raise
         except Exception as exc:
             self._failed += 1
             raise self._internal(exc) from exc
@@ -420,6 +428,12 @@ class LocalizeService:
         if result.status == "error":
             self._failed += 1
             raise UpstreamError(f"the search failed: {_one_line(result.record.error or '')}")
+        if layout is not None:  # what git read may have been swapped under it: answer withheld
+            try:
+                await asyncio.to_thread(self._same_layout, target, layout, "during the search")
+            except NotAllowedError:
+                self._failed += 1
+                raise
         try:
             response = self._respond(request, result, gate_config, queue_s or 0.0)
         except Exception as exc:  # a gate or render failure is this server's, not the caller's
@@ -467,12 +481,13 @@ class LocalizeService:
 
     # -- what a request names --
 
-    def _target(self, request: LocalizeRequest) -> tuple[str, bool]:
-        """What to open (a resolved folder, or a name of the allow-list) and whether it is a
-        folder; raises for anything outside the allow-lists."""
+    def _target(self, request: LocalizeRequest) -> tuple[str, tuple[tuple[str, str], ...] | None]:
+        """What to open (a resolved folder, or a name of the allow-list) and, for a folder,
+        where its repository's data lives (None for a name); raises for anything outside the
+        allow-lists."""
         repo = request.repo
         if repo.startswith("/"):
-            return self._folder(repo, request.commit), True
+            return self._folder(repo, request.commit)
         if _REPO_NAME.fullmatch(repo) and not {".", ".."} & set(repo.split("/")):
             canonical = self.repos.get(repo.casefold())
             if canonical is None:
@@ -483,13 +498,13 @@ class LocalizeService:
                 )
             if request.commit is None:
                 raise RequestError(f"{repo!r} is a repository name: it needs a commit")
-            return canonical, False
+            return canonical, None
         raise RequestError(
             f"repo {repo[:200]!r} is neither an absolute folder path nor a repository name "
             "(owner/name)"
         )
 
-    def _folder(self, repo: str, commit: str | None) -> str:
+    def _folder(self, repo: str, commit: str | None) -> tuple[str, tuple[tuple[str, str], ...]]:
         try:
             resolved = Path(repo).resolve()  # symlinks and ".." resolved before the check
         except (OSError, ValueError) as exc:  # a NUL byte, a symlink loop
@@ -498,12 +513,24 @@ class LocalizeService:
             raise NotAllowedError(f"{repo[:200]!r} is outside the folders this server may read")
         if not resolved.is_dir():
             raise NotFoundError(f"no folder {repo[:200]!r}")
+        layout = self._layout(resolved, repo)
+        if commit is not None and not (
+            (resolved / ".git").exists() or (resolved / "HEAD").is_file()
+        ):
+            raise NotFoundError(f"{repo[:200]!r} is not a git repository, so it has no commits")
+        return str(resolved), layout
+
+    def _layout(self, resolved: Path, repo: str) -> tuple[tuple[str, str], ...]:
+        """Where the repository at `resolved` keeps its data (work tree, git dir, common dir,
+        object stores, links inside them), each checked to be inside the roots; the list is
+        returned so that a later check can tell whether it changed."""
         try:
             places = repository_locations(resolved)
         except RepositoryLayoutError as exc:
             raise NotAllowedError(
                 f"{repo[:200]!r}: where its repository's data lives cannot be said ({exc})"
             ) from exc
+        found = tuple((role, str(place)) for role, place in places.places())
         for role, place in places.places():
             if not self._inside(place):
                 # The place itself is not said: it is outside what this client may see.
@@ -512,11 +539,16 @@ class LocalizeService:
                     "(a link, a `gitdir:` file, a `commondir` file or an object alternate "
                     "points out of the allowed roots)"
                 )
-        if commit is not None and not (
-            (resolved / ".git").exists() or (resolved / "HEAD").is_file()
-        ):
-            raise NotFoundError(f"{repo[:200]!r} is not a git repository, so it has no commits")
-        return str(resolved)
+        return found
+
+    def _same_layout(self, target: str, before: tuple[tuple[str, str], ...], when: str) -> None:
+        """The layout checked again (`when`: before git runs, after the search): a link swapped
+        in while the request waited or ran is refused, and the answer is withheld."""
+        if self._layout(Path(target), target) != before:
+            raise NotAllowedError(
+                f"{target[:200]!r}: where its repository's data lives changed {when} (a link "
+                "or pointer file was replaced); the request is refused"
+            )
 
     def _inside(self, place: Path) -> bool:
         return any(place.is_relative_to(r) for r in (*self.roots, self._cache_root))
