@@ -733,8 +733,11 @@ def test_without_instances_the_denominator_is_the_ids_seen(files: dict[str, Path
          "output but no verdict (e.g. o__r-0); give the harness report with report=PATH"),
         (["downstream", "report", "--run", "a={tmp}/nope.jsonl"], "nope.jsonl: no such file"),
         # a name given again is a repeat of the arm: each repeat needs its verdicts too
+        (["downstream", "report", "--run", "a={base},report={rb}", "--run", "a={treat}"],
+         "run a#2: 8 instance(s) have an output but no verdict"),
+        # the same output twice is one run, not two repeats
         (["downstream", "report", "--run", "a={base},report={rb}", "--run", "a={base}"],
-         "run a#2: 7 instance(s) have an output but no verdict"),
+         "is given twice"),
         (["downstream", "report", "--run", "a={base},report={rb}", "--run",
           "a={base},report={rb}", "--run", "a#2={base},report={rb}"],
          "run name a#2 is both an arm and a repeat of a"),

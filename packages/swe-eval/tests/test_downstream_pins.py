@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from swe_eval.cli import app
+from swe_eval.downstream._plan_pins import BENCHMARKS_COMMIT, STOCK_TEMPLATE
 from swe_eval.downstream.plan import Plan
 from typer.testing import CliRunner
 
@@ -23,7 +24,7 @@ def _write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
 
 
 @pytest.fixture
-def small(tmp_path: Path) -> dict[str, Path]:
+def small(tmp_path: Path, runner_checkout: Any) -> dict[str, Any]:
     inst = _write_jsonl(
         tmp_path / "inst.jsonl",
         [
@@ -37,7 +38,8 @@ def small(tmp_path: Path) -> dict[str, Path]:
         [{"instance_id": f"o__r-{n}", "files": [f"m{n}.py"], "retriever": "lexical"}
          for n in range(6)],
     )  # fmt: skip
-    return {"tmp": tmp_path, "inst": inst, "pred": pred}
+    runner_checkout(tmp_path / "bench", BENCHMARKS_COMMIT)
+    return {"tmp": tmp_path, "inst": inst, "pred": pred, "checkout": runner_checkout}
 
 
 def _plan(small: dict[str, Path], *extra: str, out: str = "out") -> Any:
@@ -119,9 +121,21 @@ def test_modal_backend_on_a_dry_run(small: dict[str, Path]) -> None:
     assert differ == {"backend", "workspace"}
 
 
-def _fake_runs(out: Path, plan: Plan, rounds: int = 7) -> None:
+EARLIER = "82687c83" + "0" * 32  # a commit one before the pinned runner commit (as a stand-in id)
+
+
+def _stamp(run: Path, bench: Path, *extra: str) -> Any:
+    return runner.invoke(app, ["downstream", "stamp", str(run), "--benchmarks", str(bench), *extra])
+
+
+def _fake_runs(out: Path, plan: Plan, rounds: int = 7, bench: Path | None = None) -> None:
+    """Each run's output and harness report, and its read.json as `stamp` writes it from a
+    checkout at the pinned commits (or `bench`)."""
     ids = (out / "instances.txt").read_text().split()
+    bench = bench or out.parent / "bench"  # the `small` fixture's checkout at the pins
     for k, c in enumerate(plan.configs):
+        stamped = _stamp(out / c.name, bench, "--allow-other-checkout")
+        assert stamped.exit_code == 0, stamped.output
         metrics = {"accumulated_token_usage": {"prompt_tokens": 900, "completion_tokens": 100},
                    "response_latencies": [{"latency": 1.0}] * rounds}  # fmt: skip
         _write_jsonl(
@@ -192,3 +206,103 @@ def test_a_repeat_name_that_clashes_with_a_configuration_is_refused(small: dict[
     res = _plan(small, "--repeats", "2", "--config", f"lex-r1={small['pred']}")
     assert res.exit_code == 2, res.output
     assert "run name(s) lex-r1 would name two runs" in res.stderr
+
+
+def test_commands_stamp_each_run_before_its_agent(small: dict[str, Path]) -> None:
+    assert _plan(small, *_PINNED).exit_code == 0
+    commands = (small["tmp"] / "out" / "commands.sh").read_text()
+    stamp = commands.index("swe-eval downstream stamp")
+    assert '--benchmarks "$BENCHMARKS"' in commands[stamp : stamp + 300]
+    assert stamp < commands.index("swebench-infer")
+
+
+def test_a_checkout_one_commit_earlier_is_refused_by_stamp_and_report(
+    small: dict[str, Path],
+) -> None:
+    assert _plan(small, *_PINNED).exit_code == 0
+    out = small["tmp"] / "out"
+    plan = Plan.model_validate_json((out / "plan.json").read_text())
+    earlier = small["checkout"](small["tmp"] / "earlier", EARLIER)
+    res = _stamp(out / "lex", earlier)
+    assert res.exit_code == 2, res.output
+    assert "the runner checkout is at 82687c830000, not the pinned 4e5469e0caaf" in res.stderr
+    assert not (out / "lex" / "read.json").exists()  # nothing written
+    wrong_sdk = small["checkout"](small["tmp"] / "sdk", BENCHMARKS_COMMIT, sdk_head="1" * 40)
+    res = _stamp(out / "lex", wrong_sdk)
+    assert res.exit_code == 2
+    assert "its agent SDK is at 111111111111" in res.stderr
+    # recorded anyway, the report will not pool it with the runs of the pinned checkout
+    _fake_runs(out, plan)
+    assert _stamp(out / "lex", earlier, "--allow-other-checkout").exit_code == 0
+    read = json.loads((out / "lex" / "read.json").read_text())
+    assert (read["runner_head"], read["allowed_other_checkout"]) == (EARLIER, True)
+    res = runner.invoke(app, [*plan.report.argv[1:], "--resamples", "0"])
+    assert res.exit_code == 2, res.output
+    assert "runner_head (lex read 82687c830000, its manifest pins 4e5469e0caaf)" in res.stderr
+
+
+def test_a_run_not_stamped_or_reading_another_template_is_not_compared(
+    small: dict[str, Path],
+) -> None:
+    assert _plan(small, *_PINNED).exit_code == 0
+    out = small["tmp"] / "out"
+    plan = Plan.model_validate_json((out / "plan.json").read_text())
+    _fake_runs(out, plan)
+    assert runner.invoke(app, [*plan.report.argv[1:], "--resamples", "0"]).exit_code == 0
+    (out / "lex" / "read.json").unlink()
+    res = runner.invoke(app, [*plan.report.argv[1:], "--resamples", "0"])
+    assert res.exit_code == 2
+    assert "read.json (lex was not stamped" in res.stderr
+    other = small["checkout"](small["tmp"] / "other", BENCHMARKS_COMMIT)
+    (other / STOCK_TEMPLATE).write_text("{{ instance.problem_statement }} (edited)\n")
+    assert _stamp(out / "lex", other).exit_code == 0
+    res = runner.invoke(app, [*plan.report.argv[1:], "--resamples", "0"])
+    assert res.exit_code == 2
+    assert "template_sha256 read (" in res.stderr
+    forced = runner.invoke(
+        app, [*plan.report.argv[1:], "--resamples", "0", "--allow-manifest-diff"]
+    )
+    assert forced.exit_code == 0, forced.output
+
+
+def _report_runs(out: Path) -> dict[str, Any]:
+    return json.loads((out / "report-runs.json").read_text())
+
+
+def test_repeats_are_checked_as_repeats(small: dict[str, Path]) -> None:
+    assert _plan(small, "--repeats", "2", *_PINNED).exit_code == 0
+    out = small["tmp"] / "out"
+    plan = Plan.model_validate_json((out / "plan.json").read_text())
+    _fake_runs(out, plan)
+    good = _report_runs(out)
+    argv = ["downstream", "report", "--manifest", str(out / "report-runs.json"), "--resamples", "0"]
+
+    def report_with(runs: list[dict[str, Any]]) -> Any:
+        (out / "report-runs.json").write_text(json.dumps({**good, "runs": runs}))
+        return runner.invoke(app, argv)
+
+    assert report_with(good["runs"]).exit_code == 0
+    lex = [r for r in good["runs"] if r["name"] == "lex"]
+    others = [r for r in good["runs"] if r["name"] != "lex"]
+    # the same run given twice is one run, not two repeats
+    res = report_with([*others, lex[0], lex[0]])
+    assert res.exit_code == 2
+    assert "is given twice" in res.stderr
+    # a run of one arm pointing at another arm's manifest
+    res = report_with([*others, lex[0], {**lex[1], "manifest": others[0]["manifest"]}])
+    assert res.exit_code == 2
+    assert "manifest" in res.stderr
+    assert "is of arm 'baseline'" in res.stderr
+    # a repeat with another gate, another predictions file and the same seed
+    second = out / lex[1]["manifest"]
+    m = json.loads(second.read_text())
+    m["arm"].update(
+        seed=json.loads((out / lex[0]["manifest"]).read_text())["arm"]["seed"],
+        predictions="other.jsonl",
+        gate={"threshold": 0.9},
+    )
+    second.write_text(json.dumps(m))
+    res = report_with(good["runs"])
+    assert res.exit_code == 2
+    for said in ("its repeats differ in predictions", "differ in gate", "two repeats share a seed"):
+        assert said in res.stderr

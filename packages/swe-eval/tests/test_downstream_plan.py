@@ -461,9 +461,12 @@ def test_parse_config_option() -> None:
     assert parse_config_option("bm25=b.jsonl").kind == "ungated"
 
 
-def test_the_report_command_reads_what_the_runs_leave(small: dict[str, Path]) -> None:
-    """The runner's output.jsonl and the harness's summary at the paths the plan names, made
-    up here (no Docker), are what `downstream report --manifest` reads."""
+def test_the_report_command_reads_what_the_runs_leave(
+    small: dict[str, Path], runner_checkout: Any
+) -> None:
+    """The runner's output.jsonl, the harness's summary and the run's read.json (stamped from a
+    checkout at the pins) at the paths the plan names, made up here (no Docker), are what
+    `downstream report --manifest` reads."""
     pins = ["--model-revision", "abc123", "--server", "vllm==0.11.0", "--tool-parser", "hermes",
             "--skills", "0123abcd"]  # fmt: skip
     configs = ["--config", f"lex={small['pred']}", "--config", f"gated={small['pred']},gate"]
@@ -474,7 +477,11 @@ def test_the_report_command_reads_what_the_runs_leave(small: dict[str, Path]) ->
     out = small["tmp"] / "out"
     plan = Plan.model_validate_json((out / "plan.json").read_text())
     ids = (out / "instances.txt").read_text().split()
+    bench = runner_checkout(small["tmp"] / "bench", BENCHMARKS_COMMIT)
     for k, c in enumerate(plan.configs):
+        (step,) = [cmd for cmd in c.commands if cmd.step == "stamp"]
+        stamp = [a if a != "$BENCHMARKS" else str(bench) for a in step.argv]
+        assert runner.invoke(app, stamp[1:]).exit_code == 0
         metrics = {"accumulated_token_usage": {"prompt_tokens": 900, "completion_tokens": 100},
                    "response_latencies": [{"latency": 1.0}] * 7}  # fmt: skip
         _write_jsonl(

@@ -149,7 +149,7 @@ class Command(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    step: Literal["template", "infer", "link", "convert", "harness", "report"]
+    step: Literal["template", "stamp", "infer", "link", "convert", "harness", "report"]
     argv: list[str]
     cwd: str | None = None
     shell: str
@@ -230,7 +230,7 @@ def _word(arg: str) -> str:
 
 
 def _command(
-    step: Literal["template", "infer", "link", "convert", "harness", "report"],
+    step: Literal["template", "stamp", "infer", "link", "convert", "harness", "report"],
     argv: list[str],
     cwd: Path | None = None,
 ) -> Command:
@@ -359,7 +359,10 @@ def _planned_run(
         template = ["swe-eval", "downstream", "template", stock, inject,
                     "-o", str(folder / TEMPLATE_NAME)]  # fmt: skip
         commands.append(_command("template", template))
+    # what the run reads, recorded as it starts; a checkout off the pinned commits stops here
+    stamp = ["swe-eval", "downstream", "stamp", str(folder), "--benchmarks", settings.benchmarks]
     commands += [
+        _command("stamp", stamp),
         _command("infer", infer),
         _command("link", link),
         _command("convert", convert),
@@ -371,6 +374,7 @@ def _planned_run(
         "prompt": f"{name}/{TEMPLATE_NAME}",
         "llm_config": f"{name}/llm_config.json",
         "manifest": f"{name}/manifest.json",
+        "read": f"{name}/read.json",
         "agent_output": f"{name}/output.jsonl",
         "predictions": f"{name}/predictions.swebench.jsonl",
         "harness_report": f"{name}/harness/{report_file.name}",

@@ -142,6 +142,19 @@ class Manifest:
     title: str | None = None
 
 
+def read_run_read(manifest: str | Path) -> Mapping[str, Any] | None:
+    """The `read.json` beside a run's manifest (what the run read when it started, written by
+    `downstream stamp`), or None when the run was never stamped; `DatasetError` if it is not
+    one."""
+    p = Path(manifest).parent / "read.json"
+    if not p.exists() and not p.is_symlink():
+        return None
+    data = _load_json(p)
+    if not isinstance(data, dict) or data.get("kind") != "swe-eval-downstream-read":
+        raise DatasetError(f"{p}: not a run's read record (kind swe-eval-downstream-read)")
+    return data
+
+
 def read_manifest(path: str | Path) -> Manifest:
     """A run list as JSON or TOML: `instances`, `baseline`, and `runs` (a list of tables with
     `name`, `output`, `report`, `system`, `predictions`, `precision`). Relative paths are read

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import typer
 
-from swe_eval.downstream import plan_cli, power_cli, report_cli, template_cli
+from swe_eval.downstream import plan_cli, power_cli, report_cli, stamp_cli, template_cli
 
 __all__ = ["downstream_app"]
 
@@ -24,3 +24,4 @@ downstream_app.command("report")(report_cli.report)
 downstream_app.command("plan")(plan_cli.plan)
 downstream_app.command("power")(power_cli.power)
 downstream_app.command("template")(template_cli.template)
+downstream_app.command("stamp")(stamp_cli.stamp)

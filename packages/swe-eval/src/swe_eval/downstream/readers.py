@@ -25,6 +25,7 @@ from swe_eval.downstream._run_lists import (
     read_instance_ids,
     read_manifest,
     read_run_manifest,
+    read_run_read,
 )
 
 __all__ = [
@@ -37,4 +38,5 @@ __all__ = [
     "read_instance_ids",
     "read_manifest",
     "read_run_manifest",
+    "read_run_read",
 ]

@@ -7,8 +7,9 @@ rows go to stderr, the report to stdout (or `-o`). Exit 2 for bad input, in one 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from codegrep_cli import fail, instances_option, output_option, seed_option
@@ -43,6 +44,7 @@ from swe_eval.downstream.readers import (
     read_instance_ids,
     read_manifest,
     read_run_manifest,
+    read_run_read,
 )
 from swe_eval.downstream.records import AgentOutputs, HarnessReport, RunSpec
 from swe_eval.downstream.render import (
@@ -133,6 +135,93 @@ def _manifest_differences(specs: list[RunSpec]) -> tuple[list[str], list[str]]:
             )
             differences.append(f"{key} ({shown})")
     return differences, notes
+
+
+def _unchecked_repeats(arms: dict[str, list[RunSpec]]) -> list[str]:
+    return [
+        f"{arm}: {sum(s.manifest is None for s in runs)} of its {len(runs)} repeats have no "
+        "manifest, so that they are repeats of one setting (seeds apart) is not checked"
+        for arm, runs in arms.items()
+        if len(runs) > 1 and any(s.manifest is None for s in runs)
+    ]
+
+
+def _read_differences(specs: list[RunSpec]) -> list[str]:
+    """What the runs really read (each run's read.json, stamped as it started) against what
+    their manifests pinned, and against each other: the runner and SDK commits, the runner's
+    template and the instance list. A run without a record is not shown to match."""
+    problems: list[str] = []
+    reads: dict[str, Mapping[str, Any]] = {}
+    for s in specs:
+        if s.manifest is None:
+            continue
+        record = read_run_read(s.manifest)
+        if record is None:
+            problems.append(f"read.json ({s.name} was not stamped: what it read is not known)")
+            continue
+        reads[s.name] = record
+        frozen = read_run_manifest(s.manifest).frozen
+        runner = str(frozen.get("runner", ""))
+        pinned = runner.rpartition("@")[2]
+        for key, want in (("runner_head", pinned), ("sdk_head", frozen.get("sdk"))):
+            got = record.get(key)
+            if not want or got != want:
+                problems.append(
+                    f"{key} ({s.name} read {str(got)[:12]}, its manifest pins {str(want)[:12]})"
+                )
+    compared: dict[
+        str, Callable[[Mapping[str, Any]], object]
+    ] = {  # equal in every run: the runner's template, the instance list
+        "template_sha256": lambda r: r.get("template_sha256"),
+        "instances.txt": lambda r: (r.get("inputs_sha256") or {}).get("../instances.txt"),
+    }
+    for what, get in compared.items():
+        values = {name: get(record) for name, record in reads.items()}
+        if len({json.dumps(v) for v in values.values()}) > 1:
+            shown = "; ".join(f"{n}: {str(v)[:12]}" for n, v in values.items())
+            problems.append(f"{what} read ({shown})")
+    return problems
+
+
+def _repeat_problems(arms: dict[str, list[RunSpec]]) -> list[str]:
+    """Runs pooled as repeats of one arm must be repeats: distinct run outputs, each run's own
+    manifest naming that arm, the same predictions and gate, distinct seeds."""
+    problems: list[str] = []
+    for arm, runs in arms.items():
+        seen: set[tuple[str, str | None]] = set()
+        for s in runs:  # one file (one system of it) is one run, not two repeats
+            for f in (s.output, s.report):
+                if f is None:
+                    continue
+                key = (str(Path(f).resolve()), s.system)
+                if key in seen:
+                    problems.append(f"{arm}: {f} is given twice")
+                seen.add(key)
+        manifests = {}
+        for k, s in enumerate(runs, start=1):
+            if s.manifest is None:
+                continue
+            m = read_run_manifest(s.manifest)
+            if m.arm.get("name") != arm:
+                problems.append(
+                    f"{arm}: run {k}'s manifest {s.manifest} is of arm {m.arm.get('name')!r}"
+                )
+            manifests[k] = m
+        if len(runs) < 2:
+            continue
+        if len(manifests) < len(runs):  # peers' runs have none: that is said in the notes
+            continue
+        for field in ("predictions", "gate"):
+            values = {json.dumps(m.arm.get(field), sort_keys=True) for m in manifests.values()}
+            if len(values) > 1:
+                problems.append(f"{arm}: its repeats differ in {field}")
+        seeds = [m.arm.get("seed") for m in manifests.values()]
+        if len(set(map(str, seeds))) < len(seeds):
+            problems.append(f"{arm}: two repeats share a seed ({seeds})")
+        paths = {str(Path(m.path).resolve()) for m in manifests.values()}
+        if len(paths) < len(manifests):
+            problems.append(f"{arm}: two repeats point at the same manifest")
+    return problems
 
 
 def _over_cap(specs: list[RunSpec], configs: list[ConfigRun]) -> list[str]:
@@ -263,7 +352,12 @@ def report(
     title = title or (loaded.title if loaded else None)
 
     try:
+        repeats = _repeat_problems(arms)
+        if repeats:
+            raise fail("these runs are not repeats of their arm: " + " | ".join(repeats))
         differences, notes = _manifest_differences(specs)
+        differences += _read_differences(specs)
+        notes += _unchecked_repeats(arms)
         if differences and not allow_manifest_diff:
             raise fail(
                 "the runs' manifests differ in more than the arm: "
