@@ -34,7 +34,7 @@ from swe_eval.downstream.power import (
     flip_rate,
     minimum_detectable_effect,
     pairwise_flip_rates,
-    sign_flip_test,
+    run_label_test,
 )
 from swe_eval.downstream.readers import classify_error
 from swe_eval.downstream.records import (
@@ -564,8 +564,9 @@ def compare_pooled(
         rate_a=float(share_a.mean()) if n else math.nan,
         rate_b=float(share_b.mean()) if n else math.nan,
         delta=delta,
-        p_value=sign_flip_test(
-            diff, scale=len(a) * len(b), n_resamples=max(n_resamples, 10_000), seed=seed
+        p_value=run_label_test(
+            [[o.resolved for o in r.outcomes] for r in a],
+            [[o.resolved for o in r.outcomes] for r in b],
         ),
         instances_differ=int((diff != 0).sum()),
         flip_rate=f if f else None,

@@ -39,6 +39,7 @@ __all__ = [
     "pairwise_flip_rates",
     "power_at",
     "repeats_needed",
+    "run_label_test",
     "sign_flip_test",
 ]
 
@@ -191,6 +192,47 @@ def _exact_sign_flip(values: NDArray[np.int64]) -> float:
     observed = abs(int(values.sum()))
     sums = np.abs(np.arange(-total, total + 1))
     return float(min(1.0, dist[sums >= observed].sum()))
+
+
+def run_label_test(
+    runs_a: Sequence[Sequence[bool]] | NDArray[np.bool_],
+    runs_b: Sequence[Sequence[bool]] | NDArray[np.bool_],
+) -> float:
+    """Two-sided exact permutation test that arm B's runs resolve as often as arm A's: within
+    each instance, the K_A + K_B run labels are permuted (every assignment of K_B of the runs
+    to B equally likely under the null), the instances kept as the unit.
+
+    The statistic is the sum over instances of B's share minus A's share; scaled by K_A·K_B it
+    is an integer, and its null distribution is the convolution of each instance's
+    hypergeometric law, so the p-value is exact for any K_A and K_B (the sign flip of the
+    shares is exact only when K_A = K_B). With one run per arm it is McNemar's exact test.
+    """
+    a = np.asarray(runs_a, dtype=np.int64)
+    b = np.asarray(runs_b, dtype=np.int64)
+    if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[1]:
+        raise ValueError("runs_a and runs_b must be (runs x instances) on the same instances")
+    k_a, k_b = a.shape[0], b.shape[0]
+    k = k_a + k_b
+    resolved = a.sum(axis=0) + b.sum(axis=0)  # s_i, of k runs
+    in_b = b.sum(axis=0)
+    # D_i = K_A·x_B − K_B·(s_i − x_B) = K·x_B − K_B·s_i, for x_B runs of B resolving it
+    observed = int((k * in_b - k_b * resolved).sum())
+    laws: dict[int, tuple[int, NDArray[np.float64]]] = {}  # s -> (lowest D, pmf over D)
+    for s_i in np.unique(resolved).tolist():
+        if s_i in (0, k):
+            continue  # every relabeling gives the same D: it shifts nothing
+        xs = range(max(0, s_i - k_a), min(k_b, s_i) + 1)
+        weights = np.array([math.comb(s_i, x) * math.comb(k - s_i, k_b - x) for x in xs], float)
+        pmf = np.zeros(k * (xs[-1] - xs[0]) + 1)
+        pmf[[k * (x - xs[0]) for x in xs]] = weights / weights.sum()
+        laws[s_i] = (k * xs[0] - k_b * s_i, pmf)
+    low, dist = 0, np.ones(1)
+    for s_i in resolved.tolist():
+        if s_i in laws:
+            start, pmf = laws[s_i]
+            low, dist = low + start, np.convolve(dist, pmf)
+    values = np.arange(low, low + len(dist))
+    return float(min(1.0, dist[np.abs(values) >= abs(observed) - 1e-9].sum()))
 
 
 def sign_flip_test(
