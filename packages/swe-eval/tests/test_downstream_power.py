@@ -16,6 +16,7 @@ from swe_eval.downstream.power import (
     minimum_detectable_effect,
     power_at,
     repeats_needed,
+    run_label_test,
     sign_flip_test,
 )
 from typer.testing import CliRunner
@@ -72,6 +73,45 @@ def test_sign_flip_with_one_run_per_arm_is_mcnemar() -> None:
     exact = sign_flip_test(shares, scale=6)
     assert sign_flip_test(shares * 1.0001, n_resamples=40_000) == pytest.approx(exact, abs=0.01)
     assert sign_flip_test([0.0, 0.0]) == 1.0
+
+
+def _by_enumeration(a: list[list[bool]], b: list[list[bool]]) -> float:
+    """The run-label permutation p by listing every relabeling of every instance."""
+    import itertools
+
+    runs = np.array(a + b, dtype=float)
+    k, k_b = len(runs), len(b)
+    observed = abs(float(runs[len(a) :].mean(0).sum() - runs[: len(a)].mean(0).sum()))
+    per_instance = []
+    for col in runs.T:
+        values = []
+        for chosen in itertools.combinations(range(k), k_b):
+            mask = np.zeros(k, bool)
+            mask[list(chosen)] = True
+            values.append(col[mask].mean() - col[~mask].mean())
+        per_instance.append(values)
+    totals = [abs(sum(c)) for c in itertools.product(*per_instance)]
+    return sum(t >= observed - 1e-9 for t in totals) / len(totals)
+
+
+def test_the_run_label_test_is_exact_for_unequal_repeats() -> None:
+    rng = np.random.default_rng(5)
+    for k_a, k_b in ((1, 1), (2, 1), (1, 2), (2, 2), (3, 1)):
+        for _ in range(4):
+            n = int(rng.integers(1, 5))
+            a = (rng.random((k_a, n)) < 0.5).tolist()
+            b = (rng.random((k_b, n)) < 0.5).tolist()
+            assert run_label_test(a, b) == pytest.approx(_by_enumeration(a, b), abs=1e-12)
+    # one run per arm: McNemar's exact test on the discordant pairs
+    a = [[True] * 3 + [False] * 9 + [True] * 10 + [False] * 30]
+    b = [[False] * 3 + [True] * 9 + [True] * 10 + [False] * 30]
+    assert run_label_test(a, b) == pytest.approx(mcnemar_exact(3, 9), abs=1e-12)
+    # 2 runs against 1, where the sign flip of the shares is not exact
+    a2 = [[True, True, False, True], [False, True, False, False]]
+    b1 = [[True, False, True, True]]
+    assert run_label_test(a2, b1) == pytest.approx(_by_enumeration(a2, b1), abs=1e-12)
+    with pytest.raises(ValueError, match="same instances"):
+        run_label_test([[True]], [[True, False]])
 
 
 def _acr(shared_data: Path) -> tuple[Path, list[str]]:

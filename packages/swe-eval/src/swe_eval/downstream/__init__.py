@@ -38,6 +38,7 @@ from swe_eval.downstream.power import (
     pairwise_flip_rates,
     power_at,
     repeats_needed,
+    run_label_test,
     sign_flip_test,
 )
 from swe_eval.downstream.readers import (
@@ -122,6 +123,7 @@ __all__ = [
     "repeats_needed",
     "report_notes",
     "retrieval_precision",
+    "run_label_test",
     "sign_flip_test",
     "stock_template",
     "summarize_config",

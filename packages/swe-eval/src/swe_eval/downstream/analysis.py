@@ -483,8 +483,9 @@ class PooledComparison(BaseModel):
 
     Per instance, the share of an arm's runs that resolve it; `delta` is the mean of B's share
     minus A's, with a bootstrap interval over instances (all repeats of an instance drawn
-    together: a cluster bootstrap); `p_value` is the paired sign-flip permutation test on the
-    per-instance differences (McNemar's exact test when both arms have one run).
+    together: a cluster bootstrap); `p_value` is the exact run-label permutation test
+    (`run_label_test`: each instance's runs relabeled; McNemar's exact test when both arms have
+    one run).
     """
 
     model_config = ConfigDict(frozen=True)
