@@ -118,7 +118,13 @@ def test_modal_backend_on_a_dry_run(small: dict[str, Path]) -> None:
     m_local = json.loads((small["tmp"] / "local" / "lex" / "manifest.json").read_text())
     m_modal = json.loads((small["tmp"] / "modal" / "lex" / "manifest.json").read_text())
     differ = {k for k in m_local["frozen"] if m_local["frozen"][k] != m_modal["frozen"][k]}
-    assert differ == {"backend", "workspace"}
+    assert differ == {"backend", "workspace", "harness_images", "agent_images"}
+    # the images that really grade and run are recorded, not the Docker defaults
+    assert "ubuntu:22.04" in m_modal["frozen"]["harness_images"]
+    assert "swebench unpinned" in m_modal["frozen"]["harness_images"]
+    assert "namespace swebench" in m_local["frozen"]["harness_images"]
+    assert "remote runtime's agent-server image" in m_modal["frozen"]["agent_images"]
+    assert "on a Docker host" not in modal.stderr + modal.stdout
 
 
 EARLIER = "82687c83" + "0" * 32  # a commit one before the pinned runner commit (as a stand-in id)

@@ -25,7 +25,6 @@ from swe_eval.downstream._plan_pins import (
     BENCHMARKS_PLACEHOLDER,
     BENCHMARKS_REPO,
     DEFAULT_HARNESS_DATASET,
-    HARNESS_IMAGES,
     HARNESS_MODEL_NAME,
     HARNESS_TIMEOUT_S,
     PLAN_SCHEMA_VERSION,
@@ -34,6 +33,8 @@ from swe_eval.downstream._plan_pins import (
     SWEBENCH_VERSION,
     TEMPLATE_NAME,
     WHY,
+    agent_images,
+    harness_images,
 )
 from swe_eval.downstream._plan_selection import _TOP_LEVEL, ConfigSpec, Selection
 
@@ -51,6 +52,7 @@ __all__ = [
     "run_manifest",
     "run_names",
     "target_files",
+    "where_it_runs",
 ]
 
 # -- the plan -----------------------------------------------------------------------------------
@@ -490,7 +492,8 @@ def make_plan(
             else "this host's Docker",
             why=WHY["backend"],
         ),
-        Pin(name="harness_images", value=HARNESS_IMAGES, why=WHY["images"]),
+        Pin(name="harness_images", value=harness_images(settings.backend), why=WHY["images"]),
+        Pin(name="agent_images", value=agent_images(settings.workspace), why=WHY["images"]),
         Pin(name="run_id", value="<config>-<8 hex>", why=WHY["run_id"]),
         Pin(name="columns", value=", ".join(DatasetRow.model_fields), why=WHY["columns"]),
     ]
@@ -581,7 +584,8 @@ def run_manifest(plan: Plan, run: PlannedConfig) -> dict[str, object]:
         "sdk": SDK_COMMIT,
         "swebench": SWEBENCH_VERSION,
         "harness_timeout_s": HARNESS_TIMEOUT_S,
-        "harness_images": HARNESS_IMAGES,
+        "harness_images": harness_images(plan.agent.backend),
+        "agent_images": agent_images(plan.agent.workspace),
         "harness_model_name": HARNESS_MODEL_NAME,
         "template": f"{BENCHMARKS_COMMIT}:{STOCK_TEMPLATE} (+ section when injected)"
         if plan.agent.prompt == "stock"
@@ -605,7 +609,7 @@ def run_manifest(plan: Plan, run: PlannedConfig) -> dict[str, object]:
     return {"kind": MANIFEST_KIND, "schema_version": 1, "frozen": frozen, "arm": arm}
 
 
-def _where(agent: AgentSettings) -> str:
+def where_it_runs(agent: AgentSettings) -> str:
     """What the host running commands.sh needs, from where the agent and the harness run."""
     agent_needs = (
         "the agent in the runner's remote workspace (RUNTIME_API_KEY, RUNTIME_API_URL)"
@@ -630,7 +634,7 @@ def render_commands(plan: Plan) -> str:
         "plan.json says why each flag is there.",
         f"# {len(plan.configs)} configuration(s) x {plan.instances.chosen} instance(s), "
         f"model {plan.agent.model}, max {plan.agent.max_iterations} iterations. "
-        + _where(plan.agent),
+        + where_it_runs(plan.agent),
         "#",
         "# One-time setup (not run here): a checkout of the runner at its pinned commit.",
         *(f"#   {s}" for s in plan.setup),

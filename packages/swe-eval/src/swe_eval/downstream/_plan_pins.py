@@ -13,6 +13,7 @@ __all__ = [
     "BENCHMARKS_REPO",
     "DEFAULT_HARNESS_DATASET",
     "HARNESS_IMAGES",
+    "HARNESS_IMAGES_MODAL",
     "HARNESS_MODEL_NAME",
     "HARNESS_TIMEOUT_S",
     "PLAN_KIND",
@@ -22,6 +23,8 @@ __all__ = [
     "SWEBENCH_VERSION",
     "TEMPLATE_NAME",
     "WHY",
+    "agent_images",
+    "harness_images",
 ]
 
 PLAN_KIND = "swe-eval-downstream-plan"
@@ -41,6 +44,33 @@ BENCHMARKS_PLACEHOLDER = "$BENCHMARKS"
 # and swebench 4.1.0 names its run report `<model_name_or_path>.<run_id>.json` in the cwd.
 HARNESS_MODEL_NAME = "OpenHands"
 HARNESS_IMAGES = "swebench defaults: namespace swebench, instance image tag latest"
+# What grades under --modal true: swebench 4.1.0's Modal path builds each instance's environment
+# in a sandbox from ubuntu:22.04 and the instance's setup scripts (no prebuilt instance image is
+# pulled), inside a function image that pip-installs swebench without a version pin.
+HARNESS_IMAGES_MODAL = (
+    "Modal sandboxes: each instance built from ubuntu:22.04 plus its swebench 4.1.0 setup "
+    "scripts (no prebuilt image); the Modal function image installs swebench unpinned"
+)
+
+
+def harness_images(backend: str) -> str:
+    """The images the harness really grades in, for `backend` (docker or modal)."""
+    return HARNESS_IMAGES_MODAL if backend == "modal" else HARNESS_IMAGES
+
+
+def agent_images(workspace: str) -> str:
+    """The images the agent runs in: chosen by the runner at its pinned commit, not here."""
+    where = (
+        "the remote runtime's agent-server image"
+        if workspace == "remote"
+        else (f"the agent-server image of the {workspace} workspace")
+    )
+    return (
+        f"{where}, as the runner at {BENCHMARKS_COMMIT[:7]} chooses it: not pinned by this plan "
+        "(its tag or digest is in the runner's own logs)"
+    )
+
+
 HARNESS_TIMEOUT_S = 1800  # swebench's own default per instance, written out so it is seen
 DEFAULT_HARNESS_DATASET = "princeton-nlp/SWE-bench_Verified"
 TEMPLATE_NAME = "prompt.j2"  # not `default.j2`: the runner resolves a bare name in its prompts/

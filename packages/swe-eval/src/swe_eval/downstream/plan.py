@@ -32,6 +32,7 @@ from swe_eval.downstream._plan_commands import (
     run_manifest,
     run_names,
     target_files,
+    where_it_runs,
 )
 from swe_eval.downstream._plan_gating import (
     BuiltConfig,
@@ -89,5 +90,6 @@ __all__ = [
     "run_manifest",
     "run_names",
     "target_files",
+    "where_it_runs",
     "write_plan",
 ]

@@ -28,6 +28,7 @@ from swe_eval.downstream.plan import (
     render_commands,
     run_names,
     target_files,
+    where_it_runs,
     write_plan,
 )
 
@@ -195,7 +196,8 @@ def plan(
         typer.Option(
             "--dry-run",
             help="The default and only mode: write the plan and print the commands; run nothing "
-            "(run OUT/commands.sh on a Docker host).",
+            "(run OUT/commands.sh where the plan says: a Docker host, or Modal and a remote "
+            "workspace).",
         ),
     ] = True,
 ) -> None:
@@ -272,6 +274,6 @@ def plan(
         )
     say(
         f"wrote {len(the_plan.files)} files under {the_plan.out}; run "
-        f"{Path(the_plan.out) / 'commands.sh'} on a Docker host"
+        f"{Path(the_plan.out) / 'commands.sh'}. " + where_it_runs(the_plan.agent)
     )
     typer.echo(render_commands(the_plan), nl=False)
