@@ -195,6 +195,14 @@ def test_report_refuses_runs_that_differ_in_more_than_the_arm(small: dict[str, P
     assert "--allow-manifest-diff: these runs differ in more than the arm" in table
     # 130 LLM calls against a total cap of 120: every run is named
     assert "above the total round cap 120" in table
+    # and Table 3 says it per configuration: all 6 instances of each run are over the cap
+    lines = table.splitlines()
+    head = next(k for k, line in enumerate(lines) if line.startswith("| config"))
+    header = [c.strip() for c in lines[head].strip("|").split("|")]
+    column = header.index("over round cap")
+    rows = [[c.strip() for c in line.strip("|").split("|")] for line in lines[head + 2 :]]
+    rows = [r for r in rows if len(r) == len(header)]
+    assert {r[0]: r[column] for r in rows} == {"baseline": "6", "lex": "6"}
 
 
 def test_a_bad_manifest_is_a_clear_error(small: dict[str, Path]) -> None:

@@ -290,6 +290,8 @@ class ConfigSummary(BaseModel):
     duplicates: int
     outside: int
     disagreements: int
+    #: runs with more LLM calls than the manifest's total round cap (None: no cap known)
+    over_round_cap: int | None = None
 
 
 def summarize_config(

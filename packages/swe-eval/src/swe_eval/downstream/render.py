@@ -174,6 +174,7 @@ def _config_rows(configs: Sequence[ConfigSummary]) -> tuple[list[str], list[list
         "unresolved rounds (mean · median)",
         "missing",
         "other failures",
+        "over round cap",
         "cost / resolved",
     ]
     rows = []
@@ -191,6 +192,7 @@ def _config_rows(configs: Sequence[ConfigSummary]) -> tuple[list[str], list[list
                 _spread(c.rounds_unresolved),
                 "?" if c.missing is None else str(c.missing),
                 failures,
+                "–" if c.over_round_cap is None else str(c.over_round_cap),
                 f"${c.cost_per_resolved:.3f}" if c.cost_per_resolved is not None else "–",
             ]
         )

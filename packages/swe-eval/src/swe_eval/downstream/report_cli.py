@@ -224,9 +224,11 @@ def _repeat_problems(arms: dict[str, list[RunSpec]]) -> list[str]:
     return problems
 
 
-def _over_cap(specs: list[RunSpec], configs: list[ConfigRun]) -> list[str]:
-    """Runs with more LLM calls than their manifest's total round cap."""
+def _over_cap(specs: list[RunSpec], configs: list[ConfigRun]) -> tuple[list[str], dict[str, int]]:
+    """Runs with more LLM calls than their manifest's total round cap: the notes naming them,
+    and per configuration how many (those with a cap), for Table 3's column."""
     notes = []
+    counts: dict[str, int] = {}
     by_name = {c.name: c for c in configs}
     for s in specs:
         if s.manifest is None:
@@ -239,12 +241,13 @@ def _over_cap(specs: list[RunSpec], configs: list[ConfigRun]) -> list[str]:
             for o in by_name[s.name].outcomes
             if o.rounds is not None and o.rounds > cap
         ]
+        counts[s.name] = len(over)
         if over:
             notes.append(
                 f"{s.name}: {len(over)} run(s) above the total round cap {cap} (continuations): "
                 + ", ".join(over)
             )
-    return notes
+    return notes, counts
 
 
 def _gold(instances: Path | None) -> dict[str, GoldLabel] | None:
@@ -427,9 +430,15 @@ def report(
                     f"denominator ({source}); a different dataset?"
                 )
             configs.append(built)
-        notes += _over_cap(specs, configs)
+        cap_notes, over = _over_cap(specs, configs)
+        notes += cap_notes
         by_name = {c.name: c for c in configs}
-        summaries = [summarize_config(c, n_resamples=resamples, seed=seed) for c in configs]
+        summaries = [
+            summarize_config(c, n_resamples=resamples, seed=seed).model_copy(
+                update={"over_round_cap": over.get(c.name)}
+            )
+            for c in configs
+        ]
         arm_pairs: list[tuple[str, str]]
         if all_pairs:
             arm_pairs = [(a, b) for i, a in enumerate(names) for b in names[i + 1 :]]
