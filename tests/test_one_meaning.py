@@ -180,3 +180,40 @@ def test_the_sandbox_prepares_from_a_gzipped_instances_file(tmp_path: Path) -> N
     # row was read (it is named as a failure, not skipped as unreadable).
     assert "o__p-1" in result.output
     assert "row(s) skipped" not in result.output or "0 row(s) skipped" in result.output
+
+
+# A reply's formats, read the same by the engine that acts on it, the reward that scores it and
+# the report that shows it (grpo-rewards' `_formats` is the home; codegrep-report, which has no
+# dependency, mirrors the tool-call rule and is held to it here).
+REPLIES = [
+    '<tool_call>{"name": "grep", "arguments": {"pattern": "a"}}</tool_call>',
+    '<tool_call>\n{"name": "glob", "arguments": {"pattern": "*.py"}}\n</tool_call> and text',
+    'two <tool_call>{"name": "a", "arguments": {}}</tool_call><tool_call>{"name": "b", '
+    '"arguments": {}}</tool_call>',
+    'cut off <tool_call>{"name": "read", "arguments": {"path": "x.py"',  # unclosed at the end
+    "<tool_call>not json</tool_call>",
+    "no call at all",
+]
+
+
+@pytest.mark.parametrize("reply", REPLIES)
+def test_one_tool_call_rule_for_engine_reward_and_report(reply: str) -> None:
+    from codegrep_model._hermes import split_hermes
+    from codegrep_report import parse_completion
+    from grpo_rewards._codescout_rows import _calls_in_text
+
+    bodies = grpo_rewards.tool_call_bodies(reply)
+    _, calls = split_hermes(reply)
+    assert len(calls) == len(bodies)
+    assert len(_calls_in_text(reply)) == len(bodies)
+    turns, _ = parse_completion([{"role": "assistant", "content": reply}])
+    assert len(turns[0]["calls"]) == len(bodies)
+
+
+def test_an_unclosed_think_holds_no_answer_for_the_engine_or_the_reward() -> None:
+    open_thought = '<think>maybe {"files": ["a.py"]} is it'
+    assert grpo_rewards.parse_answer(open_thought).answer is None
+    assert parse_answer(open_thought) is None  # the engine found a.py inside the thought
+    closed = '<THINK>not {"files": ["b.py"]}</THINK>{"files": ["a.py"]}'
+    assert grpo_rewards.parse_answer(closed).answer.files == ("a.py",)
+    assert parse_answer(closed).files == ("a.py",)

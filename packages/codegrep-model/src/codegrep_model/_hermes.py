@@ -8,15 +8,13 @@ drops `tools`) they arrive as text, and this module recovers them.
 from __future__ import annotations
 
 import json
-import re
 
 from codegrep_records import parse_json
+from grpo_rewards import tool_call_bodies, without_tool_calls
 
 from codegrep_model.records import ToolCall
 
 __all__ = ["split_hermes"]
-
-_BLOCK = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.DOTALL)
 
 
 def split_hermes(text: str, *, id_prefix: str = "call") -> tuple[str | None, tuple[ToolCall, ...]]:
@@ -24,10 +22,11 @@ def split_hermes(text: str, *, id_prefix: str = "call") -> tuple[str | None, tup
 
     A block that is not a JSON object with a `name` still becomes a call (with no name, its raw
     text as arguments), so the engine answers it with corrective feedback instead of dropping it.
+    The blocks are read by grpo-rewards' `tool_call_bodies` (one rule for the engine and the
+    rewards: an unclosed block at the end runs to the end of the text).
     """
     calls: list[ToolCall] = []
-    for i, m in enumerate(_BLOCK.finditer(text)):
-        raw = m.group(1).strip()
+    for i, raw in enumerate(tool_call_bodies(text)):
         try:
             data = parse_json(raw)
         except ValueError:
@@ -40,5 +39,5 @@ def split_hermes(text: str, *, id_prefix: str = "call") -> tuple[str | None, tup
             calls.append(ToolCall(id=f"{id_prefix}_{i}", name="", arguments=raw))
     if not calls:
         return text, ()
-    rest = _BLOCK.sub("", text).strip()
+    rest = without_tool_calls(text)
     return rest or None, tuple(calls)

@@ -150,7 +150,6 @@ def _range(r: Any) -> tuple[int, int] | None:
 
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
-_THINK = re.compile(r"<think>.*?</think>", re.DOTALL)
 
 
 def _spans(text: str) -> list[str]:
@@ -244,7 +243,11 @@ def parse_answer(text: str | None) -> Answer | None:
     if not text:
         return None
     strict = rewards.parse_answer(text).answer
-    text = _THINK.sub("", text)
+    # the reasoning read as the reward reads it: a `<think>` left open holds no answer, not a
+    # JSON object to be found inside the thought
+    text, unclosed = rewards.split_reasoning(text)
+    if unclosed:
+        return None
     if strict is not None:
         answer = Answer(
             files=strict.files,

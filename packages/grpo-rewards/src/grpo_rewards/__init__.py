@@ -30,6 +30,7 @@ from grpo_rewards._advantages import (
     scale_by_efficiency,
 )
 from grpo_rewards._answer import Answer, LineRange, ParsedAnswer, coerce_line_ranges, parse_answer
+from grpo_rewards._formats import split_reasoning, tool_call_bodies, without_tool_calls
 from grpo_rewards._metrics import (
     CodeLocation,
     MultiLevelScores,
@@ -234,6 +235,9 @@ __all__ = [
     "score_ranked",
     "set_scores",
     "sigma_v1",
+    "split_reasoning",
     "targets_from_file_changes",
+    "tool_call_bodies",
     "two_sided_p",
+    "without_tool_calls",
 ]

@@ -13,6 +13,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from grpo_rewards._formats import split_reasoning
 from grpo_rewards._paths import normalize_path
 
 __all__ = [
@@ -64,9 +65,6 @@ class ParsedAnswer:
         return self.answer is not None
 
 
-_THINK_RE = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
-_THINK_OPEN_RE = re.compile(r"<think>", re.IGNORECASE)
-_THINK_CLOSE_RE = re.compile(r"</think>", re.IGNORECASE)
 _FENCE_RE = re.compile(r"```[A-Za-z0-9_-]*[ \t]*\n?(.*?)```", re.DOTALL)
 _RANGE_TEXT_RE = re.compile(r"^\s*L?(\d+)\s*(?:[-–:,]|\.\.)\s*L?(\d+)\s*$|^\s*L?(\d+)\s*$")
 
@@ -214,11 +212,8 @@ def parse_answer(text: object, *, roots: Iterable[str] = ()) -> ParsedAnswer:
     """
     if not isinstance(text, str):
         return ParsedAnswer(None, f"the answer is not text ({type(text).__name__})")
-    body = _THINK_RE.sub("", text)
-    closes = list(_THINK_CLOSE_RE.finditer(body))
-    if closes:
-        body = body[closes[-1].end() :]
-    if _THINK_OPEN_RE.search(body):
+    body, unclosed = split_reasoning(text)
+    if unclosed:
         return ParsedAnswer(None, "unclosed <think> block: no answer after the reasoning")
     root_list = tuple(roots)
     fenced: list[object] = []

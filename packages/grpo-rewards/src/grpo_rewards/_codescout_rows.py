@@ -13,10 +13,10 @@ text), or the text of the response (the final turn is what follows the last
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from grpo_rewards._formats import tool_call_bodies
 from grpo_rewards._metrics import CodeLocation, MultiLevelTargets
 from grpo_rewards._rewards import RewardResult, codescout_last_turn_ok, codescout_multilevel
 
@@ -33,7 +33,6 @@ CODESCOUT_FINISH_TOOL = "localization_finish"
 #: The dataset column holding LocAgent-style `file_changes` rows (CodeScout's gold).
 DEFAULT_FILE_CHANGES_COLUMN = "file_changes"
 
-_TOOL_CALL_RE = re.compile(r"<tool_call>(.*?)</tool_call>", re.DOTALL)
 
 _Call = tuple[str | None, object]
 
@@ -68,7 +67,7 @@ def _name_and_arguments(call: object) -> _Call:
 
 def _calls_in_text(text: str) -> list[_Call]:
     calls: list[_Call] = []
-    for block in _TOOL_CALL_RE.findall(text):
+    for block in tool_call_bodies(text):
         try:
             calls.append(_name_and_arguments(json.loads(block)))
         except (ValueError, RecursionError):  # not JSON, a 5,000-digit number, deep nesting
