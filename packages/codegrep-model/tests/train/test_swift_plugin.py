@@ -197,6 +197,64 @@ def test_a_row_with_other_prompts_stops_training(plugin: ModuleType, sandbox: An
     short.hooks.close()
 
 
+def test_dynamic_sampling_logs_the_rollouts_it_sets_aside(
+    plugin: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """DAPO resampling (ms-swift's `_dynamic_sampling`) draws new groups when a group has no
+    reward variance; the ones it does not train on are logged beside the rollout log."""
+
+    def batch(tag: str) -> list[Any]:
+        info = {"num_turns": 2, "tool_calls_per_turn": [1, 0], "answer_files": ["a"]}
+        return [SimpleNamespace(rollout_infos=info, extra={"instance_id": tag}) for _ in range(4)]
+
+    first, second, third = batch("first"), batch("second"), batch("third")
+    resamples = iter([second, third])
+
+    def keeps(keep: str) -> Any:
+        def dynamic(self: Any, samples: list[Any], rewards: Any) -> Any:
+            drawn = {"first": (samples, rewards)}
+            for b in resamples:  # what ms-swift does: resample, score, keep a varied group
+                drawn[b[0].extra["instance_id"]] = (b, self._compute_rewards_per_func(b))
+            return drawn[keep]
+
+        return dynamic
+
+    trainer = object.__new__(plugin.CodegrepGRPOTrainer)
+    trainer.accelerator = SimpleNamespace(is_main_process=True)
+    trainer.codegrep_zero_unanswered = False
+    trainer.codegrep_reward = "codegrep_v3"
+    trainer.codegrep_rollout_log = tmp_path / "codegrep_rollouts.jsonl"
+    trainer.codegrep_set_aside_log = tmp_path / "codegrep_rollouts.set_aside.jsonl"
+    trainer.reward_weights = torch.tensor([1.0])
+    trainer.reward_func_names = ["codegrep_v3"]
+    trainer.state = SimpleNamespace(global_step=2)
+    scored = {"second": [0.0] * 4, "third": [1.0, 0.0, 0.0, 0.0]}
+    monkeypatch.setattr(
+        GRPOTrainer,
+        "_compute_rewards_per_func",
+        lambda self, b: torch.tensor([[r] for r in scored[b[0].extra["instance_id"]]]),
+        raising=False,
+    )
+    monkeypatch.setattr(GRPOTrainer, "_dynamic_sampling", keeps("third"))
+    kept, _ = trainer._dynamic_sampling(first, torch.zeros(4, 1))
+    assert kept is third
+    aside = read_rollout_log(trainer.codegrep_set_aside_log)
+    assert [e.instance_id for e in aside] == ["first"] * 4 + ["second"] * 4
+    assert {e.advantage for e in aside} == {0.0}
+    assert {e.step for e in aside} == {3}
+    assert not trainer.codegrep_rollout_log.exists()  # the trained batch is logged as before
+    assert "_compute_rewards_per_func" not in vars(trainer)  # the method is back
+    # every retry failed: ms-swift trains on the first batch, and the resamples are set aside
+    trainer.codegrep_set_aside_log.unlink()
+    resamples = iter([batch("second"), batch("third")])
+    monkeypatch.setattr(GRPOTrainer, "_dynamic_sampling", keeps("first"))
+    kept, _ = trainer._dynamic_sampling(first, torch.zeros(4, 1))
+    assert kept is first
+    aside = read_rollout_log(trainer.codegrep_set_aside_log)
+    assert [e.instance_id for e in aside] == ["second"] * 4 + ["third"] * 4
+    assert [e.reward for e in aside] == [0.0] * 4 + [1.0, 0.0, 0.0, 0.0]
+
+
 def test_the_trainer_scales_group_advantages(
     plugin: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

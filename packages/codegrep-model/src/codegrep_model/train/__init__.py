@@ -34,6 +34,7 @@ from codegrep_model.train._advantage import (
     efficiency_reward,
     overflow_rate,
     read_rollout_log,
+    set_aside_log,
 )
 from codegrep_model.train._scheduler_core import (
     CHATML_TURN_BREAK,
@@ -79,6 +80,7 @@ __all__ = [
     "override_policy_from_env",
     "policy_reply",
     "read_rollout_log",
+    "set_aside_log",
     "swift_plugin_path",
 ]
 

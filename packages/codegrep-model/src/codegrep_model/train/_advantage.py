@@ -38,12 +38,22 @@ __all__ = [
     "efficiency_reward",
     "overflow_rate",
     "read_rollout_log",
+    "set_aside_log",
 ]
 
 
 #: The per-rollout log's file name under the trainer's output folder (unless
 #: `$CODEGREP_ROLLOUT_LOG` names another path); the monitor looks for it there.
 ROLLOUT_LOG_FILE = "codegrep_rollouts.jsonl"
+
+
+def set_aside_log(rollout_log: Path) -> Path:
+    """Where the rollouts that dynamic sampling drew and did not train on are logged, beside
+    the rollout log: `codegrep_rollouts.set_aside.jsonl` (the same records, advantage 0)."""
+    name = rollout_log.name.removesuffix(".jsonl")
+    return rollout_log.with_name(f"{name}.set_aside.jsonl")
+
+
 #: The layout of `RolloutLogEntry`; a line without `schema_version` is version 1 (the fields
 #: added since then have defaults, so older lines read).
 ROLLOUT_LOG_SCHEMA_VERSION = 1

@@ -65,6 +65,7 @@ from codegrep_model.train import (
     efficiency_reward,
     fold_follow_up,
     override_policy_from_env,
+    set_aside_log,
 )
 from grpo_rewards import RolloutInfo
 from grpo_rewards.swift_orm import register_swift_orms
@@ -223,8 +224,50 @@ class CodegrepGRPOTrainer(GRPOTrainer):  # type: ignore[misc]
         )
         path = os.environ.get(ROLLOUT_LOG_ENV) or str(Path(self.args.output_dir) / ROLLOUT_LOG_FILE)
         self.codegrep_rollout_log = Path(path)
+        self.codegrep_set_aside_log = set_aside_log(self.codegrep_rollout_log)
         if self.accelerator.is_main_process:
             logger.info("codegrep: per-rollout log at %s", self.codegrep_rollout_log)
+
+    def _dynamic_sampling(
+        self, samples: list[Any], rewards_per_func: torch.Tensor
+    ) -> tuple[list[Any], torch.Tensor]:
+        """ms-swift's DAPO resampling, with every rollout it drew and did not train on logged
+        beside the rollout log (`*.set_aside.jsonl`, the same records with advantage 0): the
+        groups without reward variance it replaced, or the resamples it dropped when none had
+        any (it then trains on the first batch). Without this, those episodes ran and left no
+        trace."""
+        drawn: list[tuple[list[Any], torch.Tensor]] = [(samples, rewards_per_func)]
+        compute: Any = getattr(self, "_compute_rewards_per_func")  # noqa: B009  (ms-swift, untyped)
+
+        def recording(batch: list[Any]) -> torch.Tensor:
+            rewards = compute(batch)
+            drawn.append((batch, rewards))
+            return rewards
+
+        self._compute_rewards_per_func = recording  # shadows the method for this call only
+        try:
+            kept, kept_rewards = super()._dynamic_sampling(samples, rewards_per_func)
+        finally:
+            del self._compute_rewards_per_func
+        if self.accelerator.is_main_process and len(drawn) > 1:
+            trained = {id(s) for s in gather_object(list(kept))}
+            for batch, rewards in drawn:
+                everyone = gather_object(list(batch))
+                aside = [i for i, s in enumerate(everyone) if id(s) not in trained]
+                if aside:
+                    self._log_set_aside([everyone[i] for i in aside], rewards[aside])
+        return kept, kept_rewards
+
+    def _log_set_aside(self, samples: list[Any], rewards_per_func: torch.Tensor) -> None:
+        infos = [RolloutInfo.from_infos(dict(s.rollout_infos or {})) for s in samples]
+        ids = [s.extra.get("instance_id") for s in samples]
+        scales = advantage_scales(
+            infos, reward=self.codegrep_reward, zero_unanswered=self.codegrep_zero_unanswered
+        )
+        zeros = torch.zeros(len(samples), dtype=rewards_per_func.dtype)
+        self._write_rollout_log(
+            infos, ids, scales, rewards_per_func, zeros, path=self.codegrep_set_aside_log
+        )
 
     def _compute_advantages(
         self, samples: list[Any], rewards_per_func: torch.Tensor, batch_encoded_inputs: list[Any]
@@ -263,6 +306,8 @@ class CodegrepGRPOTrainer(GRPOTrainer):  # type: ignore[misc]
         scales: list[Any],
         rewards_per_func: torch.Tensor,
         advantages: torch.Tensor,
+        *,
+        path: Path | None = None,
     ) -> None:
         weights = self.reward_weights.to(rewards_per_func.device)
         totals = (rewards_per_func * weights.unsqueeze(0)).nansum(dim=1).tolist()
@@ -295,8 +340,9 @@ class CodegrepGRPOTrainer(GRPOTrainer):  # type: ignore[misc]
                 f" degenerate={scale.degenerate}" if scale.degenerate else "",
                 f" TEST POLICY={entry.test_policy}" if entry.test_policy else "",
             )
-        self.codegrep_rollout_log.parent.mkdir(parents=True, exist_ok=True)
-        with self.codegrep_rollout_log.open("a", encoding="utf-8") as fh:
+        target = path or self.codegrep_rollout_log
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with target.open("a", encoding="utf-8") as fh:
             fh.writelines(lines)
 
 
