@@ -243,8 +243,8 @@ def test_v1_events() -> None:
 def test_bad_records_become_skips(record: Any, reason: str) -> None:
     result = parse_record(record, "f.jsonl", 7)
     assert isinstance(result, Skip)
-    assert (result.file, result.line) == ("f.jsonl", 7)
-    assert reason in result.reason
+    assert (result.path, result.line) == ("f.jsonl", 7)
+    assert reason in result.message
 
 
 def test_jsonl_gz_json_and_bad_lines(tmp_path: Path) -> None:
@@ -262,11 +262,11 @@ def test_jsonl_gz_json_and_bad_lines(tmp_path: Path) -> None:
         out.write("\n".join(lines) + "\n")
     for path in (plain, packed):
         got = list(read_trajectories(path))
-        assert [type(g).__name__ for g in got] == ["Trajectory", "Skip", "Skip", "Trajectory"]
+        assert [type(g).__name__ for g in got] == ["Trajectory", "RowProblem", "RowProblem", "Trajectory"]
         bad = got[1]
         assert isinstance(bad, Skip)
         assert bad.line == 2
-        assert bad.reason.startswith("invalid JSON")
+        assert bad.message.startswith("invalid JSON")
     whole = tmp_path / "t.json"
     whole.write_text(json.dumps([v0_record(), v1_record()]))
     assert [type(g).__name__ for g in read_trajectories(whole)] == ["Trajectory", "Trajectory"]
@@ -382,7 +382,7 @@ def test_deeply_nested_row_is_a_counted_skip(tmp_path: Path, row: str, reason: s
     path.write_text(row + "\n" + json.dumps(v0_record()) + "\n")
     first, second = list(read_trajectories(path))
     assert isinstance(first, Skip)
-    assert (first.line, reason in first.reason) == (1, True), first.reason
+    assert (first.line, reason in first.message) == (1, True), first.message
     assert isinstance(second, Trajectory)  # the rows after it still read
 
 
@@ -392,7 +392,7 @@ def test_deeply_nested_python_record_is_a_skip() -> None:
         nested = [nested]
     result = parse_record({"instance_id": "x", "messages": nested}, "f.jsonl", 3)
     assert isinstance(result, Skip)
-    assert "nested too deeply" in result.reason
+    assert "nested too deeply" in result.message
 
 
 @pytest.mark.parametrize(
@@ -431,10 +431,10 @@ def test_hostile_rows_are_skips(tmp_path: Path) -> None:
     ]
     path.write_bytes(b"\n".join(rows) + b"\n")
     got = list(read_trajectories(path))
-    assert [type(g).__name__ for g in got] == ["Skip"] * 6 + ["Trajectory"]
+    assert [type(g).__name__ for g in got] == ["RowProblem"] * 6 + ["Trajectory"]
     skips = [g for g in got if isinstance(g, Skip)]
     assert [s.line for s in skips] == [1, 2, 3, 4, 5, 6]
-    assert [s.reason.split(":")[0] for s in skips] == ["invalid JSON"] * 2 + [
+    assert [s.message.split(":")[0] for s in skips] == ["invalid JSON"] * 2 + [
         "record is not a JSON object"
     ] * 3 + ["invalid JSON"]
     empty = tmp_path / "empty.jsonl.gz"

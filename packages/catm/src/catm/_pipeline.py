@@ -108,7 +108,7 @@ class _Counts:
     reads_dropped: Counter[str] = field(default_factory=Counter)
 
     def skip(self, skip: Skip) -> None:
-        self.skip_reasons[skip.reason.split(":", 1)[0]] += 1
+        self.skip_reasons[skip.message.split(":", 1)[0]] += 1
         if len(self.skips) < _KEPT_SKIPS:
             self.skips.append(skip)
 

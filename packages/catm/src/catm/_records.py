@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from codegrep_records import GoldRule, LabelRecord, MinedFile, Verdict
+from codegrep_records import GoldRule, LabelRecord, MinedFile, RowProblem, Verdict
 from pydantic import BaseModel
 
 __all__ = [
@@ -43,13 +43,10 @@ class TrajectoryFormat(StrEnum):
     MESSAGES = "messages"  # OpenAI chat messages with `tool_calls` (SWE-Gym, SWE-rebench, litellm)
 
 
-@dataclass(frozen=True, slots=True)
-class Skip:
-    """A record a reader could not use: where it was and why. Counted, never raised."""
-
-    file: str
-    line: int
-    reason: str
+#: A record a reader could not use: where it was (`path`, `line`) and why (`message`). Counted,
+#: never raised. It is codegrep-records' `RowProblem`, the one bad-row record every reader of
+#: the toolkit returns.
+Skip = RowProblem
 
 
 @dataclass(frozen=True, slots=True)

@@ -236,7 +236,7 @@ def mine(
         )
     if verbose:
         for skip in [*instance_skips, *result.skips]:
-            _note(f"skipped {skip.file}:{skip.line}: {skip.reason}")
+            _note(f"skipped {skip.path}:{skip.line}: {skip.message}")
     _print_stats_table(stats.model_dump())
     _note(f"wrote {stats.labels_written} labels to {output} and {stats_path(output)}")
     if plot is not None:
@@ -356,7 +356,7 @@ def stats(
 def _first_problem(labels: Path) -> str:
     for row in read_labels(labels):
         if isinstance(row, Skip):
-            return f"line {row.line}: {row.reason}"
+            return f"line {row.line}: {row.message}"
     return "no rows, and no stats file beside it"
 
 
