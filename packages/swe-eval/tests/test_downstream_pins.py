@@ -320,3 +320,20 @@ def test_repeats_are_checked_as_repeats(small: dict[str, Path]) -> None:
     assert res.exit_code == 2
     for said in ("its repeats differ in predictions", "differ in gate", "two repeats share a seed"):
         assert said in res.stderr
+
+
+def test_a_run_without_a_manifest_is_not_compared_with_runs_that_have_one(
+    small: dict[str, Path],
+) -> None:
+    assert _plan(small, *_PINNED).exit_code == 0
+    out = small["tmp"] / "out"
+    plan = Plan.model_validate_json((out / "plan.json").read_text())
+    _fake_runs(out, plan)
+    runs = _report_runs(out)
+    runs["runs"][1].pop("manifest")
+    (out / "report-runs.json").write_text(json.dumps(runs))
+    argv = ["downstream", "report", "--manifest", str(out / "report-runs.json"), "--resamples", "0"]
+    res = runner.invoke(app, argv)
+    assert res.exit_code == 2
+    assert "manifest (none for lex: its settings are unknown)" in res.stderr
+    assert runner.invoke(app, [*argv, "--allow-manifest-diff"]).exit_code == 0

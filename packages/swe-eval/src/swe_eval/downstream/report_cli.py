@@ -111,14 +111,15 @@ def _manifest_differences(specs: list[RunSpec]) -> tuple[list[str], list[str]]:
     """(differences, notes): the `frozen` keys whose values differ between runs' manifests,
     and what could not be checked."""
     manifests = {s.name: read_run_manifest(s.manifest) for s in specs if s.manifest is not None}
-    notes = []
+    notes: list[str] = []
+    differences = []
     without = [s.name for s in specs if s.manifest is None]
     if manifests and without:
-        notes.append(f"no manifest for {', '.join(without)}: its settings are not checked")
+        # a run without a manifest has no known setting: not equal to the others' pins
+        differences.append(f"manifest (none for {', '.join(without)}: its settings are unknown)")
     if len(manifests) < 2:
-        return [], notes
+        return differences, notes
     keys = sorted({k for m in manifests.values() for k in m.frozen})
-    differences = []
     for key in keys:
         values = {json.dumps(m.frozen.get(key), sort_keys=True) for m in manifests.values()}
         unpinned = [
