@@ -633,3 +633,47 @@ def test_a_real_ms_swift_run_shows_each_rollouts_tool_calls_with_results(
         assert across.count() == (len(steps) if len(steps) > 1 else 0)
         _shoot(opened, "training-real-run.png")
         opened.check_clean()
+
+
+def test_two_training_runs_side_by_side(browser: Any, tmp_path: Path) -> None:
+    run = _training_run(tmp_path)
+    html = tmp_path / "both.html"
+    other = str(MONITOR_FIXTURES / "v1_kl_drift")
+    done = _run("train_launcher.cli", "monitor", str(run), "--no-plot", "-o", str(tmp_path / "m"),
+                "--html", str(html), "--compare", other)  # fmt: skip
+    assert done.returncode in (0, 1), done.stderr
+    for opened in _open(browser, html):
+        page = opened.page
+        reward = page.locator("svg[data-curve='reward']")
+        assert reward.locator("path[data-run='this']").count() == 1
+        assert reward.locator("path[data-run='other']").count() == 1
+        assert "dashed: GRPO run" in page.inner_text("#legend")
+        rows = page.locator("#sidebyside tbody tr")
+        assert rows.count() > 0
+        both = [r for r in rows.all_inner_texts() if r.count("step ") >= 2]
+        assert both  # a group with rewards from both runs
+        opened.check_clean()
+    alone = _run("train_launcher.cli", "monitor", str(run), "--no-plot", "-o", str(tmp_path / "n"),
+                 "--compare", str(MONITOR_FIXTURES / "v1_kl_drift"))  # fmt: skip
+    assert alone.returncode == 2
+    assert "--compare draws a second run in the HTML report" in alone.stderr
+
+
+def test_keys_from_the_data_never_meet_a_prototype(browser: Any, tmp_path: Path) -> None:
+    """A system, instance or path named `constructor` or `__proto__` is data: no gold hit, no
+    crash, counted like any other."""
+    from codegrep_report import RetrievalCase, write_retrieval_report
+
+    cases = [
+        RetrievalCase(system=name, instance_id=name, repo="o/r", issue="i", files=(name, "a.py"),
+                      scores=None, gold=("a.py",), fbeta=0.5, precision=0.5, recall=1.0)
+        for name in ("constructor", "__proto__", "toString")
+    ]  # fmt: skip
+    html = write_retrieval_report(tmp_path / "proto.html", cases)
+    for opened in _open(browser, html):
+        page = opened.page
+        assert page.locator("#summary tr.sum").count() == 3
+        page.locator("#cases tbody tr[data-sys='constructor']").click()
+        hits = page.locator("#case ol").first.locator("li.hit").all_inner_texts()
+        assert [h.split() for h in hits] == [["a.py", "✓", "gold"]]  # `constructor` is not gold
+        opened.check_clean()

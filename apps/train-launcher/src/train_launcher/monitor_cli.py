@@ -84,6 +84,14 @@ def monitor(
             "rollout browser (opens from disk, makes no request).",
         ),
     ] = None,
+    compare: Annotated[
+        Path | None,
+        typer.Option(
+            "--compare",
+            help="With --html: another run folder, drawn beside this one (its curves dashed on "
+            "the same axes, both runs' group rewards per instance side by side).",
+        ),
+    ] = None,
     rollout_log: Annotated[
         Path | None,
         typer.Option(
@@ -136,6 +144,10 @@ def monitor(
     html_problem = why_unwritable(html) if html is not None else None
     if html_problem is not None:
         raise fail(f"cannot write --html {html}: {html_problem}")
+    if compare is not None and html is None:
+        raise fail("--compare draws a second run in the HTML report: give --html too")
+    if compare is not None and not compare.is_dir():
+        raise fail(f"--compare {compare}: not a run folder")
 
     try:
         if follow:
@@ -153,7 +165,13 @@ def monitor(
     # write: a link planted there in place of it is refused; -o is the user's own choice
     written = _write(out_dir, run, report, want_plot, within=run_dir if output is None else None)
     if html is not None:
-        written.append(_write_html(html, run, report))
+        other = None
+        if compare is not None:
+            try:
+                other = read_run(compare)
+            except MonitorInputError as exc:
+                raise fail(f"--compare {compare}: {exc}") from exc
+        written.append(_write_html(html, run, report, other))
     _print_report(out, report, written)
     raise typer.Exit(report.exit_code)
 
@@ -251,10 +269,22 @@ def _write(
     return written
 
 
-def _write_html(path: Path, run: RunData, report: MonitorReport) -> Path:
-    """The HTML report (codegrep-report draws it; the monitor gives its series and alarms)."""
-    from codegrep_report import CodegrepReportError, write_training_report
+def _write_html(
+    path: Path, run: RunData, report: MonitorReport, other: RunData | None = None
+) -> Path:
+    """The HTML report (codegrep-report draws it; the monitor gives its series and alarms),
+    with `other` drawn beside it when given."""
+    from codegrep_report import CodegrepReportError, ComparedRun, write_training_report
 
+    compared = (
+        ComparedRun(
+            title=f"GRPO run {other.run_dir}",
+            curves=other.metrics,
+            record_files=other.record_files,
+        )
+        if other is not None
+        else None
+    )
     try:
         return write_training_report(
             path,
@@ -263,6 +293,7 @@ def _write_html(path: Path, run: RunData, report: MonitorReport) -> Path:
             record_files=run.record_files,
             verdict=report.verdict,
             title=f"GRPO run {run.run_dir}",
+            compare=compared,
         ).path
     except CodegrepReportError as exc:
         raise fail(f"cannot write --html {path}: {exc}") from exc

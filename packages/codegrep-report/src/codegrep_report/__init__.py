@@ -24,6 +24,7 @@ from codegrep_report._jsonl import BadRow
 from codegrep_report._page import embed_json
 from codegrep_report._training import (
     AlarmLike,
+    ComparedRun,
     SeriesLike,
     TrainingReportSummary,
     parse_completion,
@@ -41,6 +42,7 @@ __all__ = [
     "AlarmLike",
     "BadRow",
     "CodegrepReportError",
+    "ComparedRun",
     "ReportInputError",
     "ReportWriteError",
     "RetrievalCase",

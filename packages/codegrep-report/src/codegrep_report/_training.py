@@ -65,6 +65,16 @@ class AlarmLike(Protocol):
 
 
 @dataclass(frozen=True)
+class ComparedRun:
+    """A second run drawn beside the first: its curves over the first's, and its per-instance
+    group rewards in a side-by-side table."""
+
+    title: str
+    curves: Mapping[str, SeriesLike]
+    record_files: Sequence[str | Path] = ()
+
+
+@dataclass(frozen=True)
 class TrainingReportSummary:
     """What was written: the file, its size, and what the rollout browser holds."""
 
@@ -501,8 +511,11 @@ def write_training_report(
     verdict: str = "",
     title: str = "training run",
     notes: Sequence[str] = (),
+    compare: ComparedRun | None = None,
 ) -> TrainingReportSummary:
-    """Write the training run's HTML report to `path` (one file, opens from disk).
+    """Write the training run's HTML report to `path` (one file, opens from disk); with
+    `compare`, a second run's curves are drawn over this one's and the two runs' group rewards
+    per instance and step stand side by side.
 
     Raises `ReportInputError` for a record file that cannot be read, `ReportWriteError` when
     `path` cannot be written.
@@ -510,6 +523,18 @@ def write_training_report(
     payload, blocks, bad = training_payload(
         curves=curves, alarms=alarms, record_files=record_files, verdict=verdict, notes=notes
     )
+    if compare is not None:
+        other, _, other_bad = training_payload(
+            curves=compare.curves, alarms=(), record_files=compare.record_files
+        )
+        bad.extend(other_bad)
+        groups = other["groups"]
+        assert isinstance(groups, list)
+        payload["compare"] = {
+            "title": compare.title,
+            "curves": other["curves"],
+            "groups": [{"s": g["s"], "g": g["g"], "mean": g["mean"]} for g in groups],
+        }
     html = render_page("training", title, payload, blocks)
     written = write_page(path, html)
     groups = payload["groups"]

@@ -41,7 +41,7 @@
   // A view's selection lives in the URL fragment (#step=3&group=%231&rollout=2), so a link
   // opens one rollout or case; it is read once at load and rewritten on every selection.
   function readHash() {
-    var out = {};
+    var out = Object.create(null);
     try { new URLSearchParams(location.hash.slice(1)).forEach(function (v, k) { out[k] = v; }); } catch (e) { /* a hand-typed fragment */ }
     return out;
   }
@@ -69,7 +69,7 @@
     return box;
   }
   function fileList(files, scores, gold) {
-    var g = {};
+    var g = Object.create(null);  // keyed by untrusted paths: no prototype to hit
     (gold || []).forEach(function (f) { g[f] = true; });
     return el("ol", null, (files || []).map(function (f, i) {
       return el("li", { cls: g[f] ? "hit" : "" }, [f + (scores ? "  (" + fmt(scores[i]) + ")" : "") + (g[f] ? "  ✓ gold" : "")]);
@@ -83,13 +83,17 @@
     for (var k in attrs) n.setAttribute(k, String(attrs[k]));
     return n;
   }
-  function curve(name, c, alarms, onStep) {
+  function curve(name, c, alarms, onStep, other) {
+    // `other`: a second run's series of the same metric, drawn dashed on the same axes
     var W = 340, H = 170, L = 52, R = 8, T = 18, B = 30;
     var xs = c.x, ys = c.y, lo = Infinity, hi = -Infinity, last = null;
     ys.forEach(function (y) { if (y !== null) { lo = Math.min(lo, y); hi = Math.max(hi, y); last = y; } });
+    if (other) other.y.forEach(function (y) { if (y !== null) { lo = Math.min(lo, y); hi = Math.max(hi, y); } });
     var constant = !(hi > lo);
     var ylo = constant ? lo - 1 : lo, yhi = constant ? lo + 1 : hi;  // a flat line drawn mid-height
-    var x0 = xs[0], x1 = xs[xs.length - 1] === x0 ? x0 + 1 : xs[xs.length - 1];
+    var x0 = xs[0], x1 = xs[xs.length - 1];
+    if (other && other.x.length) { x0 = Math.min(x0, other.x[0]); x1 = Math.max(x1, other.x[other.x.length - 1]); }
+    if (x1 === x0) x1 = x0 + 1;
     function X(x) { return L + (W - L - R) * (x - x0) / (x1 - x0); }
     function Y(y) { return H - B - (H - B - T) * (y - ylo) / (yhi - ylo); }
     function text(x, y, str, attrs) {
@@ -106,13 +110,18 @@
       s.appendChild(svg("line", { x1: L - 3, x2: L, y1: Y(v), y2: Y(v), stroke: "#98a2b3" }));
       text(L - 5, Y(v) + 3, fmt(v), { "text-anchor": "end", "data-tick": "y" });
     });
-    [xs[0], xs[xs.length - 1]].forEach(function (v, i) {
+    [x0, x1].forEach(function (v, i) {
       text(X(v), H - B + 12, String(v), { "text-anchor": i ? "end" : "start", "data-tick": "x" });
     });
     text((L + W - R) / 2, H - 4, constant ? "step (constant " + fmt(lo) + ")" : "step", { "text-anchor": "middle" });
     var d = "";
     for (var i = 0; i < xs.length; i++) if (ys[i] !== null) d += (d ? "L" : "M") + X(xs[i]).toFixed(1) + " " + Y(ys[i]).toFixed(1);
-    s.appendChild(svg("path", { d: d, fill: "none", stroke: "#2563eb", "stroke-width": 1.2 }));
+    s.appendChild(svg("path", { d: d, fill: "none", stroke: "#2563eb", "stroke-width": 1.2, "data-run": "this" }));
+    if (other) {
+      var d2 = "";
+      for (var j = 0; j < other.x.length; j++) if (other.y[j] !== null) d2 += (d2 ? "L" : "M") + X(other.x[j]).toFixed(1) + " " + Y(other.y[j]).toFixed(1);
+      s.appendChild(svg("path", { d: d2, fill: "none", stroke: "#d97706", "stroke-width": 1.2, "stroke-dasharray": "4 2", "data-run": "other" }));
+    }
     var dot = svg("circle", { r: 3, fill: "#2563eb", visibility: "hidden" });
     s.appendChild(dot);
     s.addEventListener("mousemove", function (ev) {  // the value at the step under the pointer
@@ -147,8 +156,24 @@
     if (!DATA.alarms.length) alarmBox.appendChild(el("div", { cls: "ok", text: "no alarm" }));
     app.appendChild(alarmBox);
     var cbox = el("div", { cls: "curves", id: "curves" });
-    Object.keys(DATA.curves).forEach(function (k) { cbox.appendChild(curve(k, DATA.curves[k], DATA.alarms, goStep)); });
-    app.appendChild(el("h2", { text: "curves" })); app.appendChild(cbox);
+    var OTHER = DATA.compare || null;
+    Object.keys(DATA.curves).forEach(function (k) { cbox.appendChild(curve(k, DATA.curves[k], DATA.alarms, goStep, OTHER ? OTHER.curves[k] : null)); });
+    app.appendChild(el("h2", { text: "curves" }));
+    if (OTHER) app.appendChild(el("div", { cls: "dim", id: "legend", text: "solid: this run · dashed: " + OTHER.title }));
+    app.appendChild(cbox);
+    if (OTHER) {  // the two runs side by side: each instance's group mean reward at each step
+      var side = Object.create(null), sideOrder = [];  // no prototype: a group named "constructor" is data
+      function add(g, which) {
+        if (!(g.g in side)) { side[g.g] = { a: [], b: [] }; sideOrder.push(g.g); }
+        side[g.g][which].push("step " + g.s + ": " + fmt(g.mean, 2));
+      }
+      DATA.groups.forEach(function (g) { add(g, "a"); });
+      OTHER.groups.forEach(function (g) { add(g, "b"); });
+      app.appendChild(el("h2", { text: "side by side: group mean reward per instance" }));
+      app.appendChild(el("div", { id: "sidebyside", cls: "pane" }, [table(["group", "this run", OTHER.title], sideOrder.map(function (k) {
+        return el("tr", { "data-group": k }, [td(k), el("td", { cls: "wrap", text: side[k].a.join(" · ") || "–" }), el("td", { cls: "wrap", text: side[k].b.join(" · ") || "–" })]);
+      }))]));
+    }
     (DATA.notes || []).forEach(function (n) { app.appendChild(el("div", { cls: "dim", text: "note: " + n })); });
     if (DATA.bad_count) app.appendChild(el("div", { cls: "bad", text: DATA.bad_count + " bad line(s) skipped, first: " + DATA.bad.slice(0, 3).map(function (b) { return b.file + ":" + b.line + " " + b.reason; }).join("; ") }));
     app.appendChild(el("h2", { text: "rollouts (" + R.length + " in " + G.length + " groups)" }));
@@ -275,7 +300,7 @@
     // the summary: the scorer's rows (with intervals) when given, else the means of the cases
     var rows = DATA.summary && DATA.summary.length ? DATA.summary : null;
     if (!rows) {
-      var by = {};
+      var by = Object.create(null);
       C.forEach(function (c) {
         var a = by[c.sys] || (by[c.sys] = { sys: c.sys, n: 0, missing: 0, empty: 0, f: 0, p: 0, rc: 0 });
         a.n++; a.f += c.f; a.p += c.p; a.rc += c.rc;
@@ -371,8 +396,8 @@
     app.appendChild(el("h2", { text: "cases (" + cases.length + ")" }));
     if (!cases.length) { app.appendChild(el("div", { cls: "dim", text: "no case view (run the report with --cases)" })); return; }
     var state = { cfg: "", only: "", q: "", page: 0 };
-    var outcomes = {};  // instance -> {config: resolved}, for the discordant view and the comparison
-    cases.forEach(function (c) { (outcomes[c.instance_id] || (outcomes[c.instance_id] = {}))[c.config] = !!c.resolved; });
+    var outcomes = Object.create(null);  // instance -> {config: resolved}, for the discordant view and the comparison
+    cases.forEach(function (c) { (outcomes[c.instance_id] || (outcomes[c.instance_id] = Object.create(null)))[c.config] = !!c.resolved; });
     function discordant(id) { var o = outcomes[id], seen = {}; for (var k in o) seen[o[k]] = true; return seen[true] && seen[false]; }
     // what happened, never "–" for an unresolved run: no failure recorded means the patch ran and the tests failed
     function failure(c) { return c.resolved ? "" : c.failure ? String(c.failure) : "tests failed"; }
