@@ -6,6 +6,7 @@ templates use `str.format` fields, so literal braces in them are doubled.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -23,6 +24,13 @@ def _load(directory: Path | None) -> dict[str, str]:
 
 
 def render_top_levels(paths: tuple[str, ...] | list[str], *, max_entries: int = 60) -> str:
+    """See `_render_top_levels`; the listing of a tree is made once and kept (the rollouts of a
+    group and the requests at one commit share it: 7 ms a time on sympy's 1,552 files)."""
+    return _render_top_levels(tuple(paths), max_entries)
+
+
+@functools.lru_cache(maxsize=64)
+def _render_top_levels(paths: tuple[str, ...], max_entries: int) -> str:
     """The repository's first two levels as an indented listing, for the user turn.
 
     Two levels say where the package lives (`src/flask/`, `sympy/core/`) without spending the

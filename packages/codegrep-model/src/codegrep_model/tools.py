@@ -7,6 +7,8 @@ the prompt.
 
 from __future__ import annotations
 
+import copy
+import functools
 from typing import Any
 
 from worktree_sandbox import TOOL_ARGS
@@ -36,9 +38,15 @@ def _inline(schema: dict[str, Any]) -> dict[str, Any]:
 
 
 def openai_tools() -> list[dict[str, Any]]:
-    """The `tools` list of an OpenAI chat-completions request, one function per sandbox tool."""
+    """The `tools` list of an OpenAI chat-completions request, one function per sandbox tool
+    (a fresh copy each call; the schemas are generated once per set of tool models)."""
+    return copy.deepcopy(_openai_tools(tuple(TOOL_ARGS.items())))
+
+
+@functools.lru_cache(maxsize=8)
+def _openai_tools(models: tuple[tuple[str, Any], ...]) -> list[dict[str, Any]]:
     tools: list[dict[str, Any]] = []
-    for name, model in TOOL_ARGS.items():
+    for name, model in models:
         schema = model.model_json_schema()
         tools.append(
             {
