@@ -248,7 +248,8 @@ def test_completions_jsonl_gives_the_parse_failures_without_a_rollout_log(tmp_pa
         "advantages": [1.0, -1.0, 0.3, -1.0],
         "num_turns": [2, 4, 3, 4],
     }
-    (run_dir / "completions.jsonl").write_text(json.dumps(table) + "\n")
+    # ms-swift 4.6 writes the last step's table again when training ends: read once
+    (run_dir / "completions.jsonl").write_text((json.dumps(table) + "\n") * 2)
     run = read_run(run_dir)
     assert run.completion_rows == 4
     assert run.series("parse_failure_rate").values == (0.5,)

@@ -272,3 +272,18 @@ def test_a_multi_turn_rollout_as_ms_swift_logs_it(tmp_path: Path) -> None:
     turns, answer = parse_completion(messages)
     assert turns[0]["calls"] == [{"name": "grep", "args": "{}", "result": "hit"}]
     assert answer == '{"files": []}'
+
+
+def test_the_last_steps_table_logged_twice_is_read_once(tmp_path: Path) -> None:
+    """ms-swift 4.6 writes the final step's completions table again when training ends."""
+    log = tmp_path / "codegrep_rollouts.jsonl"
+    log.write_text(
+        "".join(json.dumps({"step": 6, "index": i, "reward": 0.0}) + "\n" for i in range(2))
+    )
+    comp = tmp_path / "completions.jsonl"
+    table = json.dumps({"step": ["6", "6"], "completion": ["a", "b"]}) + "\n"
+    comp.write_text(table + table)
+    payload, _, bad = training_payload(curves={}, alarms=[], record_files=[log, comp])
+    assert bad == []
+    assert not any("completions for 2 logged rollouts" in n for n in payload["notes"])
+    assert any("the table before it again" in n for n in payload["notes"])

@@ -183,6 +183,7 @@ class _FileState:
     last_step: int = -1
     launch: int = 0  # bumped when the steps go back: a resumed launch appending to the file
     agg_launch: dict[int, int] = field(default_factory=dict)
+    last_table: dict[str, Any] | None = None  # completions: the line before, to drop a repeat
     launch_starts: list[int] = field(default_factory=list)  # metrics: each launch's first step
 
     def reset(self) -> None:
@@ -305,6 +306,9 @@ class _FileState:
         self.rows += 1
 
     def _completions_line(self, obj: dict[str, Any]) -> None:
+        if obj == self.last_table:  # ms-swift logs the last step's table again as training ends
+            return
+        self.last_table = obj
         steps = obj.get("step")
         if isinstance(steps, list):  # ms-swift: one table of columns per logging step
             n = len(steps)

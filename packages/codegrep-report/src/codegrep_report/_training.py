@@ -343,7 +343,13 @@ def _read_records(
         owner: dict[int, tuple[int, int]] = {}
         launch, last = 0, -1
         size = None if is_completions else _group_size(path)
+        previous: object = None
         for number, obj in iter_json_objects(path, bad):
+            if is_completions and obj == previous:
+                # ms-swift logs the last step's table again when training ends: one table
+                notes.append(f"{path.name}:{number}: the table before it again; read once")
+                continue
+            previous = obj
             rows = _completion_rows(obj) if is_completions else [obj]
             if rows is None:
                 bad.append(BadRow(str(path), number, "the columns of the table differ in length"))
