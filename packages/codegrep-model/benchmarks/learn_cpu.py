@@ -36,6 +36,8 @@ SPLITS = HERE / "learn_cpu_splits.json"
 #: The episode the rows, the teacher, the trainer and the evaluation share.
 SHAPE = {"exploration_turns": 1, "max_calls_per_turn": 4, "max_issue_bytes": 1500}
 SPLIT_NAMES = ("train", "heldout", "heldout_verified")
+# in-sample, labelled so: the training instances a GRPO seed drew (its rollout log's ids)
+TRAINED_SPLITS = ("trained_s0", "trained_s1")
 #: Tokens of one reply and of all replies of a rollout (the trainer's --max_completion_length
 #: per round and $CODEGREP_MAX_COMPLETION_TOKENS): a call or an answer is 15-40 tokens.
 TURN_TOKENS, COMPLETION_TOKENS = 64, 160
@@ -238,10 +240,22 @@ def _score(record: dict[str, Any], gold: list[str]) -> dict[str, Any]:
     }  # fmt: skip
 
 
+def trained_split(out: Path, split: str) -> Path:
+    """`trained_sN.jsonl`: the training rows of the instances GRPO seed N trained on."""
+    dest = out / f"{split}.jsonl"
+    log = out / f"grpo-s{split.removeprefix('trained_s')}" / "codegrep_rollouts.jsonl"
+    ids = {r["instance_id"] for r in _read_jsonl(log)}
+    rows = [r for r in _read_jsonl(out / "train.jsonl") if r["instance_id"] in ids]
+    dest.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return dest
+
+
 def evaluate(out: Path, arm: str, split: str, model: Path, adapter: Path | None, **kw: Any) -> None:
     from codegrep_model.budget import TokenizerCounter
     from codegrep_model.local_policy import LocalPolicy
 
+    if split in TRAINED_SPLITS:
+        trained_split(out, split)
     dest = out / "eval" / f"{arm}.{split}.jsonl"
     raw = out / "eval" / "raw" / f"{arm}.{split}.pred.jsonl"
     if dest.exists():
@@ -339,7 +353,7 @@ def _sha256(path: Path) -> str:
 
 def report(out: Path, model: Path) -> None:
     spec = json.loads(SPLITS.read_text())
-    res = {a: {s: _load(out, a, s) for s in SPLIT_NAMES} for a, _ in ARMS}
+    res = {a: {s: _load(out, a, s) for s in (*SPLIT_NAMES, *TRAINED_SPLITS)} for a, _ in ARMS}
     md: list[str] = []
     summary: dict[str, Any] = {
         "model": {"name": "SmolLM2-135M-Instruct", "weights": "Q4_1 GGUF, dequantized to float32",
@@ -353,11 +367,20 @@ def report(out: Path, model: Path) -> None:
         "arms": {},
     }  # fmt: skip
     metrics = (("reward", "reward v3"), ("f05", "F0.5"), ("calls_per_turn", "calls/turn"))
-    for split, label in (("heldout", "held out: Lite, repositories never trained on"),
-                         ("heldout_verified", "held out: Verified dev, training repositories, "
-                          "instances never trained on"),
-                         ("train", "in-sample: the training split")):  # fmt: skip
-        full = len(spec["splits"][split]["ids"]) if split in spec["splits"] else 0
+    labels = (
+        ("heldout", "held out: Lite, repositories never trained on"),
+        ("heldout_verified", "held out: Verified dev, training repositories, instances never "
+         "trained on"),
+        ("train", "in-sample: the training split"),
+        ("trained_s0", "in-sample: the training instances GRPO seed 0 drew"),
+        ("trained_s1", "in-sample: the training instances GRPO seed 1 drew"),
+    )  # fmt: skip
+    for split, label in labels:
+        if split in TRAINED_SPLITS:
+            drawn = out / f"{split}.jsonl"
+            full = len(_read_jsonl(drawn)) if drawn.is_file() else 0
+        else:
+            full = len(spec["splits"][split]["ids"]) if split in spec["splits"] else 0
         arms = [(a, t) for a, t in ARMS if len(res[a][split]) >= full > 0]
         # an arm stopped part way (for compute) is shown on its own instances, never pooled
         for a, t in ARMS:
@@ -508,7 +531,7 @@ def main() -> None:
         p.add_argument("out", type=Path)
         if name == "eval":
             p.add_argument("arm")
-            p.add_argument("split", choices=SPLIT_NAMES)
+            p.add_argument("split", choices=(*SPLIT_NAMES, *TRAINED_SPLITS))
         else:
             p.add_argument("--k", type=int, default=4)
             p.add_argument("--temperature", type=float, default=1.0)
@@ -522,7 +545,7 @@ def main() -> None:
     p = sub.add_parser("score", help="score what an evaluation (perhaps stopped) wrote")
     p.add_argument("out", type=Path)
     p.add_argument("arm")
-    p.add_argument("split", choices=SPLIT_NAMES)
+    p.add_argument("split", choices=(*SPLIT_NAMES, *TRAINED_SPLITS))
     p = sub.add_parser("report")
     p.add_argument("out", type=Path)
     p.add_argument("--model", type=Path, required=True)
