@@ -418,7 +418,9 @@ def report(out: Path, model: Path) -> None:
                 d = [res[b][split][i]["reward"] - res[a][split][i]["reward"] for i in ids]
                 m = sum(d) / len(d)
                 sd = math.sqrt(sum((x - m) ** 2 for x in d) / max(1, len(d) - 1))
-                md.append(f"| {b} − {a} | {_fmt(*_boot(d))} | {mde(len(d), sd):.3f} |")
+                # an sd of 0 (no instance scored differently) gives no MDE to speak of
+                size = f"{mde(len(d), sd):.3f}" if sd > 0 else "– (no instance differs)"
+                md.append(f"| {b} − {a} | {_fmt(*_boot(d))} | {size} |")
                 summary.setdefault("differences", {}).setdefault(split, {})[f"{b}-{a}"] = {
                     "mean": m,
                     "interval": list(_boot(d)[1:]),
