@@ -36,7 +36,7 @@ SPLITS = HERE / "learn_cpu_splits.json"
 #: The episode the rows, the teacher, the trainer and the evaluation share.
 SHAPE = {"exploration_turns": 1, "max_calls_per_turn": 4, "max_issue_bytes": 1500}
 SPLIT_NAMES = ("train", "heldout", "heldout_verified")
-# in-sample, labelled so: the training instances a GRPO seed drew (its rollout log's ids)
+# in-sample, labelled so: the training instances a GRPO seed trained on (its rollout log's ids)
 TRAINED_SPLITS = ("trained_s0", "trained_s1")
 #: Tokens of one reply and of all replies of a rollout (the trainer's --max_completion_length
 #: per round and $CODEGREP_MAX_COMPLETION_TOKENS): a call or an answer is 15-40 tokens.
@@ -372,8 +372,8 @@ def report(out: Path, model: Path) -> None:
         ("heldout_verified", "held out: Verified dev, training repositories, instances never "
          "trained on"),
         ("train", "in-sample: the training split"),
-        ("trained_s0", "in-sample: the training instances GRPO seed 0 drew"),
-        ("trained_s1", "in-sample: the training instances GRPO seed 1 drew"),
+        ("trained_s0", "in-sample: the training instances GRPO seed 0 trained on"),
+        ("trained_s1", "in-sample: the training instances GRPO seed 1 trained on"),
     )  # fmt: skip
     for split, label in labels:
         if split in TRAINED_SPLITS:

@@ -13,7 +13,8 @@
 #      seeds 0 and 1; and the SFT control: SFT again from the merged SFT model on as many rows
 #      as the GRPO run trained on (the same extra optimizer steps and sequences);
 #   5. greedy evaluation of every arm through LocalPolicy and the batch runner (the main job's
-#      path), the report (summary.json, table.md) and the monitor on each GRPO run.
+#      path), held out and, apart, on the training instances each GRPO seed trained on; the
+#      report (summary.json, table.md) and the monitor on each GRPO run.
 # A finished stage (OUT/.done-NAME) is skipped on a rerun; STAGES="a b" runs only those.
 #
 # Usage: MIRRORS=DIR VENV=DIR packages/codegrep-model/benchmarks/learn_cpu.sh OUT
@@ -137,6 +138,12 @@ stage sft-control "$swift" sft --model "$sft_model" "${common[@]}" --seed 1 \
 stage eval-sft-control evaluate sft_control heldout "$sft_model" "$out/sft-control/checkpoint-$grpo_steps"
 stage grpo-s1 grpo 1
 stage eval-grpo-s1 evaluate grpo_s1 heldout "$sft_model" "$out/grpo-s1/checkpoint-$grpo_steps"
+# in-sample, reported apart: each seed's own training instances, before (SFT) and after GRPO
+for s in 0 1; do
+  stage "eval-sft-trained-s$s" evaluate sft "trained_s$s" "$model" "$sft_adapter"
+  stage "eval-grpo-s$s-trained-s$s" evaluate "grpo_s$s" "trained_s$s" "$sft_model" \
+    "$out/grpo-s$s/checkpoint-$grpo_steps"
+done
 for arm in base sft grpo_s0; do
   case $arm in
     base) m="$model" a="" ;;
