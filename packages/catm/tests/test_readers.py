@@ -262,7 +262,12 @@ def test_jsonl_gz_json_and_bad_lines(tmp_path: Path) -> None:
         out.write("\n".join(lines) + "\n")
     for path in (plain, packed):
         got = list(read_trajectories(path))
-        assert [type(g).__name__ for g in got] == ["Trajectory", "RowProblem", "RowProblem", "Trajectory"]
+        assert [type(g).__name__ for g in got] == [
+            "Trajectory",
+            "RowProblem",
+            "RowProblem",
+            "Trajectory",
+        ]
         bad = got[1]
         assert isinstance(bad, Skip)
         assert bad.line == 2
