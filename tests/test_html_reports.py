@@ -127,6 +127,14 @@ def _run(*argv: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+def _monitor_html(
+    run: Path, out: Path, html: Path, *extra: str
+) -> subprocess.CompletedProcess[str]:
+    """`codegrep-train monitor RUN --no-plot -o OUT --html HTML EXTRA...`, as a user runs it."""
+    return _run("train_launcher.cli", "monitor", str(run), "--no-plot", "-o", str(out),
+                "--html", str(html), *extra)  # fmt: skip
+
+
 def _training_run(tmp: Path) -> Path:
     """The monitor's healthy fixture, with a completions table for step 10 (tool calls, a
     hostile tool result) and step 20's rewards all equal (a zero-variance group)."""
@@ -170,16 +178,7 @@ def _training_run(tmp: Path) -> Path:
 def test_training_report_from_the_monitor(browser: Any, tmp_path: Path) -> None:
     run = _training_run(tmp_path)
     html = tmp_path / "out" / "run.html"
-    done = _run(
-        "train_launcher.cli",
-        "monitor",
-        str(run),
-        "--no-plot",
-        "-o",
-        str(tmp_path / "m"),
-        "--html",
-        str(html),
-    )
+    done = _monitor_html(run, tmp_path / "m", html)
     assert done.returncode in (0, 1), done.stderr
     assert html.is_file(), done.stdout + done.stderr
     for opened in _open(browser, html):
@@ -226,16 +225,7 @@ def test_training_report_from_the_monitor(browser: Any, tmp_path: Path) -> None:
 
 def test_training_report_points_at_the_alarm_steps(browser: Any, tmp_path: Path) -> None:
     html = tmp_path / "kl.html"
-    done = _run(
-        "train_launcher.cli",
-        "monitor",
-        str(MONITOR_FIXTURES / "v1_kl_drift"),
-        "--no-plot",
-        "-o",
-        str(tmp_path / "m"),
-        "--html",
-        str(html),
-    )
+    done = _monitor_html(MONITOR_FIXTURES / "v1_kl_drift", tmp_path / "m", html)
     assert done.returncode == 1, done.stderr  # the alarm fired
     for opened in _open(browser, html):
         page = opened.page
@@ -386,16 +376,7 @@ def test_training_curves_alarms_state_and_links(browser: Any, tmp_path: Path) ->
     step box and the panes agree with the list; a link opens one rollout."""
     run = _training_run(tmp_path)
     html = tmp_path / "run.html"
-    done = _run(
-        "train_launcher.cli",
-        "monitor",
-        str(run),
-        "--no-plot",
-        "-o",
-        str(tmp_path / "m"),
-        "--html",
-        str(html),
-    )
+    done = _monitor_html(run, tmp_path / "m", html)
     assert done.returncode in (0, 1), done.stderr
     data = json.loads(html.read_text().split('id="report-data">', 1)[1].split("</script>", 1)[0])
     constant = [
@@ -453,16 +434,7 @@ def test_training_curves_alarms_state_and_links(browser: Any, tmp_path: Path) ->
 
 def test_an_alarm_band_on_a_curve_takes_the_click(browser: Any, tmp_path: Path) -> None:
     html = tmp_path / "kl.html"
-    done = _run(
-        "train_launcher.cli",
-        "monitor",
-        str(MONITOR_FIXTURES / "v1_kl_drift"),
-        "--no-plot",
-        "-o",
-        str(tmp_path / "m"),
-        "--html",
-        str(html),
-    )
+    done = _monitor_html(MONITOR_FIXTURES / "v1_kl_drift", tmp_path / "m", html)
     assert done.returncode == 1, done.stderr
     for opened in _open(browser, html):
         page = opened.page
@@ -639,8 +611,7 @@ def test_two_training_runs_side_by_side(browser: Any, tmp_path: Path) -> None:
     run = _training_run(tmp_path)
     html = tmp_path / "both.html"
     other = str(MONITOR_FIXTURES / "v1_kl_drift")
-    done = _run("train_launcher.cli", "monitor", str(run), "--no-plot", "-o", str(tmp_path / "m"),
-                "--html", str(html), "--compare", other)  # fmt: skip
+    done = _monitor_html(run, tmp_path / "m", html, "--compare", other)
     assert done.returncode in (0, 1), done.stderr
     for opened in _open(browser, html):
         page = opened.page

@@ -158,11 +158,17 @@ def _fake_runs(out: Path, plan: Plan, rounds: int = 7, bench: Path | None = None
         }))  # fmt: skip
 
 
-def test_report_pools_the_plans_repeats(small: dict[str, Path]) -> None:
-    assert _plan(small, "--repeats", "2", *_PINNED).exit_code == 0
+def _planned_runs(small: dict[str, Any], *flags: str) -> tuple[Path, Plan]:
+    """A plan written by `downstream plan FLAGS`, and its runs faked (outputs, reports, stamps)."""
+    assert _plan(small, *flags).exit_code == 0
     out = small["tmp"] / "out"
     plan = Plan.model_validate_json((out / "plan.json").read_text())
     _fake_runs(out, plan)
+    return out, plan
+
+
+def test_report_pools_the_plans_repeats(small: dict[str, Path]) -> None:
+    out, plan = _planned_runs(small, "--repeats", "2", *_PINNED)
     res = runner.invoke(app, [*plan.report.argv[1:], "--resamples", "50", "-f", "json", "-o",
                               str(out / "t.json")])  # fmt: skip
     assert res.exit_code == 0, res.output
@@ -206,10 +212,7 @@ def test_report_refuses_runs_that_differ_in_more_than_the_arm(small: dict[str, P
 
 
 def test_a_bad_manifest_is_a_clear_error(small: dict[str, Path]) -> None:
-    assert _plan(small).exit_code == 0
-    out = small["tmp"] / "out"
-    plan = Plan.model_validate_json((out / "plan.json").read_text())
-    _fake_runs(out, plan)
+    out, plan = _planned_runs(small)
     (out / "lex" / "manifest.json").write_text("[" * 100_000)
     res = runner.invoke(app, [*plan.report.argv[1:], "--resamples", "0"])
     assert res.exit_code == 2, res.output
@@ -258,10 +261,7 @@ def test_a_checkout_one_commit_earlier_is_refused_by_stamp_and_report(
 def test_a_run_not_stamped_or_reading_another_template_is_not_compared(
     small: dict[str, Path],
 ) -> None:
-    assert _plan(small, *_PINNED).exit_code == 0
-    out = small["tmp"] / "out"
-    plan = Plan.model_validate_json((out / "plan.json").read_text())
-    _fake_runs(out, plan)
+    out, plan = _planned_runs(small, *_PINNED)
     assert runner.invoke(app, [*plan.report.argv[1:], "--resamples", "0"]).exit_code == 0
     (out / "lex" / "read.json").unlink()
     res = runner.invoke(app, [*plan.report.argv[1:], "--resamples", "0"])
@@ -284,10 +284,7 @@ def _report_runs(out: Path) -> dict[str, Any]:
 
 
 def test_repeats_are_checked_as_repeats(small: dict[str, Path]) -> None:
-    assert _plan(small, "--repeats", "2", *_PINNED).exit_code == 0
-    out = small["tmp"] / "out"
-    plan = Plan.model_validate_json((out / "plan.json").read_text())
-    _fake_runs(out, plan)
+    out, _ = _planned_runs(small, "--repeats", "2", *_PINNED)
     good = _report_runs(out)
     argv = ["downstream", "report", "--manifest", str(out / "report-runs.json"), "--resamples", "0"]
 
@@ -325,10 +322,7 @@ def test_repeats_are_checked_as_repeats(small: dict[str, Path]) -> None:
 def test_a_run_without_a_manifest_is_not_compared_with_runs_that_have_one(
     small: dict[str, Path],
 ) -> None:
-    assert _plan(small, *_PINNED).exit_code == 0
-    out = small["tmp"] / "out"
-    plan = Plan.model_validate_json((out / "plan.json").read_text())
-    _fake_runs(out, plan)
+    out, _ = _planned_runs(small, *_PINNED)
     runs = _report_runs(out)
     runs["runs"][1].pop("manifest")
     (out / "report-runs.json").write_text(json.dumps(runs))
