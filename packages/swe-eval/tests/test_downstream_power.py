@@ -1,6 +1,6 @@
 """Power of the downstream comparison: the exact McNemar power, the MDE and the repeats a target
-effect needs; the sign-flip test that pools repeats; the `power` command and a report over
-repeats on AutoCodeRover's three identical Lite runs (shared/data)."""
+effect needs; the sign-flip test, and the run-label test that pools repeats; the `power`
+command and a report over repeats on AutoCodeRover's three identical Lite runs (shared/data)."""
 
 from __future__ import annotations
 

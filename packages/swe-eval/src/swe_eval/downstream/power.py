@@ -13,7 +13,7 @@ d_i = (share of B's runs resolving i) − (share of A's runs resolving i).
   simulation). δ cannot exceed f in this model.
 - K ≥ 2 (or unequal K): per instance, var(d_i) = p_i(1 − p_i)(1/K_A + 1/K_B), and the mean
   over instances of 2 p_i(1 − p_i) is f, so var(mean d) = (f / 2)(1/K_A + 1/K_B) / N; the
-  test is the paired sign-flip permutation test on d_i, taken as normal:
+  test is the paired run-label permutation test on d_i, taken as normal:
   power = Φ(δ/se − z_{1−α/2}) + Φ(−δ/se − z_{1−α/2}), and MDE = (z_{1−α/2} + z_power) · se.
 
 With one run per arm and no repeats measured, the flip rate used for a reported difference is

@@ -206,7 +206,7 @@ def power(
     lines += [
         "",
         "model: one run per arm: McNemar's exact test, discordance Binomial(N, f) and B's share "
-        "(f + Δ) / 2f, summed exactly; K >= 2: the sign-flip test on per-instance shares as "
+        "(f + Δ) / 2f, summed exactly; K >= 2: the permutation test on per-instance shares as "
         "normal, se = sqrt(f / (N K)) (see the README, Power)",
     ]
     emit("\n".join(lines) + "\n", None)

@@ -251,7 +251,7 @@ def _pooled_rows(pooled: Sequence[PooledComparison]) -> tuple[list[str], list[li
         "rate A",
         "rate B",
         "Δ resolve [95% CI]",
-        "sign-flip p",
+        "permutation p",
         "flip rate",
         "MDE (80%)",
     ]
@@ -397,7 +397,7 @@ def _footer(report: DownstreamReport) -> list[str]:
         lines.append(
             "pooled: per instance the share of an arm's runs that resolve it; Δ = mean of B's "
             "share − A's, bootstrap over instances with all repeats of an instance drawn "
-            "together; p: paired sign-flip permutation test on the per-instance differences"
+            "together; p: exact run-label permutation test (each instance's runs relabeled)"
         )
     return lines + report.notes
 
