@@ -5,7 +5,7 @@ a second held-out set of the built-in localizer: nothing here was trained, tuned
 it. Most of its repositories are not at hand; this keeps the instances that can be run and says
 how many of each repository were kept and why the others were not.
 
-    python benchmarks/locbench_at_hand.py MIRRORS OUT.jsonl [--locbench FILE]
+    python benchmarks/locbench_at_hand.py MIRRORS OUT.jsonl [--locbench FILE] [--unless-in F]
 
 MIRRORS holds one clone per repository as `OWNER+NAME/repo` or `OWNER+NAME`. The rows are
 written as they are (swe-eval derives the gold from `patch` by the toolkit's rule; LocBench's own
@@ -47,10 +47,28 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("mirrors", type=Path)
     ap.add_argument("out", type=Path)
     ap.add_argument("--locbench", type=Path, default=DEFAULT / "locbench_gt.jsonl")
+    ap.add_argument(
+        "--unless-in",
+        type=Path,
+        action="append",
+        default=[],
+        help="leave out LocBench rows whose id this instance file has (SWE-Gym gives some of "
+        "them another patch); repeat",
+    )
     args = ap.parse_args(argv)
     if not args.locbench.is_file():
         print(f"error: no LocBench file at {args.locbench}", file=sys.stderr)
         return 2
+    earlier: set[str] = set()
+    if args.unless_in:
+        from codegrep_model.ranker import RankerError
+        from codegrep_model.ranker_train import load_training_instances
+
+        try:
+            earlier = {r.instance_id for r in load_training_instances(args.unless_in).rows}
+        except RankerError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
     kept: list[str] = []
     why: Counter[str] = Counter()
     by_repo: Counter[str] = Counter()
@@ -63,7 +81,9 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"error: {args.locbench}:{n}: not a LocBench row ({exc!r})", file=sys.stderr)
                 return 2
             clone = clone_of(args.mirrors, repo)
-            if clone is None:
+            if str(row.get("instance_id")) in earlier:
+                why["in an --unless-in file"] += 1
+            elif clone is None:
                 why["repository not at hand"] += 1
             elif not has_commit(clone, sha):
                 why["base commit not in the clone"] += 1
