@@ -21,28 +21,35 @@ import math
 import random
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from grpo_rewards import fbeta_from_counts
 
 from codegrep_model.errors import CodegrepModelError
+from codegrep_model.selection import ExpectedFCut, SelectionError, fit_platt, missing_pmf
 
 __all__ = [
     "FEATURES",
     "RELATIVE",
+    "SELECTIONS",
     "AnswerCut",
     "Example",
     "FitReport",
     "Ranker",
     "RankerError",
+    "cut_from_dict",
+    "cut_to_dict",
     "fit",
     "fit_report",
 ]
 
-SCHEMA_VERSION = 1
+# 2: the cut may be an expected-F0.5 selection (`"cut": {"kind": "expected_f", ...}`); a file of
+# version 1 (a threshold cut, no kind) still reads as it always did.
+SCHEMA_VERSION = 2
+READABLE_VERSIONS = (1, 2)
 
 # The features LexicalPolicy computes for each candidate (see `LexicalPolicy.candidates`); the
 # order is the order of a ranker file's weights.
@@ -157,7 +164,7 @@ class Ranker:
     scale: tuple[float, ...]
     weights: tuple[float, ...]
     bias: float
-    cut: AnswerCut = field(default_factory=AnswerCut)
+    cut: AnswerCut | ExpectedFCut = field(default_factory=AnswerCut)
     meta: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -197,45 +204,39 @@ class Ranker:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "schema_version": SCHEMA_VERSION,
+            # a threshold cut is written as version 1 wrote it: older readers read it and
+            # its digest is unchanged; an expected-F0.5 cut needs version 2
+            "schema_version": SCHEMA_VERSION if isinstance(self.cut, ExpectedFCut) else 1,
             "kind": "logistic",
             "features": list(self.features),
             "mean": [round(x, 6) for x in self.mean],
             "scale": [round(x, 6) for x in self.scale],
             "weights": [round(x, 6) for x in self.weights],
             "bias": round(self.bias, 6),
-            "cut": {
-                "min_prob": self.cut.min_prob,
-                "ratio": self.cut.ratio,
-                "max_files": self.cut.max_files,
-            },
+            "cut": cut_to_dict(self.cut),
             "meta": dict(self.meta),
         }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], *, source: str = "ranker") -> Ranker:
         try:
-            if data.get("schema_version") != SCHEMA_VERSION or data.get("kind") != "logistic":
+            version = data.get("schema_version")
+            if version not in READABLE_VERSIONS or data.get("kind") != "logistic":
                 raise RankerError(
-                    f"{source}: not a ranker file of schema_version {SCHEMA_VERSION} "
-                    f"(kind logistic); got schema_version {data.get('schema_version')!r}, "
-                    f"kind {data.get('kind')!r}"
+                    f"{source}: not a ranker file of schema_version "
+                    f"{' or '.join(map(str, READABLE_VERSIONS))} (kind logistic); got "
+                    f"schema_version {version!r}, kind {data.get('kind')!r}"
                 )
-            cut = data.get("cut") or {}
             return cls(
                 features=tuple(str(f) for f in data["features"]),
                 mean=tuple(float(x) for x in data["mean"]),
                 scale=tuple(float(x) for x in data["scale"]),
                 weights=tuple(float(x) for x in data["weights"]),
                 bias=float(data["bias"]),
-                cut=AnswerCut(
-                    min_prob=float(cut.get("min_prob", 0.3)),
-                    ratio=float(cut.get("ratio", 0.5)),
-                    max_files=int(cut.get("max_files", 3)),
-                ),
+                cut=cut_from_dict(data.get("cut") or {}, version),
                 meta=dict(data.get("meta") or {}),
             )
-        except RankerError as exc:
+        except (RankerError, SelectionError) as exc:
             if str(exc).startswith(source):
                 raise
             raise RankerError(f"{source}: {exc}") from exc
@@ -262,6 +263,31 @@ class Ranker:
 
     def dump(self, path: str | Path) -> None:
         Path(path).write_text(json.dumps(self.to_dict(), indent=1) + "\n", encoding="utf-8")
+
+
+def cut_to_dict(cut: AnswerCut | ExpectedFCut) -> dict[str, Any]:
+    if isinstance(cut, ExpectedFCut):
+        return cut.to_dict()
+    return {  # no kind: a threshold, as in version 1
+        "min_prob": cut.min_prob,
+        "ratio": cut.ratio,
+        "max_files": cut.max_files,
+    }
+
+
+def cut_from_dict(cut: Mapping[str, Any], version: object) -> AnswerCut | ExpectedFCut:
+    kind = cut.get("kind", "threshold")
+    if kind == "expected_f":
+        if version == 1:
+            raise RankerError("an expected_f answer cut needs schema_version 2, not 1")
+        return ExpectedFCut.from_dict(cut)
+    if kind != "threshold":
+        raise RankerError(f"unknown answer cut kind {kind!r} (threshold or expected_f)")
+    return AnswerCut(
+        min_prob=float(cut.get("min_prob", 0.3)),
+        ratio=float(cut.get("ratio", 0.5)),
+        max_files=int(cut.get("max_files", 3)),
+    )
 
 
 def _sigmoid(z: float) -> float:
@@ -397,7 +423,8 @@ def _fbeta(chosen: Sequence[Example], gold_total: int, beta: float = 0.5) -> flo
 
 
 def _score_cut(
-    ranked: Sequence[tuple[Sequence[Example], Sequence[float], int]], cut: AnswerCut
+    ranked: Sequence[tuple[Sequence[Example], Sequence[float], int]],
+    cut: AnswerCut | ExpectedFCut,
 ) -> float:
     total = 0.0
     for cands, probs, gold_total in ranked:
@@ -421,6 +448,29 @@ def _best_cut(ranked: Sequence[tuple[Sequence[Example], Sequence[float], int]]) 
                 if f > best_f + 1e-12:
                     best, best_f = cut, f
     return best
+
+
+def _best_expected_cut(
+    ranked: Sequence[tuple[Sequence[Example], Sequence[float], int]],
+) -> ExpectedFCut:
+    """The expected-F0.5 selection on out-of-fold probabilities: the recalibration fitted by
+    likelihood on every candidate's, the missed-gold distribution counted per instance, then
+    the largest answer size (1-4) by F0.5 on the same instances (ties to the smaller)."""
+    probs = [p for _, ps, _ in ranked for p in ps]
+    gold = [e.gold for cands, _, _ in ranked for e in cands]
+    slope, intercept = fit_platt(probs, gold)
+    missing = missing_pmf([max(0, gt - sum(e.gold for e in cands)) for cands, _, gt in ranked])
+    best, best_f = ExpectedFCut(slope, intercept, missing, 1), -1.0
+    for k in CUT_MAX_FILES:
+        cut = ExpectedFCut(slope, intercept, missing, k)
+        f = _score_cut(ranked, cut)
+        if f > best_f + 1e-12:
+            best, best_f = cut, f
+    return best
+
+
+Selection = Literal["threshold", "expected_f"]
+SELECTIONS: tuple[Selection, ...] = ("threshold", "expected_f")
 
 
 def _rank_groups(
@@ -449,6 +499,9 @@ class FitReport:
     oof_fbeta: float
     heuristic_fbeta: float
     by_repo: dict[str, tuple[int, float, float]]  # repo -> (n, ranker, heuristic)
+    # every selection's cut, fitted on the same out-of-fold probabilities, and its F0.5 there
+    cuts: Mapping[str, AnswerCut | ExpectedFCut] = field(default_factory=dict)
+    selection_fbeta: Mapping[str, float] = field(default_factory=dict)
 
 
 def _folds(groups: Mapping[str, Sequence[Example]], k: int, seed: int) -> list[set[str]]:
@@ -481,10 +534,15 @@ def fit(
     seed: int = 0,
     meta: Mapping[str, Any] | None = None,
     heuristic_cut: tuple[float, int] = (0.9, 2),
+    selection: Selection = "threshold",
 ) -> tuple[Ranker, FitReport]:
     """Fit the ranker and its cut; report out-of-fold quality (folds by repository) beside
     the heuristic answer on the same candidates (`heuristic_cut`: LexicalConfig's keep_ratio
-    and max_files)."""
+    and max_files). `selection`: the cut the ranker answers with, `threshold` (`AnswerCut`)
+    or `expected_f` (`ExpectedFCut`); the report holds both, fitted on the same out-of-fold
+    probabilities."""
+    if selection not in SELECTIONS:
+        raise RankerError(f"selection must be one of {', '.join(SELECTIONS)}, got {selection!r}")
     if not examples:
         raise RankerError("no training examples: every rollout had no candidates")
     groups = _groups(examples)
@@ -502,9 +560,17 @@ def fit(
             if e.group in held:
                 oof[id(e)] = r.probability(e.features)
     ranked_oof = _rank_groups(groups, lambda e: oof.get(id(e), 0.0))
-    cut = _best_cut(ranked_oof)
+    cuts: dict[str, AnswerCut | ExpectedFCut] = {
+        "threshold": _best_cut(ranked_oof),
+        "expected_f": _best_expected_cut(ranked_oof),
+    }
+    cut = cuts[selection]
     mean, scale, w, b = _fit_model(examples, features, l2)
-    report = _report(groups, ranked_oof, cut, len(fold_sets), heuristic_cut)
+    report = replace(
+        _report(groups, ranked_oof, cut, len(fold_sets), heuristic_cut),
+        cuts=cuts,
+        selection_fbeta={k: _score_cut(ranked_oof, c) for k, c in cuts.items()},
+    )
     info = dict(meta or {})
     info.update(
         l2=l2,
@@ -515,6 +581,7 @@ def fit(
         positives=sum(e.gold for e in examples),
         oof_fbeta=round(report.oof_fbeta, 4),
         heuristic_fbeta=round(report.heuristic_fbeta, 4),
+        selection=selection,
     )
     return Ranker(tuple(features), mean, scale, tuple(w), b, cut=cut, meta=info), report
 
@@ -528,7 +595,7 @@ def fit_report(examples: Sequence[Example], ranker: Ranker) -> float:
 def _report(
     groups: Mapping[str, Sequence[Example]],
     ranked_oof: Sequence[tuple[Sequence[Example], Sequence[float], int]],
-    cut: AnswerCut,
+    cut: AnswerCut | ExpectedFCut,
     n_folds: int,
     heuristic_cut: tuple[float, int],
 ) -> FitReport:
