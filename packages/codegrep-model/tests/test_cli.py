@@ -119,6 +119,27 @@ def test_train_ranker_cli_runs_rollouts_keeps_examples_and_fits(
     assert "3 already in" in res.output
     assert "0 to run" in res.output
     assert Ranker.load(out).digest == ranker.digest
+    # the expected-F0.5 selection from the same examples
+    sel = tmp_path / "ranker-ef.json"
+    res = runner.invoke(app, [*base[:-6], "-o", str(sel), "--selection", "expected_f"])
+    assert res.exit_code == 0, res.output
+    assert Ranker.load(sel).to_dict()["cut"]["kind"] == "expected_f"
+    # collect only: the rollouts, no fit, no ranker file, no figures
+    more = tmp_path / "more.jsonl"
+    only = [*base[:3], "--examples", str(more), *base[7:], "--collect-only"]
+    res = runner.invoke(app, only)
+    assert res.exit_code == 0, res.output
+    assert "nothing fitted" in res.output
+    assert "out-of-fold" not in res.output
+    assert len(more.read_text().splitlines()) == 3
+    for flags, why in (
+        ([*only, "-o", str(tmp_path / "x.json")], "--collect-only fits nothing"),
+        (only[:-1], "-o: the ranker file to write"),
+        ([*base, "--selection", "top1"], "--selection top1: one of threshold, expected_f"),
+    ):
+        res = runner.invoke(app, flags)
+        assert res.exit_code == 2
+        assert why in res.output
     # bad input is exit 2 with one line
     same = [*base[:-6], "-o", str(examples)]
     res = runner.invoke(app, [*same, "--cache", str(tmp_path / "cache")])

@@ -284,7 +284,6 @@ def batch(
 
 @app.command("train-ranker")
 def train_ranker(
-    output: Annotated[Path, output_option("The ranker file to write.")],
     examples: Annotated[
         Path,
         typer.Option(
@@ -296,6 +295,9 @@ def train_ranker(
     instances: Annotated[
         list[Path] | None,
         instances_option("Training instances (repeat for more); none: fit only."),
+    ] = None,
+    output: Annotated[
+        Path | None, output_option("The ranker file to write (not with --collect-only).")
     ] = None,
     cache: Annotated[
         Path | None, typer.Option("--cache", help="Clone cache (needed to run rollouts).")
@@ -316,6 +318,21 @@ def train_ranker(
         int, typer.Option(min=2, help="Folds, by repository, for the cut and the report.")
     ] = 5,
     seed: Annotated[int, seed_option("Seed of the fold assignment.")] = 0,
+    selection: Annotated[
+        str,
+        typer.Option(
+            help="The answer cut the ranker file carries: threshold (a probability bar) or "
+            "expected_f (the answer size with the highest expected F0.5; see the README)."
+        ),
+    ] = "threshold",
+    collect_only: Annotated[
+        bool,
+        typer.Option(
+            "--collect-only",
+            help="Run the rollouts into --examples and stop: fit nothing, report nothing (for "
+            "examples of instances nobody may fit or look at yet, e.g. a test set).",
+        ),
+    ] = False,
     dry_run: Annotated[
         bool, dry_run_option("Say what would run, run nothing.", negatable=True)
     ] = False,
@@ -335,7 +352,7 @@ def train_ranker(
     from rich.console import Console
     from worktree_sandbox import BareRepoCache, SandboxError
 
-    from codegrep_model.ranker import RankerError
+    from codegrep_model.ranker import SELECTIONS, RankerError
     from codegrep_model.ranker_train import (
         TrainingNote,
         collect_in_cache,
@@ -352,11 +369,17 @@ def train_ranker(
         else:
             console.print(n.text, markup=False, highlight=False)
 
+    if selection not in SELECTIONS:
+        raise fail(f"--selection {selection}: one of {', '.join(SELECTIONS)}")
+    if collect_only and output is not None:
+        raise fail("--collect-only fits nothing: leave -o out")
+    if not collect_only and output is None:
+        raise fail("-o: the ranker file to write (or --collect-only)")
     for flag, out in (("-o", output), ("--examples", examples)):
-        problem = why_unwritable(out)
+        problem = None if out is None else why_unwritable(out)
         if problem is not None:
             raise fail(f"cannot write {flag} {out}: {problem}")
-    if output.resolve() == examples.resolve():
+    if output is not None and output.resolve() == examples.resolve():
         raise fail(f"-o and --examples are the same file ({output}); name two files")
     try:
         training = load_training_instances(
@@ -405,8 +428,12 @@ def train_ranker(
                 "them (nothing was fitted)",
                 code=1,
             )
+    if collect_only:
+        note(TrainingNote(f"--collect-only: {examples} holds the rows; nothing fitted"))
+        return
     if not examples.exists():
         raise fail(f"--examples {examples} does not exist and no -i instances were given")
+    assert output is not None
     try:
         ranker, report = fit_examples(
             examples,
@@ -416,6 +443,7 @@ def train_ranker(
             seed=seed,
             trained_on=training.trained_on,
             on_note=note,
+            selection=selection,  # type: ignore[arg-type]  # checked against SELECTIONS
         )
     except RankerError as exc:
         raise fail(str(exc)) from None

@@ -31,7 +31,7 @@ from codegrep_records import write_records
 from codegrep_model.engine import RolloutConfig, ToolTree, run_rollout
 from codegrep_model.lexical import Candidate, LexicalPolicy
 from codegrep_model.policy import PolicyReply, PolicyRequest
-from codegrep_model.ranker import Example, FitReport, Ranker, RankerError, fit
+from codegrep_model.ranker import Example, FitReport, Ranker, RankerError, Selection, fit
 from codegrep_model.records import Instance
 
 if TYPE_CHECKING:
@@ -338,8 +338,10 @@ def fit_examples(
     seed: int = 0,
     trained_on: list[dict[str, object]] | None = None,
     on_note: NoteSink | None = None,
+    selection: Selection = "threshold",
 ) -> tuple[Ranker, FitReport]:
-    """Fit the ranker and its cut on the rows of `examples` (only `instance_ids`' when given).
+    """Fit the ranker and its cut (`selection`: `ranker.fit`'s) on the rows of `examples`
+    (only `instance_ids`' when given).
 
     Raises `RankerError` for a bad examples file or too little to fit on."""
     table = read_examples(examples)
@@ -359,4 +361,5 @@ def fit_examples(
         folds=folds,
         seed=seed,
         meta={"trained_on": trained_on or [], "examples": examples.name},
+        selection=selection,
     )

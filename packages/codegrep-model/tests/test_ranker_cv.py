@@ -1,0 +1,113 @@
+"""Cross-validation by repository: a repository is never in its own fit, every instance is
+scored once under every selection, the test repositories are fixed by their names, and the
+summary's pooled figures are the hand-computed ones."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from codegrep_model.lexical import Candidate
+from codegrep_model.ranker import RankerError
+from codegrep_model.ranker_cv import (
+    METHODS,
+    InstanceScore,
+    answer_heuristic,
+    cross_validate,
+    pick_test_repositories,
+    summarize,
+)
+from codegrep_model.ranker_train import InstanceCandidates
+
+
+def _row(
+    iid: str, repo: str, gold_index: int, flip: bool, rng: random.Random
+) -> InstanceCandidates:
+    """Four candidates; `coverage` is high on the gold one, or (flip) on every other one."""
+    cands = []
+    for j in range(4):
+        high = (j == gold_index) != flip
+        cands.append(
+            Candidate(
+                path=f"f{j}.py",
+                score=1.0,
+                features={
+                    "coverage": (0.9 if high else 0.1) + rng.gauss(0, 0.02),
+                    "rank_inv": 1 / (j + 1),
+                    "score_ratio": 1.0 if j == 0 else 0.5,
+                },
+            )
+        )
+    return InstanceCandidates(iid, repo, (f"f{gold_index}.py",), tuple(cands))
+
+
+def test_a_left_out_repository_is_answered_by_what_the_others_taught() -> None:
+    rng = random.Random(0)
+    rows = []
+    for r in range(4):
+        for i in range(15):
+            # in repository r/3 the signal is reversed: learnt from itself it would be easy,
+            # learnt from the other three it is wrong every time
+            rows.append(_row(f"r{r}-{i}", f"r/{r}", rng.randrange(1, 4), r == 3, rng))
+    scores, cuts = cross_validate(rows, l2=1.0, inner_folds=3)
+    assert sorted(s.instance_id for s in scores) == sorted(r.instance_id for r in rows)
+    assert set(cuts) == {"r/0", "r/1", "r/2", "r/3"}
+    assert all(set(c) == {"threshold", "expected_f"} for c in cuts.values())
+    for s in scores:
+        assert set(s.answers) == set(METHODS)
+        assert s.candidates == 4
+        assert s.gold_in_candidates == 1
+    normal = [s.fbeta("threshold") for s in scores if s.repo != "r/3"]
+    flipped = [s.fbeta("threshold") for s in scores if s.repo == "r/3"]
+    assert sum(normal) / len(normal) > 0.8  # r/3 in their fits blurs the cut a little
+    assert max(flipped) == 0.0  # never its own signal
+    # the heuristic's order (rank_inv) puts f0 first, never gold here
+    assert all(s.fbeta("heuristic") == 0.0 for s in scores)
+    with pytest.raises(RankerError, match="two or more"):
+        cross_validate([r for r in rows if r.repo == "r/0"])
+
+
+def test_the_heuristic_answer_keeps_what_clears_its_ratio() -> None:
+    def c(path: str, rank: float, ratio: float) -> Candidate:
+        return Candidate(path, 1.0, {"rank_inv": rank, "score_ratio": ratio})
+
+    row = InstanceCandidates(
+        "i", "o/r", ("b.py",), (c("b.py", 0.5, 0.95), c("a.py", 1.0, 1.0), c("u.py", 0, 0))
+    )
+    assert answer_heuristic(row) == ("a.py", "b.py")
+    assert answer_heuristic(row, keep_ratio=0.99) == ("a.py",)
+    assert answer_heuristic(InstanceCandidates("j", "o/r", ("x.py",), ())) == ()
+
+
+def test_the_test_repositories_are_fixed_by_their_names() -> None:
+    counts = {f"o/r{i}": 10 for i in range(40)}
+    picked = pick_test_repositories(counts)
+    assert picked == pick_test_repositories(dict(reversed(counts.items())))  # order-free
+    assert 0 < len(picked) < 20  # about one in five
+    assert pick_test_repositories(counts, salt="other") != picked
+    big = {**counts, picked[0]: 10_000}  # over 20% of the pool: never a test repository
+    assert picked[0] not in pick_test_repositories(big)
+
+
+def test_the_summary_pools_by_repository() -> None:
+    def s(iid: str, repo: str, hit: bool) -> InstanceScore:
+        answers = dict.fromkeys(METHODS, ("g.py",) if hit else ("x.py",))
+        answers["heuristic"] = ("x.py",)
+        return InstanceScore(iid, repo, ("g.py",), 2, 1, answers)
+
+    scores = [
+        s("a1", "o/a", True),
+        s("a2", "o/a", True),
+        s("a3", "o/a", False),
+        s("b1", "o/b", False),
+    ]
+    out = summarize(scores, resamples=200)
+    assert out["by_repo"]["o/a"]["threshold"]["mean"] == pytest.approx(2 / 3, abs=1e-4)
+    assert out["pooled"]["threshold"]["mean"] == pytest.approx(0.5)  # 2 of 4 instances
+    assert out["macro"]["threshold"]["mean"] == pytest.approx((2 / 3 + 0) / 2, abs=1e-4)
+    assert out["pooled"]["heuristic"]["mean"] == 0.0
+    paired = out["paired"]["threshold - heuristic"]["pooled"]
+    assert paired["mean"] == pytest.approx(0.5)
+    lo, hi = paired["ci95"]
+    assert lo <= 0.5 <= hi
+    assert out["macro"]["threshold"]["n"] == 2
