@@ -144,11 +144,13 @@ for s in 0 1; do
   stage "eval-grpo-s$s-trained-s$s" evaluate "grpo_s$s" "trained_s$s" "$sft_model" \
     "$out/grpo-s$s/checkpoint-$grpo_steps"
 done
-for arm in base sft grpo_s0; do
+# the second held-out set: Verified dev instances (of the training repositories), every arm
+for arm in base sft sft_control grpo_s0 grpo_s1; do
   case $arm in
     base) m="$model" a="" ;;
     sft) m="$model" a="$sft_adapter" ;;
-    grpo_s0) m="$sft_model" a="$out/grpo-s0/checkpoint-$grpo_steps" ;;
+    sft_control) m="$sft_model" a="$out/sft-control/checkpoint-$grpo_steps" ;;
+    grpo_s*) m="$sft_model" a="$out/grpo-s${arm#grpo_s}/checkpoint-$grpo_steps" ;;
   esac
   stage "eval-$arm-verified" evaluate "$arm" heldout_verified "$m" "$a"
 done

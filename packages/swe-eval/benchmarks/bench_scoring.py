@@ -1,4 +1,6 @@
-"""Benchmark: scoring 10,000 predictions, and BM25 index + query for one sympy commit.
+"""Benchmark: scoring 10,000 predictions, the bootstrap with and without numpy's draws (the
+same indices; timed in one run, every field compared), and BM25 index + query for one sympy
+commit.
 
 Prints figures (and writes them as JSON with -o); it is not a timed test.
 
@@ -62,6 +64,60 @@ def bench_scoring(n: int, seed: int) -> dict[str, float]:
     }
 
 
+def _predictions(n: int, seed: int) -> tuple[dict, list, dict]:
+    rng = random.Random(seed)
+    files = [f"pkg/mod{i}.py" for i in range(400)]
+    gold, preds = {}, []
+    for i in range(n):
+        iid = f"inst-{i}"
+        gold[iid] = GoldLabel(
+            instance_id=iid, files=frozenset(rng.sample(files, rng.randint(1, 3))), source="bench"
+        )
+        preds.append(Prediction(instance_id=iid, files=tuple(rng.sample(files, rng.randint(0, 8)))))
+    return gold, preds, {iid: f"o/r{i % 12}" for i, iid in enumerate(gold)}
+
+
+def bench_bootstrap(sizes: tuple[int, ...], seed: int) -> list[dict[str, object]]:
+    """`summarize` (2,000 resamples, by repository) drawing with the standard library (the
+    path without numpy) and with numpy (the same indices), in one run: seconds each, and
+    whether every field of the two summaries is equal (the intervals a report stores)."""
+    from unittest import mock
+
+    import grpo_rewards._scoring as scoring
+
+    out = []
+    for n in sizes:
+        gold, preds, repos = _predictions(n, seed)
+        ev = evaluate(gold, preds, repos=repos)
+        t = time.perf_counter()
+        with mock.patch.object(scoring, "_numpy", return_value=None):
+            plain = summarize(ev, n_resamples=2000, by_repo=True)
+        stdlib_s = time.perf_counter() - t
+        t = time.perf_counter()
+        fast = summarize(ev, n_resamples=2000, by_repo=True)
+        numpy_s = time.perf_counter() - t
+        a, b = plain.model_dump(), fast.model_dump()
+        out.append(
+            {
+                "n_predictions": n,
+                "stdlib_draws_s": round(stdlib_s, 3),
+                "numpy_draws_s": round(numpy_s, 3),
+                "every_field_equal": a == b,
+                "fields_differing": _differing(a, b),
+            }
+        )
+    return out
+
+
+def _differing(a: object, b: object, path: str = "") -> list[str]:
+    if isinstance(a, dict) and isinstance(b, dict):
+        return [d for k in sorted(a) for d in _differing(a[k], b.get(k), f"{path}.{k}")]
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        pairs = enumerate(zip(a, b, strict=True))
+        return [d for i, (x, y) in pairs for d in _differing(x, y, f"{path}[{i}]")]
+    return [] if a == b else [f"{path}: {a!r} != {b!r}"]
+
+
 def bench_bm25(instances: Path, source: str, cache: Path, instance_id: str) -> dict[str, float]:
     from swe_eval._corpus import collect_documents
     from swe_eval.bm25 import BM25Retriever
@@ -98,6 +154,7 @@ def main() -> None:
     ap.add_argument("-o", "--output", type=Path)
     args = ap.parse_args()
     out: dict[str, object] = {"scoring": bench_scoring(args.n, args.seed)}
+    out["bootstrap_stdlib_vs_numpy"] = bench_bootstrap((500, args.n), args.seed)
     if args.source:
         out["bm25"] = bench_bm25(args.instances, args.source, args.cache, args.instance)
     text = json.dumps(out, indent=2)

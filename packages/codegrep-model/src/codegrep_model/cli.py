@@ -443,7 +443,7 @@ def train_ranker(
             seed=seed,
             trained_on=training.trained_on,
             on_note=note,
-            selection=selection,  # type: ignore[arg-type]  # checked against SELECTIONS
+            selection=selection,  # checked against SELECTIONS above
         )
     except RankerError as exc:
         raise fail(str(exc)) from None
