@@ -47,37 +47,65 @@ def terms(text: str) -> list[str]:
     return out
 
 
+#: Terms of commit messages already split, shared by every log that holds the message: logs of
+#: one repository at nearby commits share nearly all their commits. Cleared when it holds more.
+_MESSAGE_TERMS: dict[str, tuple[tuple[str, int], ...]] = {}
+_MESSAGE_TERMS_MAX = 100_000
+
+
+def _message_terms(message: str) -> tuple[tuple[str, int], ...]:
+    hit = _MESSAGE_TERMS.get(message)
+    if hit is None:
+        if len(_MESSAGE_TERMS) >= _MESSAGE_TERMS_MAX:
+            _MESSAGE_TERMS.clear()
+        hit = _MESSAGE_TERMS[message] = tuple(Counter(terms(message)).items())
+    return hit
+
+
 @dataclass(frozen=True)
 class HistoryIndex:
-    """Per word, the files whose commits' messages use it (and how often); per file, its
-    document's length and how many commits touched it."""
+    """Per word, the commits whose messages use it (and how often); per commit, the files it
+    touched; per file, its document's length and how many commits touched it. A file's term
+    frequency for a word is summed over its commits when an issue asks for that word, so the
+    index costs one pass over the commits and the BM25 scores are those of the documents
+    (the words of every message of the commits that touched the file)."""
 
-    postings: Mapping[str, list[tuple[str, int]]]
+    words: Mapping[str, list[tuple[int, int]]]
+    files_of: tuple[tuple[str, ...], ...]
     lengths: Mapping[str, int]
     churn: Mapping[str, int]
     avg_len: float
 
     @classmethod
     def build(cls, log: HistoryLog) -> HistoryIndex:
-        docs: dict[str, Counter[str]] = {}
+        words: dict[str, list[tuple[int, int]]] = {}
         churn: Counter[str] = Counter()
-        for commit in log.commits:
-            words = Counter(terms(commit.message))
+        lengths: dict[str, int] = {}
+        for i, commit in enumerate(log.commits):
+            counted = _message_terms(commit.message)
+            size = 0
+            for w, c in counted:
+                words.setdefault(w, []).append((i, c))
+                size += c
             for f in commit.files:
                 churn[f] += 1
-                doc = docs.get(f)
-                if doc is None:
-                    docs[f] = Counter(words)
-                else:
-                    doc.update(words)
-        postings: dict[str, list[tuple[str, int]]] = {}
-        lengths: dict[str, int] = {}
-        for f, doc in docs.items():
-            lengths[f] = sum(doc.values())
-            for w, tf in doc.items():
-                postings.setdefault(w, []).append((f, tf))
+                lengths[f] = lengths.get(f, 0) + size
         avg = sum(lengths.values()) / max(1, len(lengths))
-        return cls(postings=postings, lengths=lengths, churn=churn, avg_len=avg or 1.0)
+        return cls(
+            words=words,
+            files_of=tuple(c.files for c in log.commits),
+            lengths=lengths,
+            churn=churn,
+            avg_len=avg or 1.0,
+        )
+
+    def term_frequencies(self, word: str) -> dict[str, int]:
+        """How often `word` is in each file's document (files without it left out)."""
+        tf: dict[str, int] = {}
+        for i, c in self.words.get(word, ()):
+            for f in self.files_of[i]:
+                tf[f] = tf.get(f, 0) + c
+        return tf
 
     def scores(self, issue: str) -> dict[str, float]:
         """BM25 of `issue` against every file's document; files that score 0 are left out."""
@@ -85,12 +113,12 @@ class HistoryIndex:
         n = len(self.lengths)
         out: dict[str, float] = {}
         for w in sorted(query):  # sorted: sums in one order whatever the hash seed
-            posting = self.postings.get(w)
+            posting = self.term_frequencies(w)
             if not posting:
                 continue
             df = len(posting)
             weight = math.log(1 + (n - df + 0.5) / (df + 0.5)) * math.log1p(query[w])
-            for f, tf in posting:
+            for f, tf in posting.items():
                 norm = _K1 * (1 - _B + _B * (self.lengths[f] or 1) / self.avg_len)
                 out[f] = out.get(f, 0.0) + weight * tf * (_K1 + 1) / (tf + norm)
         return {f: s for f, s in out.items() if s > 0}
@@ -100,14 +128,14 @@ _INDEXES: OrderedDict[int, tuple[HistoryLog, HistoryIndex]] = OrderedDict()
 
 
 def history_index(log: HistoryLog) -> HistoryIndex:
-    """The index of `log`, built once for the few most recent logs (rollouts of one instance
-    share their log object)."""
+    """The index of `log`, built once for the 16 most recent logs (rollouts of one instance
+    share their log object; a server's requests at one commit share it too)."""
     hit = _INDEXES.get(id(log))
     if hit is not None and hit[0] is log:
         _INDEXES.move_to_end(id(log))
         return hit[1]
     index = HistoryIndex.build(log)
     _INDEXES[id(log)] = (log, index)
-    while len(_INDEXES) > 8:
+    while len(_INDEXES) > 16:  # as many as worktree-sandbox remembers logs
         _INDEXES.popitem(last=False)
     return index

@@ -208,7 +208,10 @@ async def _read(git_dir: Path, rev: str, max_commits: int) -> HistoryLog:
 
 
 _MEMO: OrderedDict[tuple[str, str], asyncio.Future[HistoryLog]] = OrderedDict()
-_MEMO_SIZE = 8
+# 16: a server answering at a dozen commits of one repository (as `codegrep serve`'s benchmark
+# does, 12 SWE-bench base commits of sympy) read every log again with 8 (least recently used,
+# cycled); a sympy log is a few MB.
+_MEMO_SIZE = 16
 
 
 async def commit_log(tree: object, *, max_commits: int = MAX_COMMITS) -> HistoryLog:
