@@ -30,6 +30,10 @@ def main() -> None:
     parser.add_argument("--issue-repo", default="django/django", help="take issues of this repo")
     parser.add_argument("--limit", type=int, default=20)
     parser.add_argument("--commit", default=None, help="search at this commit, not the work tree")
+    parser.add_argument(
+        "--base-commits", action="store_true", help="search each issue at its own base commit"
+    )
+    parser.add_argument("--codegrep", type=Path, help="the codegrep to run (default: this one's)")
     parser.add_argument("-o", "--output", type=Path, default=Path("bench-out/localize.json"))
     args = parser.parse_args()
     issues = [
@@ -37,7 +41,7 @@ def main() -> None:
         for line in args.issues.open()
         if json.loads(line)["repo"] == args.issue_repo
     ][: args.limit]
-    exe = Path(sys.executable).with_name("codegrep")
+    exe = args.codegrep or Path(sys.executable).with_name("codegrep")
     times: list[float] = []
     found: list[int] = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -45,7 +49,9 @@ def main() -> None:
             issue = Path(tmp) / "issue.md"
             issue.write_text(row["problem_statement"])
             cmd = [str(exe), "localize", "--repo", str(args.repo), "--issue", str(issue), "--json"]
-            if args.commit:
+            if args.base_commits:
+                cmd += ["--commit", row["base_commit"]]
+            elif args.commit:
                 cmd += ["--commit", args.commit]
             t0 = time.perf_counter()
             proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
@@ -60,7 +66,8 @@ def main() -> None:
     q = statistics.quantiles(times, n=10) if len(times) > 1 else times * 9
     summary = {
         "repo": str(args.repo),
-        "commit": args.commit,
+        "commit": "each issue's base commit" if args.base_commits else args.commit,
+        "codegrep": "--codegrep" if args.codegrep else "this checkout's",
         "runs": len(times),
         "p50_s": statistics.median(times),
         "p90_s": q[8],
