@@ -162,6 +162,7 @@ async def fire(
     gate = asyncio.Semaphore(clients)
     done = 0
     health: list[float] = []
+    health_errors = [0]  # /health asks whose connection dropped
     limits = httpx.Limits(max_connections=clients + 1, max_keepalive_connections=clients + 1)
     async with httpx.AsyncClient(timeout=timeout + 30, limits=limits) as client:
         finished = asyncio.Event()
@@ -169,20 +170,32 @@ async def fire(
         async def probe() -> None:  # is the server still answering while it searches?
             while not finished.is_set():
                 t0 = time.perf_counter()
-                await client.get(f"{url}/health")
-                health.append(time.perf_counter() - t0)
+                try:
+                    await client.get(f"{url}/health")
+                    health.append(time.perf_counter() - t0)
+                except httpx.TransportError:
+                    health_errors[0] += 1
                 await asyncio.sleep(0.1)
 
         async def one(body: dict[str, Any]) -> tuple[float, int, dict[str, Any]]:
             nonlocal done
             async with gate:
                 t0 = time.perf_counter()
-                r = await client.post(f"{url}/localize", json=body)
+                try:
+                    r = await client.post(f"{url}/localize", json=body)
+                except httpx.TransportError as exc:  # the connection dropped: counted, not fatal
+                    r = None
+                    error = type(exc).__name__
                 dt = time.perf_counter() - t0
             done += 1
             if done % max(1, len(bodies) // 8) == 0 or done == len(bodies):
                 log(f"  {done}/{len(bodies)} answered")
-            return dt, r.status_code, r.json()
+            if r is None:
+                return dt, 0, {"transport_error": error}
+            try:
+                return dt, r.status_code, r.json()
+            except ValueError:
+                return dt, r.status_code, {}
 
         started = time.perf_counter()
         prober = asyncio.ensure_future(probe())
@@ -190,6 +203,8 @@ async def fire(
         wall = time.perf_counter() - started
         finished.set()
         await prober
+        if health_errors[0]:
+            log(f"  /health: {health_errors[0]} connection(s) dropped")
         return list(results), wall, health
 
 
