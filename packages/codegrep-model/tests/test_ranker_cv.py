@@ -111,3 +111,14 @@ def test_the_summary_pools_by_repository() -> None:
     lo, hi = paired["ci95"]
     assert lo <= 0.5 <= hi
     assert out["macro"]["threshold"]["n"] == 2
+
+
+def test_the_examples_in_the_docstrings_hold() -> None:
+    import doctest
+
+    from codegrep_model import ranker_cv, selection
+
+    for module in (ranker_cv, selection):
+        result = doctest.testmod(module)
+        assert result.attempted > 0
+        assert result.failed == 0

@@ -66,8 +66,11 @@ def pick_test_repositories(
     (about one in `modulus`), leaving out any holding more than `max_share` of the instances
     (cross-validation would lose too much). Sorted.
 
-    >>> pick_test_repositories({"astropy/astropy": 24, "sympy/sympy": 84, "psf/requests": 6})
+    >>> pool = {"astropy/astropy": 24, "sympy/sympy": 84, "psf/requests": 6, "pydata/xarray": 50}
+    >>> pick_test_repositories(pool)  # sympy's hash would not pick it; it is too big anyway
     ['astropy/astropy']
+    >>> pick_test_repositories({"astropy/astropy": 24, "sympy/sympy": 84})  # over 20% now
+    []
     """
     total = sum(counts.values())
     out = []
