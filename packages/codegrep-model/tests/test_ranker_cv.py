@@ -4,7 +4,10 @@ summary's pooled figures are the hand-computed ones."""
 
 from __future__ import annotations
 
+import importlib.util
+import json
 import random
+from pathlib import Path
 
 import pytest
 from codegrep_model.lexical import Candidate
@@ -122,3 +125,52 @@ def test_the_examples_in_the_docstrings_hold() -> None:
         result = doctest.testmod(module)
         assert result.attempted > 0
         assert result.failed == 0
+
+
+def test_the_benchmark_reads_the_test_part_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`benchmarks/localizer_cv.py`: cv over the cv part, then the test part once; a second
+    read is refused unless it says why."""
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "localizer_cv.py"
+    spec = importlib.util.spec_from_file_location("localizer_cv_script", script)
+    assert spec is not None
+    assert spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+
+    rng = random.Random(1)
+    rows = [
+        _row(f"r{r}-{i}", f"o/r{r}", rng.randrange(1, 4), False, rng)
+        for r in range(4)
+        for i in range(8)
+    ]
+    examples = tmp_path / "examples.jsonl"
+    examples.write_text("".join(r.to_json() + "\n" for r in rows))
+    splits = tmp_path / "splits.json"
+    splits.write_text(
+        json.dumps(
+            {
+                "cv_ids": [r.instance_id for r in rows if r.repo != "o/r3"],
+                "test_ids": [r.instance_id for r in rows if r.repo == "o/r3"],
+            }
+        )
+    )
+    out = tmp_path / "out"
+    args = [str(examples), "--splits", str(splits), "-o", str(out)]
+    assert bench.main(["cv", *args]) == 0
+    cv = json.loads((out / "cv.summary.json").read_text())
+    assert set(cv["by_repo"]) == {"o/r0", "o/r1", "o/r2"}  # the test repository is not in it
+    assert len((out / "cv.jsonl").read_text().splitlines()) == 24
+    assert bench.main(["test", *args]) == 0
+    test = json.loads((out / "test.summary.json").read_text())
+    assert set(test["by_repo"]) == {"o/r3"}
+    capsys.readouterr()
+    assert bench.main(["test", *args]) == 2  # read once
+    assert "read once per release" in capsys.readouterr().err
+    assert bench.main(["test", *args, "--again", "a new feature set"]) == 0
+    assert json.loads((out / "test.summary.json").read_text())["again"] == "a new feature set"
+    # an instance of the cv part without its examples row: refused, never scored as 0 silently
+    examples.write_text("".join(r.to_json() + "\n" for r in rows[1:]))
+    assert bench.main(["cv", *args]) == 2
+    assert "r0-0" in capsys.readouterr().err
