@@ -18,6 +18,7 @@ from typing import Any, Literal, TypeGuard
 
 from codegrep_model.train import ROLLOUT_LOG_FILE, RolloutLogEntry
 from codegrep_records import RecordFileError, parse_json, read_json_object
+from codegrep_report import COMPLETIONS_FILE as _REPORT_COMPLETIONS_FILE
 from grpo_rewards import (
     INFO_ANSWER_ERROR,
     INFO_ANSWER_FILES,
@@ -30,7 +31,8 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from train_launcher.errors import MonitorInputError
 
 METRICS_FILE = "logging.jsonl"
-COMPLETIONS_FILE = "completions.jsonl"
+# ms-swift's completions table: its name is the report's (codegrep-report reads the same file)
+COMPLETIONS_FILE = _REPORT_COMPLETIONS_FILE
 ARGS_FILE = "args.json"
 # ROLLOUT_LOG_FILE is the plugin's (codegrep_model.train); `$CODEGREP_ROLLOUT_LOG` may put the log
 # elsewhere (pass `rollout_log=`).

@@ -23,6 +23,7 @@ from codegrep_report._cases import (
 from codegrep_report._jsonl import BadRow
 from codegrep_report._page import embed_json
 from codegrep_report._training import (
+    COMPLETIONS_FILE,
     AlarmLike,
     ComparedRun,
     SeriesLike,
@@ -39,6 +40,7 @@ except _metadata.PackageNotFoundError:
     __version__ = "0+unknown"
 
 __all__ = [
+    "COMPLETIONS_FILE",
     "AlarmLike",
     "BadRow",
     "CodegrepReportError",
