@@ -30,17 +30,7 @@ DEFAULT_INSTANCES = (
 
 
 def bench_scoring(n: int, seed: int) -> dict[str, float]:
-    rng = random.Random(seed)
-    files = [f"pkg/mod{i}.py" for i in range(400)]
-    gold = {}
-    preds = []
-    for i in range(n):
-        iid = f"inst-{i}"
-        gold[iid] = GoldLabel(
-            instance_id=iid, files=frozenset(rng.sample(files, rng.randint(1, 3))), source="bench"
-        )
-        preds.append(Prediction(instance_id=iid, files=tuple(rng.sample(files, rng.randint(0, 8)))))
-    repos = {iid: f"o/r{i % 12}" for i, iid in enumerate(gold)}
+    gold, preds, repos = _predictions(n, seed)
     t = time.perf_counter()
     import scipy.stats  # noqa: F401  - paid once by the downstream tests and power figures
 
@@ -98,43 +88,34 @@ def bench_bootstrap(sizes: tuple[int, ...], seed: int) -> list[dict[str, object]
         t = time.perf_counter()
         fast = summarize(ev, n_resamples=2000, by_repo=True)
         numpy_s = time.perf_counter() - t
-        a, b = plain.model_dump(), fast.model_dump()
-        last_bits = _last_bits(a, b)
+        found = _differences(plain.model_dump(), fast.model_dump())
         out.append(
             {
                 "n_predictions": n,
                 "stdlib_draws_s": round(stdlib_s, 3),
                 "numpy_draws_s": round(numpy_s, 3),
-                "fields_differing_beyond_last_bits": _differing(a, b),
-                "fields_differing_in_last_bits_only": last_bits,
+                "fields_differing_beyond_last_bits": [f for f, last in found if not last],
+                "fields_differing_in_last_bits_only": sum(last for _, last in found),
             }
         )
     return out
 
 
-def _last_bits(a: object, b: object) -> int:
-    """How many float fields differ, though within 1e-12 relative (a sum's order)."""
+def _differences(a: object, b: object, path: str = "") -> list[tuple[str, bool]]:
+    """Every field where two summaries differ, and whether only in its last bits (two floats
+    within 1e-12 relative: a sum in another order; see ClusterBootstrap). NaN equals NaN (a
+    figure over nothing, both ways)."""
     if isinstance(a, dict) and isinstance(b, dict):
-        return sum(_last_bits(a[k], b.get(k)) for k in a)
-    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
-        return sum(_last_bits(x, y) for x, y in zip(a, b, strict=True))
-    if isinstance(a, float) and isinstance(b, float) and a != b:
-        return int(math.isclose(a, b, rel_tol=1e-12, abs_tol=1e-15))
-    return 0
-
-
-def _differing(a: object, b: object, path: str = "") -> list[str]:
-    if isinstance(a, dict) and isinstance(b, dict):
-        return [d for k in sorted(a) for d in _differing(a[k], b.get(k), f"{path}.{k}")]
+        return [d for k in sorted(a) for d in _differences(a[k], b.get(k), f"{path}.{k}")]
     if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
         pairs = enumerate(zip(a, b, strict=True))
-        return [d for i, (x, y) in pairs for d in _differing(x, y, f"{path}[{i}]")]
+        return [d for i, (x, y) in pairs for d in _differences(x, y, f"{path}[{i}]")]
     if isinstance(a, float) and isinstance(b, float):
-        if math.isnan(a) and math.isnan(b):  # a figure over nothing, both ways
+        if a == b or (math.isnan(a) and math.isnan(b)):
             return []
-        if a != b and math.isclose(a, b, rel_tol=1e-12, abs_tol=1e-15):
-            return []  # a float sum in another order: the last bits (see ClusterBootstrap)
-    return [] if a == b else [f"{path}: {a!r} != {b!r}"]
+        if math.isclose(a, b, rel_tol=1e-12, abs_tol=1e-15):
+            return [(path, True)]
+    return [] if a == b else [(f"{path}: {a!r} != {b!r}", False)]
 
 
 def bench_bm25(instances: Path, source: str, cache: Path, instance_id: str) -> dict[str, float]:
