@@ -4,12 +4,13 @@ Starts `codegrep serve --port 0` on a real repository (a folder as it is, or a r
 commit: a bare mirror is served as a folder at a commit), sends one cold request, then for each
 concurrency of `--clients` (e.g. `1,4,16`) fires `--requests` requests with that many in
 flight at once, and prints per concurrency the client-side latency (p50/p90/p99/max), the
-throughput, the status codes, the server's own queueing and search times, the latency of
-`GET /health` asked every 0.1 s meanwhile (does the server stay responsive), the server's
-peak RSS and the peak bytes of its checkouts in the default workdir (/dev/shm: RAM that RSS
-does not show), and its /health afterwards. `--server` runs another checkout's `codegrep`
-(to compare two versions on the same requests). Progress goes to stderr, the figures to stdout
-and to `-o` as JSON. Not a timed test: figures depend on the machine (say which when quoting).
+throughput, the status codes (0: the connection dropped), the server's own queueing and
+search times, the latency of `GET /health` asked every 0.1 s meanwhile (does the server stay
+responsive), the server's peak RSS and the peak bytes of its checkouts in the default
+workdir (/dev/shm: RAM that RSS does not show), and its /health afterwards. `--server` runs
+another checkout's `codegrep` (to compare two versions on the same requests). Progress goes
+to stderr, the figures to stdout and to `-o` as JSON. Not a timed test: figures depend on the
+machine (say which when quoting).
 
 Issues: by default one per request, made from the repository's own Python names (a function
 or class named in a plausible bug report, drawn with `--seed`), so requests differ as real

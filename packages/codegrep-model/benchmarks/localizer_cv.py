@@ -32,7 +32,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from codegrep_model.ranker import fit
+from codegrep_model.ranker import RankerError, fit
 from codegrep_model.ranker_cv import (
     FAILURE_KINDS,
     METHODS,
@@ -42,7 +42,13 @@ from codegrep_model.ranker_cv import (
     score_instance,
     summarize,
 )
-from codegrep_model.ranker_train import examples_of, load_training_instances, read_examples
+from codegrep_model.ranker_train import (
+    InstanceCandidates,
+    examples_of,
+    load_training_instances,
+    read_examples,
+)
+from codegrep_records import RecordFileError, read_json_object
 
 EXCLUDED = (  # too large to fetch here: left out of the pool
     "django/django",
@@ -134,7 +140,11 @@ def _write(out: Path, stem: str, scores: list[InstanceScore], title: str, extra:
 
 
 def cmd_splits(a: argparse.Namespace) -> int:
-    pool = load_training_instances(a.instances, exclude_repos=EXCLUDED).rows
+    try:
+        pool = load_training_instances(a.instances, exclude_repos=EXCLUDED).rows
+    except RankerError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     counts = Counter(r.repo for r in pool)
     test = set(pick_test_repositories(counts))
     spec = {
@@ -154,26 +164,29 @@ def cmd_splits(a: argparse.Namespace) -> int:
     return 0
 
 
-def _rows(a: argparse.Namespace, part: str) -> list:
-    spec = json.loads(a.splits.read_text())
-    ids = set(spec[f"{part}_ids"])
-    rows = [r for r in read_examples(a.examples) if r.instance_id in ids]
-    missing = ids - {r.instance_id for r in rows}
+def _rows(a: argparse.Namespace, part: str) -> list[InstanceCandidates] | None:
+    """The examples rows of the splits' `part`; None (said why) when any is missing or a file
+    cannot be read: an instance is never dropped or scored 0 in silence."""
+    try:
+        ids = set(read_json_object(a.splits)[f"{part}_ids"])
+        rows = [r for r in read_examples(a.examples) if r.instance_id in ids]
+    except (RecordFileError, RankerError, KeyError, TypeError) as exc:
+        print(f"error: {exc!r}" if isinstance(exc, KeyError) else f"error: {exc}", file=sys.stderr)
+        return None
+    missing = sorted(ids - {r.instance_id for r in rows})
     if missing:
         print(
             f"{len(missing)} {part} instance(s) have no examples row (their rollout failed?): "
-            f"{sorted(missing)[:10]}; they count as unanswered (F0.5 0)",
+            f"{missing[:10]}; run localizer_cv.sh again",
             file=sys.stderr,
         )
-    return rows, sorted(missing), spec
+        return None
+    return rows
 
 
 def cmd_cv(a: argparse.Namespace) -> int:
-    rows, missing, _ = _rows(a, "cv")
-    if missing:
-        print(
-            "every cv instance needs its examples row; run localizer_cv.sh again", file=sys.stderr
-        )
+    rows = _rows(a, "cv")
+    if rows is None:
         return 2
     scores, cuts = cross_validate(
         rows, on_fold=lambda r, n, t: print(f"fold {n}/{t}: {r} left out", file=sys.stderr)
@@ -198,10 +211,9 @@ def cmd_test(a: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    cv_rows, missing, _ = _rows(a, "cv")
-    if missing:
+    cv_rows, test_rows = _rows(a, "cv"), _rows(a, "test")
+    if cv_rows is None or test_rows is None:
         return 2
-    test_rows, _, _ = _rows(a, "test")
     ranker, report = fit(examples_of(cv_rows))
     rankers = {m: replace(ranker, cut=c) for m, c in report.cuts.items()}
     scores = [score_instance(row, rankers) for row in test_rows]
