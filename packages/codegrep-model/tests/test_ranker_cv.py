@@ -33,7 +33,7 @@ def _row(
         cands.append(
             Candidate(
                 path=f"f{j}.py",
-                score=1.0,
+                score=1 / (j + 1),  # the heuristic's score: f0 first
                 features={
                     "coverage": (0.9 if high else 0.1) + rng.gauss(0, 0.02),
                     "rank_inv": 1 / (j + 1),
@@ -71,8 +71,8 @@ def test_a_left_out_repository_is_answered_by_what_the_others_taught() -> None:
 
 
 def test_the_heuristic_answer_keeps_what_clears_its_ratio() -> None:
-    def c(path: str, rank: float, ratio: float) -> Candidate:
-        return Candidate(path, 1.0, {"rank_inv": rank, "score_ratio": ratio})
+    def c(path: str, rank: float, ratio: float) -> Candidate:  # the best scores 1.0
+        return Candidate(path, ratio, {"rank_inv": rank, "score_ratio": ratio})
 
     row = InstanceCandidates(
         "i", "o/r", ("b.py",), (c("b.py", 0.5, 0.95), c("a.py", 1.0, 1.0), c("u.py", 0, 0))

@@ -11,14 +11,8 @@ import random
 from pathlib import Path
 
 import pytest
-from codegrep_model.ranker import AnswerCut, Example, Ranker, RankerError, fit
-from codegrep_model.selection import (
-    ExpectedFCut,
-    SelectionError,
-    expected_fbeta,
-    fit_platt,
-    missing_pmf,
-)
+from codegrep_model.ranker import AnswerCut, Example, Ranker, RankerError, fit, fit_platt
+from codegrep_model.selection import ExpectedFCut, SelectionError, expected_fbeta, missing_pmf
 from grpo_rewards import fbeta_from_counts
 
 

@@ -29,7 +29,7 @@ from typing import Any, Literal
 from grpo_rewards import fbeta_from_counts
 
 from codegrep_model.errors import CodegrepModelError
-from codegrep_model.selection import ExpectedFCut, SelectionError, fit_platt, missing_pmf
+from codegrep_model.selection import ExpectedFCut, SelectionError, logit, missing_pmf, sigmoid
 
 __all__ = [
     "FEATURES",
@@ -43,6 +43,7 @@ __all__ = [
     "cut_from_dict",
     "cut_to_dict",
     "fit",
+    "fit_platt",
     "fit_report",
 ]
 
@@ -193,7 +194,7 @@ class Ranker:
         return z
 
     def probability(self, features: Mapping[str, float]) -> float:
-        return _sigmoid(self.logit(features))
+        return sigmoid(self.logit(features))
 
     # -- files ----------------------------------------------------------------------------------
 
@@ -290,13 +291,6 @@ def cut_from_dict(cut: Mapping[str, Any], version: object) -> AnswerCut | Expect
     )
 
 
-def _sigmoid(z: float) -> float:
-    if z >= 0:
-        return 1.0 / (1.0 + math.exp(-z))
-    e = math.exp(z)
-    return e / (1.0 + e)
-
-
 # -- fitting --------------------------------------------------------------------------------------
 
 
@@ -337,10 +331,14 @@ def _solve(a: list[list[float]], b: list[float]) -> list[float]:
 
 
 def _penalized_loss(
-    x: Sequence[Sequence[float]], y: Sequence[float], beta: Sequence[float], l2: float
+    x: Sequence[Sequence[float]],
+    y: Sequence[float],
+    beta: Sequence[float],
+    l2: float,
+    penalize_bias: bool = False,
 ) -> float:
     d = len(beta) - 1
-    loss = 0.5 * l2 * sum(b * b for b in beta[:d])
+    loss = 0.5 * l2 * sum(b * b for b in beta[: d + 1 if penalize_bias else d])
     for row, t in zip(x, y, strict=True):
         z = beta[d] + sum(b * v for b, v in zip(beta, row, strict=False))
         # log(1 + e^z) - t z, stable for large |z|
@@ -349,21 +347,26 @@ def _penalized_loss(
 
 
 def _logistic(
-    x: Sequence[Sequence[float]], y: Sequence[float], l2: float, iterations: int = 50
+    x: Sequence[Sequence[float]],
+    y: Sequence[float],
+    l2: float,
+    iterations: int = 50,
+    penalize_bias: bool = False,
 ) -> tuple[list[float], float]:
-    """L2-penalized logistic regression by Newton's method with step halving (the bias is not
-    penalized); converges on any data, separable or not, as the penalty makes it convex."""
+    """L2-penalized logistic regression by Newton's method with step halving (the bias is
+    penalized only with `penalize_bias`); converges on any data, separable or not, as the
+    penalty makes it convex."""
     d = len(x[0])
     beta = [0.0] * (d + 1)  # last: bias
     pos = sum(y) / len(y)
     beta[d] = math.log(max(pos, 1e-6) / max(1 - pos, 1e-6))
-    loss = _penalized_loss(x, y, beta, l2)
+    loss = _penalized_loss(x, y, beta, l2, penalize_bias)
     for _ in range(iterations):
         grad = [0.0] * (d + 1)
         hess = [[0.0] * (d + 1) for _ in range(d + 1)]
         for row, t in zip(x, y, strict=True):
             xr = (*row, 1.0)
-            p = _sigmoid(sum(b * v for b, v in zip(beta, xr, strict=True)))
+            p = sigmoid(sum(b * v for b, v in zip(beta, xr, strict=True)))
             w = p * (1 - p)
             e = p - t
             for i in range(d + 1):
@@ -378,7 +381,7 @@ def _logistic(
         for i in range(d + 1):
             for j in range(i):
                 hess[i][j] = hess[j][i]
-        for i in range(d):
+        for i in range(d + 1 if penalize_bias else d):
             grad[i] += l2 * beta[i]
             hess[i][i] += l2
         hess[d][d] += 1e-9  # a bias with all-zero columns stays solvable
@@ -386,7 +389,7 @@ def _logistic(
         t_step = 1.0
         while True:
             trial = [b - t_step * s for b, s in zip(beta, step, strict=True)]
-            trial_loss = _penalized_loss(x, y, trial, l2)
+            trial_loss = _penalized_loss(x, y, trial, l2, penalize_bias)
             if trial_loss <= loss or t_step < 1e-6:
                 break
             t_step /= 2
@@ -448,6 +451,20 @@ def _best_cut(ranked: Sequence[tuple[Sequence[Example], Sequence[float], int]]) 
                 if f > best_f + 1e-12:
                     best, best_f = cut, f
     return best
+
+
+def fit_platt(
+    probs: Sequence[float], gold: Sequence[bool], l2: float = 1e-3
+) -> tuple[float, float]:
+    """Slope and intercept of `sigmoid(slope * logit(p) + intercept)` fitted by likelihood:
+    the regression above on one feature, logit(p), a tiny L2 on both so that separable data
+    stays finite."""
+    if not probs:
+        return 1.0, 0.0
+    w, b = _logistic(
+        [[logit(p)] for p in probs], [1.0 if g else 0.0 for g in gold], l2, penalize_bias=True
+    )
+    return w[0], b
 
 
 def _best_expected_cut(

@@ -21,6 +21,7 @@ Pure functions over examples rows (`ranker_train.read_examples`); no rollouts, n
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
@@ -30,11 +31,12 @@ from typing import Any
 from grpo_rewards import (
     ClusterBootstrap,
     Ratio,
-    fbeta_from_counts,
+    fbeta,
     percentile_interval,
     two_sided_p,
 )
 
+from codegrep_model.lexical import LexicalConfig, LexicalPolicy
 from codegrep_model.ranker import Ranker, RankerError, cut_to_dict, fit
 from codegrep_model.ranker_train import InstanceCandidates, examples_of
 
@@ -84,35 +86,21 @@ def pick_test_repositories(
 def answer_heuristic(
     row: InstanceCandidates, keep_ratio: float = 0.9, max_files: int = 2
 ) -> tuple[str, ...]:
-    """The heuristic policy's answer from its candidates (LexicalConfig's keep_ratio and
-    max_files): its ranking's first files whose score is at least keep_ratio of the best."""
-    ranked = sorted(
-        (c for c in row.candidates if c.features.get("rank_inv", 0.0) > 0),
-        key=lambda c: (-c.features.get("rank_inv", 0.0), c.path),
-    )
-    return tuple(
-        c.path for c in ranked[:max_files] if c.features.get("score_ratio", 0.0) >= keep_ratio
-    )
+    """The heuristic policy's answer from the candidates' heuristic scores
+    (`LexicalPolicy(heuristic=True)`'s choice, with LexicalConfig's keep_ratio and
+    max_files)."""
+    policy = _heuristic_policy(keep_ratio, max_files)
+    return tuple(policy._choose({c.path: c.score for c in row.candidates}))
+
+
+@functools.cache
+def _heuristic_policy(keep_ratio: float, max_files: int) -> LexicalPolicy:
+    return LexicalPolicy(LexicalConfig(keep_ratio=keep_ratio, max_files=max_files), heuristic=True)
 
 
 def answer_ranked(row: InstanceCandidates, ranker: Ranker) -> tuple[str, ...]:
-    """The ranked policy's answer: candidates by probability (heuristic order on ties), cut by
-    the ranker's cut, as `LexicalPolicy._choose_ranked` does."""
-    scored = sorted(
-        ((ranker.probability(c.features), i, c) for i, c in enumerate(row.candidates)),
-        key=lambda t: (-t[0], t[1]),
-    )
-    n = ranker.cut.take([p for p, _, _ in scored])
-    return tuple(c.path for _, _, c in scored[:n])
-
-
-def fbeta_of(answer: Sequence[str], gold: Sequence[str], beta: float = 0.5) -> float:
-    """F-beta of an answer against the gold files (grpo-rewards' counts; a file once)."""
-    files = list(dict.fromkeys(answer))
-    gold_set = set(gold)
-    if not gold_set:
-        return 0.0
-    return fbeta_from_counts(sum(f in gold_set for f in files), len(files), len(gold_set), beta)
+    """The ranked policy's answer from the candidates (`LexicalPolicy`'s order and cut)."""
+    return tuple(LexicalPolicy._choose_ranked(list(row.candidates), ranker)[0])
 
 
 @dataclass(frozen=True)
@@ -129,7 +117,7 @@ class InstanceScore:
     kinds: tuple[str, ...] = ()  # what went wrong with the ranker's first file (`failure_kinds`)
 
     def fbeta(self, method: str) -> float:
-        return fbeta_of(self.answers[method], self.gold)
+        return fbeta(self.answers[method], self.gold)
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -12,7 +12,8 @@ first file's probability, on how likely a second gold file is, and on how many g
 candidates miss (a threshold on one probability sees none of that). The ranker's probabilities
 are fitted per candidate and are not calibrated as a set, so the cut first maps them through a
 logistic (`platt`: slope and intercept on the logit) fitted by likelihood on out-of-fold
-probabilities of the training instances, never on the rows the ranker was fitted on.
+probabilities of the training instances, never on the rows the ranker was fitted on
+(`ranker.fit_platt`, the ranker's own regression on one feature).
 
 Pure functions and a frozen record; the standard library and grpo-rewards only.
 """
@@ -28,7 +29,7 @@ from grpo_rewards import fbeta_from_counts
 
 from codegrep_model.errors import CodegrepModelError
 
-__all__ = ["ExpectedFCut", "SelectionError", "expected_fbeta", "fit_platt", "missing_pmf"]
+__all__ = ["ExpectedFCut", "SelectionError", "expected_fbeta", "logit", "missing_pmf", "sigmoid"]
 
 #: The most gold files the candidates can miss that the distribution tells apart (more count
 #: as this many).
@@ -40,14 +41,16 @@ class SelectionError(CodegrepModelError):
     """An answer selection that cannot be used (out of range, malformed)."""
 
 
-def _sigmoid(z: float) -> float:
+def sigmoid(z: float) -> float:
+    """1 / (1 + e^-z), without overflow (the ranker's probabilities too)."""
     if z >= 0:
         return 1.0 / (1.0 + math.exp(-z))
     e = math.exp(z)
     return e / (1.0 + e)
 
 
-def _logit(p: float) -> float:
+def logit(p: float) -> float:
+    """log(p / (1 - p)), p clipped to [1e-9, 1 - 1e-9]."""
     p = min(max(p, 1e-9), 1 - 1e-9)
     return math.log(p / (1 - p))
 
@@ -132,7 +135,7 @@ class ExpectedFCut:
             raise SelectionError("answer selection out of range: " + "; ".join(problems))
 
     def calibrated(self, probs: Sequence[float]) -> list[float]:
-        return [_sigmoid(self.slope * _logit(p) + self.intercept) for p in probs]
+        return [sigmoid(self.slope * logit(p) + self.intercept) for p in probs]
 
     def take(self, probs: Sequence[float]) -> int:
         """How many of `probs` (the ranker's, sorted, highest first) to answer."""
@@ -179,58 +182,3 @@ def missing_pmf(counts: Sequence[int]) -> tuple[float, ...]:
     for c in counts:
         pmf[min(max(c, 0), top)] += 1
     return tuple(x / len(counts) for x in pmf)
-
-
-def fit_platt(
-    probs: Sequence[float], gold: Sequence[bool], l2: float = 1e-3, iterations: int = 50
-) -> tuple[float, float]:
-    """Slope and intercept of `sigmoid(slope * logit(p) + intercept)` fitted by likelihood
-    (Newton's method, a tiny L2 on both so that separable data stays finite)."""
-    if not probs:
-        return 1.0, 0.0
-    z = [_logit(p) for p in probs]
-    y = [1.0 if g else 0.0 for g in gold]
-    a, b = 1.0, 0.0
-
-    def loss(a: float, b: float) -> float:
-        s = 0.5 * l2 * (a * a + b * b)
-        for zi, yi in zip(z, y, strict=True):
-            u = a * zi + b
-            s += (u if u > 0 else 0.0) + math.log1p(math.exp(-abs(u))) - yi * u
-        return s
-
-    current = loss(a, b)
-    for _ in range(iterations):
-        ga = gb = haa = hab = hbb = 0.0
-        for zi, yi in zip(z, y, strict=True):
-            p = _sigmoid(a * zi + b)
-            w = p * (1 - p)
-            e = p - yi
-            ga += e * zi
-            gb += e
-            haa += w * zi * zi
-            hab += w * zi
-            hbb += w
-        ga += l2 * a
-        gb += l2 * b
-        haa += l2
-        hbb += l2
-        det = haa * hbb - hab * hab
-        if det <= 1e-18:
-            break
-        da = (hbb * ga - hab * gb) / det
-        db = (haa * gb - hab * ga) / det
-        step = 1.0
-        while True:
-            ta, tb = a - step * da, b - step * db
-            trial = loss(ta, tb)
-            if trial <= current or step < 1e-6:
-                break
-            step /= 2
-        if trial > current:
-            break
-        done = current - trial < 1e-10 * max(1.0, abs(current))
-        a, b, current = ta, tb, trial
-        if done:
-            break
-    return a, b
