@@ -19,6 +19,7 @@ from catm import (
     mine_trajectory,
     parse_record,
     read_trajectories,
+    record_steps,
 )
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -200,7 +201,8 @@ def test_v0_event_stream() -> None:
     ]
     assert t.steps[0].calls[0].path == f"{WS}/pkg/core.py"
     assert t.steps[1].calls[0].cwd == f"{WS}/pkg"
-    assert t.steps[2].calls == ()  # think is reasoning, not a call
+    # the think tool is a call (its thought is the step's reasoning), named as the record names it
+    assert [(c.tool, c.name) for c in t.steps[2].calls] == [("think", "x")]
 
 
 def test_messages_with_mismatched_tool_ids_and_final_response() -> None:
@@ -222,6 +224,91 @@ def test_v1_events() -> None:
     assert t.workspace_root == "/workspace/proj"
     assert [s.reasoning for s in t.steps] == ["open it", "a.py holds the bug\nbecause", "b too"]
     assert t.steps[1].calls[0].command == "sed -n 1,9p b.py"
+
+
+def _call(cid: str, name: str, args: dict[str, Any]) -> dict[str, Any]:
+    return {"id": cid, "function": {"name": name, "arguments": json.dumps(args)}}
+
+
+def test_a_think_result_is_the_think_calls_not_the_next_calls() -> None:
+    # litellm rewrote the ids, so results pair with calls by order: the think tool's "logged"
+    # answer belongs to the think call, and the view gets its own file text
+    messages = [
+        {
+            "role": "assistant",
+            "tool_calls": [
+                _call("a", "think", {"thought": "look at a"}),
+                _call("b", "str_replace_editor", {"command": "view", "path": "/w/a.py"}),
+            ],
+        },
+        {"role": "tool", "tool_call_id": "x1", "content": "Your thought has been logged."},
+        {"role": "tool", "tool_call_id": "x2", "content": "1\tx = 1"},
+    ]
+    fmt, steps = record_steps({"messages": messages})
+    assert fmt is TrajectoryFormat.MESSAGES
+    think, view = steps[0].calls
+    assert (think.tool, think.name, view.tool, view.name) == (
+        "think",
+        "think",
+        "editor",
+        "str_replace_editor",
+    )
+    assert view.observation == "1\tx = 1"
+    assert steps[0].reasoning == "look at a"
+
+
+def test_record_steps_says_why_a_trajectory_cannot_be_read() -> None:
+    assert record_steps({"history": []}) == (TrajectoryFormat.OPENHANDS_V0, ())
+    hostile = [
+        {
+            "role": "assistant",
+            "tool_calls": [
+                {"function": {"name": "str_replace_editor", "arguments": '{"path": 1e999}'}}
+            ],
+        }
+    ]
+    with pytest.raises(ValueError, match="arguments are hostile"):
+        record_steps({"messages": hostile})
+    skip = parse_record({"instance_id": "x", "messages": hostile})
+    assert isinstance(skip, Skip)
+    assert "arguments are hostile" in skip.message
+    with pytest.raises(ValueError, match="no history, messages or trajectory list"):
+        record_steps({"instance_id": "x"})
+    with pytest.raises(ValueError, match="not a JSON object"):
+        record_steps([1, 2])
+
+
+def test_v1_calls_pair_by_either_id_and_know_the_editor_by_its_tool_name() -> None:
+    history = [
+        {
+            "kind": "ActionEvent",
+            "id": "e1",
+            "tool_call_id": "c1",
+            "source": "agent",
+            "llm_response_id": "R1",
+            "tool_name": "str_replace_editor",
+            "action": {"kind": "SomeEditorAction", "command": "view", "path": "/w/a.py"},
+        },
+        {
+            "kind": "ObservationEvent",
+            "tool_call_id": "c1",
+            "observation": {"content": [{"type": "text", "text": "1 x"}]},
+        },
+        {
+            "kind": "ActionEvent",
+            "id": "e2",
+            "source": "agent",
+            "llm_response_id": "R2",
+            "tool_name": "think",
+            "action": {"kind": "ThinkAction", "thought": "hm"},
+        },
+    ]
+    fmt, steps = record_steps({"history": history})
+    assert fmt is TrajectoryFormat.OPENHANDS_V1
+    (view,) = steps[0].calls
+    assert (view.tool, view.name, view.observation) == ("editor", "str_replace_editor", "1 x")
+    assert [c.tool for c in steps[1].calls] == ["think"]
+    assert steps[1].reasoning == "hm"
 
 
 @pytest.mark.parametrize(

@@ -34,7 +34,7 @@ from swe_eval.downstream import (
     read_manifest,
     summarize_config,
 )
-from swe_eval.downstream._trajectory import _Collector, shell_reads, trace_messages
+from swe_eval.downstream._trajectory import _Collector, shell_reads, trace
 from swe_eval.downstream.records import AgentOutputs, HarnessReport, Verdict
 from swe_eval.errors import DatasetError
 from typer.testing import CliRunner
@@ -278,24 +278,28 @@ def test_shell_reads_follow_catms_rule() -> None:
 
 def test_tool_table_is_catms() -> None:
     # `view_file` is an editor and `run` a shell in every format (they were "other" tools here)
-    trace = trace_messages(
-        [
-            {
-                "role": "assistant",
-                "tool_calls": [
-                    {"id": "1", "function": {"name": "view_file", "arguments": '{"path": "a.py"}'}},
-                    {
-                        "id": "2",
-                        "function": {"name": "run", "arguments": '{"command": "cat b.py"}'},
-                    },
-                ],
-            },
-            {"role": "tool", "tool_call_id": "1", "content": "1\tx = 1"},
-            {"role": "tool", "tool_call_id": "2", "content": "y = 2"},
-        ],
-        None,
+    steps = trace(
+        {
+            "messages": [
+                {
+                    "role": "assistant",
+                    "tool_calls": [
+                        {
+                            "id": "1",
+                            "function": {"name": "view_file", "arguments": '{"path": "a.py"}'},
+                        },
+                        {
+                            "id": "2",
+                            "function": {"name": "run", "arguments": '{"command": "cat b.py"}'},
+                        },
+                    ],
+                },
+                {"role": "tool", "tool_call_id": "1", "content": "1\tx = 1"},
+                {"role": "tool", "tool_call_id": "2", "content": "y = 2"},
+            ]
+        }
     )
-    assert trace.files_opened == ("a.py", "b.py")
+    assert steps.files_opened == ("a.py", "b.py")
 
 
 def test_a_failed_view_opens_nothing() -> None:

@@ -8,11 +8,11 @@ import json
 from pathlib import Path
 
 import pytest
+from catm import json_arguments
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from swe_eval.cli import app
 from swe_eval.downstream import read_agent_outputs, read_harness_report, read_manifest
-from swe_eval.downstream._trajectory import json_arguments
 from swe_eval.errors import DatasetError
 from typer.testing import CliRunner
 

@@ -55,6 +55,7 @@ from catm._readers import (
     json_arguments,
     parse_record,
     read_trajectories,
+    record_steps,
     text_of,
 )
 from catm._records import (
@@ -140,6 +141,7 @@ __all__ = [
     "prepare_mining",
     "read_labels",
     "read_trajectories",
+    "record_steps",
     "saturation_weight",
     "text_of",
     "to_repo_relative",

@@ -3,8 +3,9 @@
 Every input file yields `Trajectory | Skip` one record at a time, so memory does not grow with the
 file. The format is detected per record, not per file, because mixed dumps exist. A record that
 cannot be used becomes a `Skip` naming file, line and why; nothing here raises on bad data.
-`text_of` (a content field's text) and `json_arguments` (a tool call's arguments) are public:
-swe-eval's downstream case view reads trajectories with them.
+`record_steps` (a decoded record's steps, without the record-level fields) is the door for other
+readers of agent outputs: swe-eval's downstream case view reads its trajectories with it, so
+both read every format by one set of rules; `text_of` and `json_arguments` are public too.
 
 What this module is not for: deciding which reads count (that is `_mining`), or instance files
 (that is `_instances`).
@@ -30,13 +31,16 @@ _OBSERVATION_HEAD = 240
 
 # The one tool table of the toolkit: which tool names (OpenAI-style calls, OpenHands V0
 # `function_name`) and which OpenHands V1 action kinds are the file editor and which the shell.
-# swe-eval's downstream case view reads trajectories with this table too, so that "the agent
+# swe-eval's downstream case view reads trajectories through `record_steps`, so that "the agent
 # opened this file" means one thing in a label and in a report.
 EDITOR_TOOLS = frozenset({"str_replace_editor", "file_editor", "edit_file", "view_file"})
 SHELL_TOOLS = frozenset({"execute_bash", "terminal", "bash", "run", "shell", "execute_command"})
 EDITOR_ACTIONS = frozenset({"FileEditorAction", "StrReplaceEditorAction"})
 SHELL_ACTIONS = frozenset({"TerminalAction", "ExecuteBashAction", "BashAction"})
 _THINK_TOOLS = frozenset({"think"})
+# OpenHands V0 agent events that are not tool calls: the agent's messages and the controller's
+# bookkeeping (`system` and `recall` do not even start a step)
+_V0_NOT_CALLS = frozenset({"message", "condensation", "change_agent_state"})
 _UPLOADED = re.compile(r"<uploaded_files>\s*(\S+?)/?\s*</uploaded_files>")
 _THINK_TAGS = re.compile(r"</?think>")
 
@@ -107,6 +111,7 @@ def open_text_lines(path: Path) -> Iterator[tuple[int, bytes]]:
 # Reason of a record deeper than the decoder or `_text` can recurse (~1000 levels for msgspec,
 # ~500 for nested message content): no real trajectory nests like that.
 _TOO_DEEP = "record nested too deeply"
+_HOSTILE = "a tool call's arguments are hostile"
 
 
 def read_trajectories(path: Path) -> Iterator[Trajectory | Skip]:
@@ -155,25 +160,9 @@ def _parse_json(data: bytes, source: str, line: int) -> Trajectory | Skip:
     if not instance_id or not isinstance(instance_id, str | int):
         return Skip(source, line, "no instance_id")
     try:
-        if probe.history:
-            history = _V0_HISTORY.decode(probe.history)
-            if any(e.kind is not None for e in history[:8]):
-                fmt, steps = TrajectoryFormat.OPENHANDS_V1, _steps_v1(_JSON.decode(probe.history))
-            else:
-                fmt, steps = TrajectoryFormat.OPENHANDS_V0, _steps_v0(history)
-        else:
-            messages = _JSON.decode(probe.messages) if probe.messages else None
-            if not isinstance(messages, list):
-                messages = _JSON.decode(probe.trajectory) if probe.trajectory else None
-            if not isinstance(messages, list):
-                return Skip(source, line, "no history, messages or trajectory list")
-            final = _JSON.decode(probe.final_response) if probe.final_response else None
-            fmt, steps = TrajectoryFormat.MESSAGES, _steps_messages(messages, final)
-    except msgspec.ValidationError as exc:
-        return Skip(source, line, f"malformed trajectory: {exc}")
-    except (TypeError, AttributeError, KeyError, ValueError) as exc:
-        # Malformed inner structure (a string where a dict belongs, ...): skip, with the reason.
-        return Skip(source, line, f"malformed trajectory: {type(exc).__name__}: {exc}")
+        fmt, steps = _steps(probe)
+    except _Unreadable as exc:
+        return Skip(source, line, str(exc))
     if not steps:
         return Skip(source, line, "trajectory has no assistant turns")
     return Trajectory(
@@ -187,6 +176,60 @@ def _parse_json(data: bytes, source: str, line: int) -> Trajectory | Skip:
         source_file=source,
         source_line=line,
     )
+
+
+class _Unreadable(ValueError):
+    """A record whose trajectory cannot be read; the message says why."""
+
+
+def _steps(probe: _Probe) -> tuple[TrajectoryFormat, list[Step]]:
+    """The format and the steps of a record's trajectory (maybe none); `_Unreadable` says why
+    there is no trajectory to read."""
+    try:
+        if probe.history:
+            history = _V0_HISTORY.decode(probe.history)
+            if any(e.kind is not None for e in history[:8]):
+                return TrajectoryFormat.OPENHANDS_V1, _steps_v1(_JSON.decode(probe.history))
+            return TrajectoryFormat.OPENHANDS_V0, _steps_v0(history)
+        messages = _JSON.decode(probe.messages) if probe.messages else None
+        if not isinstance(messages, list):
+            messages = _JSON.decode(probe.trajectory) if probe.trajectory else None
+        if not isinstance(messages, list):
+            raise _Unreadable("no history, messages or trajectory list")
+        final = _JSON.decode(probe.final_response) if probe.final_response else None
+        return TrajectoryFormat.MESSAGES, _steps_messages(messages, final)
+    except msgspec.ValidationError as exc:
+        raise _Unreadable(f"malformed trajectory: {exc}") from None
+    except _Unreadable:
+        raise
+    except (TypeError, AttributeError, KeyError, ValueError) as exc:
+        if isinstance(exc, ValueError) and str(exc).startswith(_HOSTILE):
+            raise _Unreadable(str(exc)) from None
+        # Malformed inner structure (a string where a dict belongs, ...): say what was wrong
+        raise _Unreadable(f"malformed trajectory: {type(exc).__name__}: {exc}") from None
+
+
+def record_steps(record: Any) -> tuple[TrajectoryFormat, tuple[Step, ...]]:
+    """The format and steps of one decoded record's trajectory, read as `parse_record` reads it
+    but without the record-level fields (no instance id needed; no steps is `()`, not an error).
+
+    Raises `ValueError` naming why there is nothing to read: not JSON-serialisable or nested too
+    deeply, no history / messages / trajectory list, a malformed trajectory, a tool call's
+    hostile arguments. swe-eval's downstream case view reads agent outputs with it.
+    """
+    try:
+        probe = _PROBE.decode(msgspec.json.encode(record))
+    except msgspec.ValidationError:  # (a DecodeError: first)
+        raise ValueError("record is not a JSON object") from None
+    except (TypeError, msgspec.EncodeError, msgspec.DecodeError) as exc:
+        raise ValueError(f"record is not JSON-serialisable: {exc}") from None
+    except RecursionError:
+        raise ValueError(_TOO_DEEP) from None
+    try:
+        fmt, steps = _steps(probe)
+    except RecursionError:
+        raise ValueError(_TOO_DEEP) from None
+    return fmt, tuple(steps)
 
 
 # -- typed views of the parts we read (msgspec skips every other field unbuilt) --------------------
@@ -256,6 +299,7 @@ class _Response(msgspec.Struct):
 
 
 class _ToolCallMetadata(msgspec.Struct):
+    function_name: Any = None
     model_response: _Response | None = None
 
 
@@ -360,7 +404,7 @@ def json_arguments(raw: Any, *, refuse_hostile: bool = False) -> dict[str, Any]:
         except ValueError as exc:
             reason = str(exc)
             if refuse_hostile and reason.startswith(("nested too deeply", "number")):
-                raise ValueError(f"a tool call's arguments are hostile: {reason}") from None
+                raise ValueError(f"{_HOSTILE}: {reason}") from None
             return {}
         return value if isinstance(value, dict) else {}
     return {}
@@ -383,19 +427,24 @@ class _StepBuilder:
         return Step(self.reasoning, tuple(TrajectoryCall(**c) for c in self.calls))
 
 
-def _call_from_tool(name: str, args: dict[str, Any]) -> dict[str, str] | None:
-    """Map a named tool call to catm's reduced call; None for reasoning-only tools (think)."""
+def _call_from_tool(name: str, args: dict[str, Any]) -> dict[str, str]:
+    """Map a named tool call (OpenAI-style) to catm's reduced call."""
     if name in _THINK_TOOLS:
-        return None
+        return {"tool": "think", "name": name}
     if name in EDITOR_TOOLS:
         return {
             "tool": "editor",
             "command": str(args.get("command") or "view"),
             "path": str(args.get("path") or ""),
+            "name": name,
         }
     if name in SHELL_TOOLS:
-        return {"tool": "shell", "command": str(args.get("command") or args.get("cmd") or "")}
-    return {"tool": name or "unknown"}
+        return {
+            "tool": "shell",
+            "command": str(args.get("command") or args.get("cmd") or ""),
+            "name": name,
+        }
+    return {"tool": name or "unknown", "name": name or "unknown"}
 
 
 # -- OpenHands V0 event stream ---------------------------------------------------------------------
@@ -414,8 +463,12 @@ def _steps_v0(history: list[_V0Event]) -> list[Step]:
             continue
         args = event.args or _V0Args()
         response = None
+        name = action
         if event.tool_call_metadata:
-            response = _TOOL_CALL_METADATA.decode(event.tool_call_metadata).model_response
+            metadata = _TOOL_CALL_METADATA.decode(event.tool_call_metadata)
+            response = metadata.model_response
+            if isinstance(metadata.function_name, str) and metadata.function_name:
+                name = metadata.function_name
         key = response.id if response is not None else None
         if key is None or key != last_key:
             if response is not None:
@@ -428,7 +481,7 @@ def _steps_v0(history: list[_V0Event]) -> list[Step]:
             last_key = key if key is not None else object()
         call = _call_v0(action, args, observations.get(event.id))
         if call is not None:
-            steps[-1].calls.append(call)
+            steps[-1].calls.append({**call, "name": name})
     return [s.freeze() for s in steps]
 
 
@@ -482,7 +535,9 @@ def _call_v0(action: str, args: _V0Args, obs: _V0Event | None) -> dict[str, str]
             if metadata is not None and isinstance(metadata.working_dir, str):
                 cwd = metadata.working_dir
         return {"tool": "shell", "command": str(args.command or ""), "cwd": cwd}
-    if action in ("think", "message"):
+    if action == "think":
+        return {"tool": "think"}
+    if action in _V0_NOT_CALLS:
         return None
     return {"tool": str(action)}
 
@@ -516,12 +571,12 @@ def _steps_messages(messages: list[Any], final: Any) -> list[Step]:
             for tool_call in tool_calls:
                 function = tool_call.get("function") or {}
                 name = str(function.get("name") or "")
-                args = json_arguments(function.get("arguments"))
+                # hostile arguments make the record unusable (a Skip that says so), not a
+                # call without arguments
+                args = json_arguments(function.get("arguments"), refuse_hostile=True)
                 if name in _THINK_TOOLS:
                     parts.append(str(args.get("thought") or ""))
                 call = _call_from_tool(name, args)
-                if call is None:
-                    continue
                 step.calls.append(call)
                 pending.append(call)
                 if tool_call.get("id"):
@@ -533,13 +588,13 @@ def _steps_messages(messages: list[Any], final: Any) -> list[Step]:
             if text.startswith("OBSERVATION:"):
                 text = text[len("OBSERVATION:") :].lstrip()
             # litellm dumps may rewrite tool_call_id between request and answer: fall back to order.
-            call = by_id.pop(str(message.get("tool_call_id") or ""), None)
-            if call is not None and call in pending:
-                pending.remove(call)
+            answered = by_id.pop(str(message.get("tool_call_id") or ""), None)
+            if answered is not None and answered in pending:
+                pending.remove(answered)
             elif pending:
-                call = pending.pop(0)
-            if call is not None:
-                call["observation"] = text[:_OBSERVATION_HEAD]
+                answered = pending.pop(0)
+            if answered is not None:
+                answered["observation"] = text[:_OBSERVATION_HEAD]
     return [s.freeze() for s in steps]
 
 
@@ -550,7 +605,9 @@ def _steps_v1(history: list[Any]) -> list[Step]:
     observations: dict[str, dict[str, Any]] = {}
     for event in history:
         if isinstance(event, dict) and event.get("kind") == "ObservationEvent":
-            observations[str(event.get("action_id") or event.get("tool_call_id"))] = event
+            for key in (event.get("action_id"), event.get("tool_call_id")):
+                if key is not None:
+                    observations[str(key)] = event
     steps: list[_StepBuilder] = []
     last_key: object = None
     for event in history:
@@ -578,19 +635,24 @@ def _steps_v1(history: list[Any]) -> list[Step]:
         obs_event = observations.get(str(event.get("id"))) or observations.get(
             str(event.get("tool_call_id"))
         )
-        obs = (obs_event or {}).get("observation") or {}
+        obs = (obs_event or {}).get("observation")
+        if not isinstance(obs, dict):
+            obs = {}
         observation = text_of(obs.get("content"))[:_OBSERVATION_HEAD]
         action_kind = action.get("kind")
-        if action_kind in EDITOR_ACTIONS:
+        tool_name = event.get("tool_name")
+        name = str(tool_name or action_kind or "unknown")
+        if action_kind in EDITOR_ACTIONS or tool_name in EDITOR_TOOLS:
             steps[-1].calls.append(
                 {
                     "tool": "editor",
                     "command": str(action.get("command") or "view"),
                     "path": str(action.get("path") or ""),
                     "observation": observation,
+                    "name": name,
                 }
             )
-        elif action_kind in SHELL_ACTIONS:
+        elif action_kind in SHELL_ACTIONS or tool_name in SHELL_TOOLS:
             metadata = obs.get("metadata")
             if not isinstance(metadata, dict):
                 metadata = {}
@@ -600,12 +662,14 @@ def _steps_v1(history: list[Any]) -> list[Step]:
                     "command": str(action.get("command") or ""),
                     "observation": observation,
                     "cwd": str(metadata.get("working_dir") or ""),
+                    "name": name,
                 }
             )
-        elif action_kind == "ThinkAction":
+        elif action_kind == "ThinkAction" or tool_name in _THINK_TOOLS:
             steps[-1].reasoning = "\n".join(
                 p for p in (steps[-1].reasoning, str(action.get("thought") or "")) if p
             )
+            steps[-1].calls.append({"tool": "think", "name": name})
         else:
-            steps[-1].calls.append({"tool": str(event.get("tool_name") or action_kind or "")})
+            steps[-1].calls.append({"tool": str(tool_name or action_kind or ""), "name": name})
     return [s.freeze() for s in steps]

@@ -57,8 +57,11 @@ class TrajectoryCall:
     was called, normalised across formats.
 
     `tool` is normalised: "editor" (str_replace_editor / file_editor), "shell" (execute_bash /
-    terminal), or the original tool name for anything else. `cwd` is the working directory the
-    environment reported after the call, when it did.
+    terminal), "think" (the reasoning-only tool, whose text is also the step's reasoning), or
+    the original tool name for anything else; `name` is the tool's name as the trajectory wrote
+    it (the function name, OpenHands V1's `tool_name`, a V0 action). `cwd` is the working
+    directory the environment reported after the call, when it did. An empty `observation`
+    means the record has none for the call.
     """
 
     tool: str
@@ -66,6 +69,7 @@ class TrajectoryCall:
     path: str = ""  # editor target path, as the agent wrote it
     observation: str = ""  # the start of the tool's answer; enough to tell a directory listing
     cwd: str = ""
+    name: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -39,7 +39,7 @@ from codegrep_records import (
 )
 
 from swe_eval.downstream._reader_values import _dict, _int, _rows
-from swe_eval.downstream._trajectory import Trace, trace_messages, trace_v0, trace_v1
+from swe_eval.downstream._trajectory import Trace, trace
 from swe_eval.downstream.records import (
     AgentOutputs,
     AgentRun,
@@ -195,15 +195,14 @@ def _openhands(row: Mapping[str, Any], fmt: OutputFormat, iid: str, source: str)
             tokens = TokenCount(prompt or 0, completion or 0, TokenBasis.SUM_OF_CALLS)
         total = std_cost.get("total_cost")
         cost = float(total) if isinstance(total, int | float) and total > 0 else cost
-    trace: Trace
+    # a run with no events (it crashed before its first step) has no actions
+    steps = trace(row) if history else Trace((), (), (), ())
     if fmt is OutputFormat.OPENHANDS_V0:
-        trace = trace_v0(history)
         rounds = rounds or _v0_rounds_from_events(history)
         finished: bool | None = any(
             isinstance(e, dict) and e.get("action") == "finish" for e in history
         )
     else:
-        trace = trace_v1(history)
         rounds = rounds or _v1_rounds_from_events(history)
         finished = _finished_v1(history) if history else None
     error = row.get("error")
@@ -224,10 +223,10 @@ def _openhands(row: Mapping[str, Any], fmt: OutputFormat, iid: str, source: str)
         error=str(error) if error else None,
         resolved=resolved,
         failure=failure,
-        actions=trace.actions,
-        files_opened=trace.files_opened,
-        files_opened_before_edit=trace.files_opened_before_edit,
-        files_edited=trace.files_edited,
+        actions=steps.actions,
+        files_opened=steps.files_opened,
+        files_opened_before_edit=steps.files_opened_before_edit,
+        files_edited=steps.files_edited,
         injected=_injected(row.get("instance")),
         finished=finished if history else None,
         attempt=attempt,
@@ -249,7 +248,7 @@ def _completions(row: Mapping[str, Any], iid: str, source: str) -> AgentRun:
         if prompt is not None or completion is not None
         else None
     )
-    trace = trace_messages(messages, final_message)
+    steps = trace(row)
     finished = None
     calls = (final_message or {}).get("tool_calls")
     if final_message is not None:
@@ -271,10 +270,10 @@ def _completions(row: Mapping[str, Any], iid: str, source: str) -> AgentRun:
         error=None,
         resolved=resolved if isinstance(resolved, bool) else None,
         failure=None,
-        actions=trace.actions,
-        files_opened=trace.files_opened,
-        files_opened_before_edit=trace.files_opened_before_edit,
-        files_edited=trace.files_edited,
+        actions=steps.actions,
+        files_opened=steps.files_opened,
+        files_opened_before_edit=steps.files_opened_before_edit,
+        files_edited=steps.files_edited,
         injected=injected,
         finished=finished,
         attempt=_int(row.get("attempt")) or 0,
