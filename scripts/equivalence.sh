@@ -12,16 +12,18 @@
 #     c. `swe-eval downstream report` on the published runs in the shared data (the commands of
 #        swe-eval's README, "Measured on published runs"): JSON and Markdown, byte for byte;
 #     d. `worktree-sandbox bench` on a few repositories: both tables printed (timings, so
-#        compared by eye against run-to-run noise, not for equality).
+#        compared by eye against run-to-run noise, not for equality);
+#     e. `catm mine --judge none` on the shared trajectory sets (OpenHands V0 sessions of GLM
+#        on Lite, Claude 3.5 on Verified): labels and stats, byte for byte.
 #   and prints a summary. Both sides' outputs stay in OUT (default: a new temporary folder,
-#   printed at the end); OUT must be empty or absent. Exit 0 when a-c agree, 1 when any differs,
+#   printed at the end); OUT must be empty or absent. Exit 0 when a-c and e agree, 1 when any differs,
 #   2 on bad input.
 #
 # Env:
 #   MIRRORS   a folder with a local clone per repository (OWNER+NAME/repo or OWNER+NAME);
 #             default: clone from GitHub.
 #   CODEGREP_SHARED_DATA  the shared data folder (default: ../shared/data beside the checkout).
-#   STEPS     which of lexical calibration downstream bench to run (default: all four).
+#   STEPS     which of lexical calibration downstream bench catm to run (default: all five).
 #   LEXICAL_REPOS  owner/name list for (a), space-separated (default: the benchmark's nine).
 #   BENCH_REPOS    owner/name list for (d) (default: psf/requests pallets/flask sympy/sympy).
 #   BENCH_COMMITS  commits per repository for (d) (default: 3).
@@ -45,10 +47,11 @@ data=${CODEGREP_SHARED_DATA:-$root/../shared/data}
 [[ -f "$data/swebench/lite.jsonl" ]] ||
   { echo "error: no swebench/lite.jsonl under $data: set CODEGREP_SHARED_DATA" >&2; exit 2; }
 data=$(cd "$data" && pwd)
-steps=${STEPS:-lexical calibration downstream bench}
+steps=${STEPS:-lexical calibration downstream bench catm}
 for s in $steps; do
-  case $s in lexical | calibration | downstream | bench) ;;
-    *) echo "error: STEPS: unknown step '$s' (lexical calibration downstream bench)" >&2; exit 2 ;;
+  case $s in lexical | calibration | downstream | bench | catm) ;;
+    *) echo "error: STEPS: unknown step '$s' (lexical calibration downstream bench catm)" >&2
+       exit 2 ;;
   esac
 done
 if [[ -n "${MIRRORS:-}" ]]; then
@@ -234,6 +237,28 @@ if has bench; then
     echo "== sandbox bench, $side"
     cat "$out/$side/bench.log"
   done | tee "$out/bench-both.txt"
+fi
+
+if has catm; then
+  : >"$out/catm-diff.txt"
+  for set in openhands_glm46_lite/sessions.jsonl.gz openhands_claude35_verified/trajs.jsonl.gz; do
+    name=$(dirname "$set")
+    for side in base head; do
+      timed "$side" "catm-$name" nice -n 10 uv run --quiet --all-packages catm mine \
+        "$data/$set" -i "$data/swebench/lite.jsonl" -i "$data/swebench/verified_dev.jsonl" \
+        --judge none -o "$out/$side/$name.labels.jsonl" >"$out/$side/catm-$name.log" 2>&1
+    done
+    for f in "$name.labels.jsonl" "$name.labels.jsonl.stats.json"; do
+      if cmp -s "$out/base/$f" "$out/head/$f"; then
+        echo "catm $f: identical" >>"$out/catm-diff.txt"
+      else
+        echo "catm $f: DIFFERS" >>"$out/catm-diff.txt"
+        diff "$out/base/$f" "$out/head/$f" >>"$out/catm-diff.txt" || true
+        status=1
+      fi
+    done
+  done
+  cat "$out/catm-diff.txt"
 fi
 
 echo "== wall seconds (step side seconds)"
