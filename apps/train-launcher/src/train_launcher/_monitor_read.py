@@ -19,6 +19,7 @@ from typing import Any, Literal, TypeGuard
 from codegrep_model.train import ROLLOUT_LOG_FILE, RolloutLogEntry
 from codegrep_records import RecordFileError, parse_json, read_json_object
 from codegrep_report import COMPLETIONS_FILE as _REPORT_COMPLETIONS_FILE
+from codegrep_report import BadRow
 from grpo_rewards import (
     INFO_ANSWER_ERROR,
     INFO_ANSWER_FILES,
@@ -26,7 +27,7 @@ from grpo_rewards import (
     INFO_TOOL_CALLS_PER_TURN,
     parse_answer,
 )
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import ValidationError
 
 from train_launcher.errors import MonitorInputError
 
@@ -86,17 +87,9 @@ class Series:
         return self.values[-1] if self.values else None
 
 
-class BadLine(BaseModel):
-    """A line that could not be used, and why."""
-
-    model_config = ConfigDict(frozen=True)
-
-    file: str
-    line: int
-    reason: str
-
-    def __str__(self) -> str:
-        return f"{self.file}:{self.line}: {self.reason}"
+#: A line that could not be used, and why: codegrep-report's record, so that the monitor and the
+#: report say a bad line of the same training logs in one shape.
+BadLine = BadRow
 
 
 @dataclass(frozen=True)

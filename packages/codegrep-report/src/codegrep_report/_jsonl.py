@@ -24,11 +24,15 @@ _MAX_INT_DIGITS = 40
 
 @dataclass(frozen=True)
 class BadRow:
-    """A line that was skipped, with why."""
+    """A line that was skipped, with why: the bad-line record of the training logs' readers
+    (this report's and the run monitor's, `train_launcher.monitor.BadLine`)."""
 
     file: str
     line: int
     reason: str
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}: {self.reason}"
 
 
 def _no_constant(name: str) -> object:
