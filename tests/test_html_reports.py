@@ -276,7 +276,7 @@ def test_retrieval_report_from_swe_eval(browser: Any, shared_data: Path, tmp_pat
         rows.first.click()
         detail = page.inner_text("#case")
         hit = page.locator("#case ol").first.locator("li.hit").inner_text()
-        assert hit.split() == ["astropy/modeling/separable.py", "(0.827)", "✓", "gold"]
+        assert hit.split() == ["astropy/modeling/separable.py", "(0.875)", "✓", "gold"]
         assert "separability_matrix" in detail  # the issue text
         opened.check_clean()
 

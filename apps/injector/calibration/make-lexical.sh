@@ -4,8 +4,8 @@
 #   1. `swe-eval predict -r lexical` on SWE-bench Lite and on the Verified dev slice, for the
 #      repositories that can be cloned here (django, matplotlib and scikit-learn are left out:
 #      too large to fetch), into this folder (predictions and the runner's .meta.json only);
-#   2. `codegrep calibrate` on Lite (the data LexicalPolicy's weights were tuned on), checked on
-#      the Verified dev slice (held out: never tuned on, never fitted).
+#   2. `codegrep calibrate` on Lite, checked on the Verified dev slice (calibrate-lexical.sh says
+#      which of their instances the shipped ranker was fitted on, and why five score bins).
 # The file names in the calibration are relative to the repository root, as run here.
 #
 # Usage: apps/injector/calibration/make-lexical.sh

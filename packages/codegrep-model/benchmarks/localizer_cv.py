@@ -128,7 +128,7 @@ def _failures(scores: list[InstanceScore]) -> str:
 def _write(out: Path, stem: str, scores: list[InstanceScore], title: str, extra: dict) -> None:
     out.mkdir(parents=True, exist_ok=True)
     with (out / f"{stem}.jsonl").open("w", encoding="utf-8") as fh:
-        for s in scores:
+        for s in sorted(scores, key=lambda s: (s.repo, s.instance_id)):  # any collection order
             fh.write(json.dumps(s.to_dict(), sort_keys=True) + "\n")
     summary = summarize(scores)
     sizes = {m: sum(len(s.answers[m]) for s in scores) / max(1, len(scores)) for m in METHODS}

@@ -21,20 +21,9 @@ here=packages/codegrep-model/benchmarks
 data="${CODEGREP_SHARED_DATA:-../shared/data}"
 mkdir -p "$out"
 source "$here/_clone_source.sh"
-sources=("$data/swebench/lite.jsonl" "$data/swebench/verified_dev.jsonl"
-         "$data/codescout_train/swe_gym_validation.parquet"
-         "$data/codescout_train/SWE-Gym-code-search_validation.parquet")
-if [[ -n "${MIRRORS:-}" ]]; then
-  uv run --all-packages python "$here/locbench_at_hand.py" "$MIRRORS" "$out/locbench.jsonl" \
-    --locbench "$data/locbench/locbench_gt.jsonl" \
-    $(printf -- '--unless-in %s ' "${sources[@]}")
-  sources+=("$out/locbench.jsonl")
-fi
-excluded=()
-for r in django/django matplotlib/matplotlib scikit-learn/scikit-learn pandas-dev/pandas \
-  bokeh/bokeh; do excluded+=(--exclude-repo "$r"); done
-uv run --all-packages codegrep-model train-ranker $(printf -- '-i %s ' "${sources[@]}") \
-  "${excluded[@]}" --cache "${CACHE:-$out/cache}" --source "$source_template" -j "${JOBS:-1}" \
+source "$here/_pool.sh"
+uv run --all-packages codegrep-model train-ranker $(printf -- '-i %s ' "${pool_sources[@]}") \
+  "${pool_excluded[@]}" --cache "${CACHE:-$out/cache}" --source "$source_template" -j "${JOBS:-1}" \
   --examples "$out/examples.jsonl" --collect-only  # no fit: nothing of the test part is read
 uv run --all-packages python "$here/localizer_cv.py" cv "$out/examples.jsonl" \
   --splits "$here/localizer_splits.json" -o "$out"

@@ -1,28 +1,31 @@
 #!/usr/bin/env bash
 # Reproduces the ranker codegrep-model ships (src/codegrep_model/rankers/lexical.json) from data:
 # LexicalPolicy rollouts on the training instances, then the fit (see "The learned ranking" in
-# the README). Training data, never the held-out Verified dev slice:
-#   - SWE-bench Lite, fetchable repositories (140);
-#   - CodeScout's SWE-Gym validation rows (swe_gym_validation + SWE-Gym-code-search_validation,
-#     6 instances in both, used once), fetchable repositories (153 of 202: pandas and bokeh
-#     are too large to fetch here).
+# the README). The training instances are the localizer pool's cross-validation part
+# (`_pool.sh`, `localizer_splits.json`): every labelled instance at hand but the test
+# repositories', which are read once per release (localizer_cv.sh with TEST=1) and never fitted.
+# The fit is the one `localizer_cv.py test` makes, so the test figure is this file's.
 #
-# Usage: train_ranker.sh OUT_DIR
+# Usage: MIRRORS=DIR train_ranker.sh OUT_DIR
 # Env: MIRRORS (a folder with a local clone per repository, OWNER+NAME/repo or OWNER+NAME;
-#      default: clone from GitHub), CODEGREP_SHARED_DATA (default ../shared/data),
-#      CACHE (default OUT_DIR/cache), JOBS (default 2).
+#      without it the clones come from GitHub and the LocBench rows, which need local clones to
+#      be checked, are left out: the file then differs), CODEGREP_SHARED_DATA (default
+#      ../shared/data), CACHE (default OUT_DIR/cache), JOBS (default 2).
 set -euo pipefail
 out="${1:?OUT_DIR}"
 cd "$(dirname "$0")/../../.."
+here=packages/codegrep-model/benchmarks
 data="${CODEGREP_SHARED_DATA:-../shared/data}"
 mkdir -p "$out"
-source packages/codegrep-model/benchmarks/_clone_source.sh
-uv run --all-packages codegrep-model train-ranker \
-  -i "$data/swebench/lite.jsonl" \
-  -i "$data/codescout_train/swe_gym_validation.parquet" \
-  -i "$data/codescout_train/SWE-Gym-code-search_validation.parquet" \
-  --exclude-repo django/django --exclude-repo matplotlib/matplotlib \
-  --exclude-repo scikit-learn/scikit-learn --exclude-repo pandas-dev/pandas \
-  --exclude-repo bokeh/bokeh \
-  --cache "${CACHE:-$out/cache}" --source "$source_template" -j "${JOBS:-2}" \
-  --examples "$out/examples.jsonl" -o "$out/lexical.json"
+source "$here/_clone_source.sh"
+source "$here/_pool.sh"
+# the test repositories, from the ids the splits file fixed (OWNER__NAME-NUMBER)
+test_repos=$(python3 -c '
+import json, sys
+ids = json.load(open(sys.argv[1]))["test_ids"]
+print(" ".join(sorted({i.rsplit("-", 1)[0].replace("__", "/", 1) for i in ids})))
+' "$here/localizer_splits.json")
+for r in $test_repos; do pool_excluded+=(--exclude-repo "$r"); done
+uv run --all-packages codegrep-model train-ranker $(printf -- '-i %s ' "${pool_sources[@]}") \
+  "${pool_excluded[@]}" --cache "${CACHE:-$out/cache}" --source "$source_template" \
+  -j "${JOBS:-2}" --examples "$out/examples.jsonl" -o "$out/lexical.json"

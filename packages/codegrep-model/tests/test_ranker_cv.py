@@ -116,6 +116,21 @@ def test_the_summary_pools_by_repository() -> None:
     assert out["macro"]["threshold"]["n"] == 2
 
 
+def test_the_summary_does_not_depend_on_the_order_of_the_scores() -> None:
+    # rollouts collected with -j 2 finish in any order; the intervals must not follow it
+    def s(iid: str, repo: str, hit: bool) -> InstanceScore:
+        answers = dict.fromkeys(METHODS, ("g.py",) if hit else ("x.py",))
+        return InstanceScore(iid, repo, ("g.py",), 2, 1, answers)
+
+    scores = [s(f"{r}{i}", f"o/{r}", (i * 7 + len(r)) % 3 == 0) for r in "abc" for i in range(9)]
+    forward = summarize(scores, resamples=300)
+    backward = summarize(scores[::-1], resamples=300)
+    shuffled = summarize(scores[1::2] + scores[::2], resamples=300)
+    assert forward == backward == shuffled
+    within = forward["by_repo"]["o/a"]["threshold"]["ci95"]
+    assert within[0] < within[1]  # a real interval, not a degenerate one
+
+
 def test_the_examples_in_the_docstrings_hold() -> None:
     import doctest
 

@@ -562,6 +562,9 @@ def fit(
         raise RankerError(f"selection must be one of {', '.join(SELECTIONS)}, got {selection!r}")
     if not examples:
         raise RankerError("no training examples: every rollout had no candidates")
+    # one order whatever order the rollouts finished in (`-j 2`): the solver's sums, and so the
+    # file's last digits, would otherwise follow it
+    examples = sorted(examples, key=lambda e: (e.group, e.path))
     groups = _groups(examples)
     if not any(e.gold for e in examples):
         raise RankerError("no gold file among the candidates: nothing to learn from")

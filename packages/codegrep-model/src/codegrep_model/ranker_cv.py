@@ -295,9 +295,12 @@ def summarize(
 ) -> dict[str, Any]:
     """Per repository and pooled F0.5 of each method, and each method minus the first
     (paired): `{"by_repo": {repo: {method: Figure}}, "pooled": {...}, "macro": {...},
-    "paired": {method: {"pooled": Figure, "macro": Figure}}}` as plain dicts."""
+    "paired": {method: {"pooled": Figure, "macro": Figure}}}` as plain dicts.
+
+    The figures do not depend on the order of `scores` (the resamples draw instances in id
+    order), so rollouts collected in any order (`-j 2`) give the same intervals."""
     by_repo: dict[str, list[InstanceScore]] = defaultdict(list)
-    for s in scores:
+    for s in sorted(scores, key=lambda s: (s.repo, s.instance_id)):
         by_repo[s.repo].append(s)
     repos = sorted(by_repo)
     per_repo = {
