@@ -75,14 +75,14 @@ def bench_bootstrap(sizes: tuple[int, ...], seed: int) -> list[dict[str, object]
     sum in numpy's order rather than math.fsum's)."""
     from unittest import mock
 
-    import grpo_rewards._scoring as scoring
+    import codegrep_records._stats as stats
 
     out = []
     for n in sizes:
         gold, preds, repos = _predictions(n, seed)
         ev = evaluate(gold, preds, repos=repos)
         t = time.perf_counter()
-        with mock.patch.object(scoring, "_numpy", return_value=None):
+        with mock.patch.object(stats, "_numpy", return_value=None):
             plain = summarize(ev, n_resamples=2000, by_repo=True)
         stdlib_s = time.perf_counter() - t
         t = time.perf_counter()

@@ -11,7 +11,7 @@ names, read once per release and never by cross-validation or tuning (the rule i
 README; the ids it gave are committed with the benchmark).
 
 `summarize` gives, per repository and pooled, the mean F0.5 of each selection with 95%
-intervals from grpo-rewards' `ClusterBootstrap`: within a repository over its instances;
+intervals from codegrep-records' `ClusterBootstrap`: within a repository over its instances;
 pooled over repositories (a repository is a cluster: a new user meets a repository, not an
 instance), instance-weighted and as the macro mean of the repositories' means; and each
 selection minus the first, paired.
@@ -28,13 +28,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from grpo_rewards import (
-    ClusterBootstrap,
-    Ratio,
-    fbeta,
-    percentile_interval,
-    two_sided_p,
-)
+from codegrep_records import ClusterBootstrap, Ratio, percentile_interval, two_sided_p
+from grpo_rewards import fbeta
 
 from codegrep_model.lexical import LexicalConfig, LexicalPolicy
 from codegrep_model.ranker import Ranker, RankerError, cut_to_dict, fit

@@ -2,7 +2,8 @@
 
 One definition of each thing several packages read and write: the instance, prediction and
 label records (each with a `schema_version`), the patch parser and the gold rule, the path
-normalizer with its mount-prefix table, and the row readers with their accounting of bad rows.
+normalizer with its mount-prefix table, the row readers with their accounting of bad rows, and
+the one bootstrap every evaluation draws its intervals from (`ClusterBootstrap`).
 It imports no other package of the toolkit; the others import it.
 """
 
@@ -55,6 +56,13 @@ from codegrep_records._records import (
     Prediction,
     Verdict,
 )
+from codegrep_records._stats import (
+    ClusterBootstrap,
+    Ratio,
+    percentile,
+    percentile_interval,
+    two_sided_p,
+)
 from codegrep_records.errors import MissingExtraError, RecordError, RecordFileError
 
 # pyproject.toml holds the version; a source checkout that was never installed has no metadata.
@@ -68,6 +76,7 @@ __all__ = [
     "MAX_JSON_DEPTH",
     "MOUNT_PREFIXES",
     "ChangeKind",
+    "ClusterBootstrap",
     "GoldLabel",
     "GoldRule",
     "Instance",
@@ -77,6 +86,7 @@ __all__ = [
     "MissingExtraError",
     "PatchFile",
     "Prediction",
+    "Ratio",
     "RecordError",
     "RecordFileError",
     "RowProblem",
@@ -98,10 +108,13 @@ __all__ = [
     "open_replacing",
     "parse_json",
     "parse_patch",
+    "percentile",
+    "percentile_interval",
     "read_json_file",
     "read_json_object",
     "read_rows",
     "read_text_file",
+    "two_sided_p",
     "why_unwritable",
     "write_atomically",
     "write_records",

@@ -92,15 +92,10 @@ from grpo_rewards._rollout_infos import (
 from grpo_rewards._scoring import (
     Accounting,
     AnswerStatus,
-    ClusterBootstrap,
     RankedScore,
-    Ratio,
     account,
     answer_status,
-    percentile,
-    percentile_interval,
     score_ranked,
-    two_sided_p,
 )
 from grpo_rewards._spec import (
     REWARD_SPECS,
@@ -160,7 +155,6 @@ __all__ = [
     "Answer",
     "AnswerStatus",
     "BatchShapeError",
-    "ClusterBootstrap",
     "CodeLocation",
     "CountsNeed",
     "EfficiencyLayer",
@@ -177,7 +171,6 @@ __all__ = [
     "OnMissingCounts",
     "ParsedAnswer",
     "RankedScore",
-    "Ratio",
     "RewardResult",
     "RewardSpec",
     "RolloutInfo",
@@ -220,8 +213,6 @@ __all__ = [
     "normalize_path",
     "normalize_paths",
     "parse_answer",
-    "percentile",
-    "percentile_interval",
     "precision",
     "recall",
     "register_reward",
@@ -238,6 +229,5 @@ __all__ = [
     "split_reasoning",
     "targets_from_file_changes",
     "tool_call_bodies",
-    "two_sided_p",
     "without_tool_calls",
 ]

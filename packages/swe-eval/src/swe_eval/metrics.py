@@ -32,17 +32,15 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 import numpy as np
-from codegrep_records import GoldLabel, Prediction
-from grpo_rewards import (
+from codegrep_records import (
     ClusterBootstrap,
+    GoldLabel,
+    Prediction,
     Ratio,
-    account,
-    answer_status,
-    fbeta_from_counts,
     percentile_interval,
-    score_ranked,
     two_sided_p,
 )
+from grpo_rewards import account, answer_status, fbeta_from_counts, score_ranked
 from numpy.typing import NDArray
 from pydantic import BaseModel, ConfigDict
 

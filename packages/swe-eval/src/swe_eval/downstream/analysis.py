@@ -25,8 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from codegrep_records import GoldLabel, Prediction
-from grpo_rewards import ClusterBootstrap, percentile_interval
+from codegrep_records import ClusterBootstrap, GoldLabel, Prediction, percentile_interval
 from numpy.typing import NDArray
 from pydantic import BaseModel, ConfigDict
 
