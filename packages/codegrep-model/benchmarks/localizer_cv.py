@@ -3,6 +3,7 @@
     python benchmarks/localizer_cv.py splits INSTANCES... -o localizer_splits.json
     python benchmarks/localizer_cv.py cv EXAMPLES --splits localizer_splits.json -o OUT
     python benchmarks/localizer_cv.py test EXAMPLES --splits localizer_splits.json -o OUT
+    python benchmarks/localizer_cv.py test-repos localizer_splits.json
 
 `splits` pools every labelled instance file given (SWE-bench Lite and Verified dev, CodeScout's
 SWE-Gym rows, LocBench at hand; repeats of an earlier file's instance once), and fixes the test
@@ -20,6 +21,9 @@ pooled and macro, with intervals; each selection minus the heuristic, paired) an
 `test` fits on every cross-validation instance and answers the test instances: the figure a
 release reports, read once per release (OUT/test.jsonl, OUT/test.summary.json, OUT/test.md).
 It refuses to run again over an existing OUT/test.summary.json unless --again says why.
+
+`test-repos` prints the test repositories (OWNER/NAME, one a line), from the test ids
+(SWE-bench's OWNER__NAME-NUMBER): `train_ranker.sh` leaves them out of the shipped ranker's fit.
 """
 
 from __future__ import annotations
@@ -227,6 +231,30 @@ def cmd_test(a: argparse.Namespace) -> int:
     return 0
 
 
+def test_repositories(ids: list[str]) -> list[str]:
+    """OWNER/NAME of each OWNER__NAME-NUMBER id, once each, sorted.
+
+    >>> test_repositories(["astropy__astropy-7", "sphinx-doc__sphinx-8", "astropy__astropy-1"])
+    ['astropy/astropy', 'sphinx-doc/sphinx']
+    """
+    return sorted({i.rsplit("-", 1)[0].replace("__", "/", 1) for i in ids})
+
+
+def cmd_test_repos(a: argparse.Namespace) -> int:
+    try:
+        ids = read_json_object(a.splits)["test_ids"]
+        if not isinstance(ids, list) or not all(isinstance(i, str) and "__" in i for i in ids):
+            raise TypeError("test_ids must be a list of OWNER__NAME-NUMBER ids")
+    except (RecordFileError, KeyError, TypeError) as exc:
+        print(
+            f"error: {a.splits}: {exc!r}" if isinstance(exc, KeyError) else f"error: {exc}",
+            file=sys.stderr,
+        )
+        return 2
+    print("\n".join(test_repositories(ids)))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -240,8 +268,11 @@ def main(argv: list[str] | None = None) -> int:
         c.add_argument("-o", "--output", type=Path, required=True)
         if name == "test":
             c.add_argument("--again", default=None, help="why the test set is read again")
+    t = sub.add_parser("test-repos")
+    t.add_argument("splits", type=Path)
     a = p.parse_args(argv)
-    return {"splits": cmd_splits, "cv": cmd_cv, "test": cmd_test}[a.cmd](a)
+    commands = {"splits": cmd_splits, "cv": cmd_cv, "test": cmd_test, "test-repos": cmd_test_repos}
+    return commands[a.cmd](a)
 
 
 if __name__ == "__main__":

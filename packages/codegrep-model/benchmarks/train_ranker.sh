@@ -19,12 +19,10 @@ data="${CODEGREP_SHARED_DATA:-../shared/data}"
 mkdir -p "$out"
 source "$here/_clone_source.sh"
 source "$here/_pool.sh"
-# the test repositories, from the ids the splits file fixed (OWNER__NAME-NUMBER)
-test_repos=$(python3 -c '
-import json, sys
-ids = json.load(open(sys.argv[1]))["test_ids"]
-print(" ".join(sorted({i.rsplit("-", 1)[0].replace("__", "/", 1) for i in ids})))
-' "$here/localizer_splits.json")
+# the test repositories, from the ids the splits file fixed
+test_repos=$(uv run --all-packages python "$here/localizer_cv.py" test-repos \
+  "$here/localizer_splits.json")
+[[ -n "$test_repos" ]] || { echo "error: no test repositories in the splits file" >&2; exit 2; }
 for r in $test_repos; do pool_excluded+=(--exclude-repo "$r"); done
 uv run --all-packages codegrep-model train-ranker $(printf -- '-i %s ' "${pool_sources[@]}") \
   "${pool_excluded[@]}" --cache "${CACHE:-$out/cache}" --source "$source_template" \

@@ -189,3 +189,11 @@ def test_the_benchmark_reads_the_test_part_once(
     examples.write_text("".join(r.to_json() + "\n" for r in rows[1:]))
     assert bench.main(["cv", *args]) == 2
     assert "r0-0" in capsys.readouterr().err
+    # the test repositories train_ranker.sh leaves out, from the test ids of the splits file
+    real = {"test_ids": ["o__r3-1", "org__name-x-12", "o__r3-2"], "cv_ids": []}
+    splits.write_text(json.dumps(real))
+    assert bench.main(["test-repos", str(splits)]) == 0
+    assert capsys.readouterr().out.split() == ["o/r3", "org/name-x"]
+    splits.write_text(json.dumps({"test_ids": "o__r3-1"}))
+    assert bench.main(["test-repos", str(splits)]) == 2
+    assert "OWNER__NAME-NUMBER" in capsys.readouterr().err
