@@ -231,6 +231,35 @@ def test_hostile_log_lines_are_counted_bad_lines(tmp_path: Path) -> None:
     assert res.exception is None or isinstance(res.exception, SystemExit), res.exception
 
 
+def test_a_log_that_is_a_link_is_refused_not_followed(tmp_path: Path) -> None:
+    # the monitor reads through codegrep-report's reader: no link, a regular file, bounded lines
+    from train_launcher.errors import MonitorInputError
+
+    elsewhere = tmp_path / "elsewhere.jsonl"
+    elsewhere.write_text(json.dumps({"loss": 0.5, "global_step/max_steps": "1/4"}) + "\n")
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "logging.jsonl").symlink_to(elsewhere)
+    with pytest.raises(MonitorInputError, match="symbolic link"):
+        read_run(run)
+    res = CliRunner().invoke(app, ["monitor", str(run), "--no-plot"])
+    assert res.exit_code == 2, res.output
+    assert "symbolic link" in res.output
+    assert "Traceback" not in res.output
+
+
+def test_a_nan_loss_is_a_value_and_a_huge_number_a_bad_line(tmp_path: Path) -> None:
+    rows = [
+        b'{"loss": NaN, "reward": 0.3, "global_step/max_steps": "2/4"}',
+        b'{"loss": 0.2, "reward": 1e999, "global_step/max_steps": "3/4"}',
+    ]
+    run = read_run(_run_with(tmp_path, rows))
+    assert run.series("reward").steps == (1, 2)  # step 2 read; step 3's line refused
+    (bad,) = run.bad_lines
+    assert bad.line == 3
+    assert "out of range" in bad.reason
+
+
 def test_a_step_field_isdigit_accepts_is_a_bad_line(tmp_path: Path) -> None:
     rows = [b'{"loss": 0.1, "global_step/max_steps": "\xc2\xb2/4"}']  # '²': isdigit, not int
     run = read_run(_run_with(tmp_path, rows))

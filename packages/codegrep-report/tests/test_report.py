@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -103,22 +104,51 @@ def test_the_reader_counts_hostile_lines_and_goes_on(tmp_path: Path) -> None:
         b"\xff\xfe\n"
         + b"[" * 100_000
         + b"\n"
-        + b'{"x": NaN}\n{"x": 1'
+        + b'{"x": 1e999}\n{"x": 1'
         + b"0" * 5000
         + b"}\n[1, 2]\nnot json\n\n"
-        + b'{"step": 2}\n'
+        + b'{"step": 2, "loss": NaN}\n'
     )
     bad: list[BadRow] = []
     got = [obj for _, obj in iter_json_objects(path, bad)]
-    assert got == [{"step": 1}, {"step": 2}]
+    # NaN is what ms-swift logs for a NaN loss: a value (the report draws it as a gap)
+    assert got[0] == {"step": 1}
+    assert got[1]["step"] == 2
+    assert math.isnan(got[1]["loss"])  # type: ignore[arg-type]
+    assert len(got) == 2
     assert [(b.line, b.reason.split(" (")[0]) for b in bad] == [
         (2, "not UTF-8"),
         (3, "not JSON"),
-        (4, "not JSON"),
+        (4, "not JSON"),  # 1e999: a number no log writes
         (5, "not JSON"),
         (6, "a JSON list, not an object"),
         (7, "not JSON"),
     ]
+    assert "out of range" in bad[2].reason
+
+
+def test_the_tail_reads_what_was_added_and_waits_for_an_unfinished_line(tmp_path: Path) -> None:
+    from codegrep_report import JsonLinesTail
+
+    path = tmp_path / "logging.jsonl"
+    path.write_bytes(b'{"step": 1}\n{"step": 2')
+    tail = JsonLinesTail(path)
+    assert tail.poll() == [(1, {"step": 1})]
+    assert tail.pending_tail
+    with path.open("ab") as fh:
+        fh.write(b'}\n[1]\n{"step": 3}\n')
+    assert tail.poll() == [(2, {"step": 2}), (4, {"step": 3})]
+    assert not tail.pending_tail
+    assert [(b.line, b.reason) for b in tail.bad] == [(3, "a JSON list, not an object")]
+    assert tail.poll() == []  # nothing new
+    path.write_bytes(b'{"step": 9}\n')  # replaced by a shorter file: read from the start
+    assert tail.poll() == [(1, {"step": 9})]
+    assert tail.restarted
+    assert tail.bad == []
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(path)
+    with pytest.raises(ReportInputError, match="symbolic link"):
+        JsonLinesTail(link).poll()
 
 
 def test_the_reader_refuses_links_and_folders(tmp_path: Path) -> None:

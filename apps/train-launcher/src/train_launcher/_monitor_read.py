@@ -2,8 +2,9 @@
 
 What it reads is listed in `train_launcher.monitor`'s docstring: `logging.jsonl` (the trainer's
 metrics per step), `args.json`, the per-rollout log (`codegrep_model.train.RolloutLogEntry`) and
-`completions.jsonl`. Files are read incrementally (`RunReader.poll`), bad lines counted with file
-and line. Not for alarms (`_monitor_checks`) or plots (`_monitor_plot`).
+`completions.jsonl`. Files are read incrementally (`RunReader.poll`) by codegrep-report's
+`JsonLinesTail` (the report's reader and line rule: no link, a regular file, bounded lines), bad
+lines counted with file and line. Not for alarms (`_monitor_checks`) or plots (`_monitor_plot`).
 """
 
 from __future__ import annotations
@@ -17,9 +18,9 @@ from pathlib import Path
 from typing import Any, Literal, TypeGuard
 
 from codegrep_model.train import ROLLOUT_LOG_FILE, RolloutLogEntry
-from codegrep_records import RecordFileError, parse_json, read_json_object
+from codegrep_records import RecordFileError, read_json_object
 from codegrep_report import COMPLETIONS_FILE as _REPORT_COMPLETIONS_FILE
-from codegrep_report import BadRow
+from codegrep_report import BadRow, JsonLinesTail, ReportInputError
 from grpo_rewards import (
     INFO_ANSWER_ERROR,
     INFO_ANSWER_FILES,
@@ -159,14 +160,15 @@ Kind = Literal["metrics", "rollouts", "completions"]
 
 @dataclass
 class _FileState:
-    """One JSON-lines file read incrementally: complete lines only, from where it stopped."""
+    """One JSON-lines file read incrementally (codegrep-report's `JsonLinesTail`: complete lines
+    only, from where it stopped, no link followed, every line under the report's rule), and what
+    its lines said so far."""
 
     path: Path
     kind: Kind
-    offset: int = 0
-    line_no: int = 0
-    pending_tail: bool = False
-    bad: list[BadLine] = field(default_factory=list)
+    tail: JsonLinesTail = field(init=False)
+    line_no: int = 0  # the line being read
+    bad: list[BadLine] = field(default_factory=list)  # lines that parsed but said nothing usable
     # metrics
     steps: dict[int, dict[str, float]] = field(default_factory=dict)
     nonfinite: dict[int, dict[str, float]] = field(default_factory=dict)
@@ -181,46 +183,42 @@ class _FileState:
     last_table: dict[str, Any] | None = None  # completions: the line before, to drop a repeat
     launch_starts: list[int] = field(default_factory=list)  # metrics: each launch's first step
 
-    def reset(self) -> None:
+    def __post_init__(self) -> None:
+        self.tail = JsonLinesTail(self.path)
+
+    def _forget(self) -> None:
+        """The file was truncated or replaced (the tail reads it again): forget its lines."""
+        tail = self.tail
         fresh = _FileState(self.path, self.kind)
         self.__dict__.update(fresh.__dict__)
+        self.tail = tail
+
+    @property
+    def pending_tail(self) -> bool:
+        return self.tail.pending_tail
+
+    @property
+    def bad_lines(self) -> list[BadLine]:
+        """Every bad line, in line order: those the reader refused (not UTF-8, not JSON, a
+        number no log writes: NaN is a value, ms-swift logs a NaN loss), then what said nothing
+        usable."""
+        return sorted([*self.tail.bad, *self.bad], key=lambda b: b.line)
 
     def poll(self) -> None:
         try:
-            size = self.path.stat().st_size
-            if size < self.offset:  # truncated or replaced: read it again from the start
-                self.reset()
-            if size == self.offset:
-                return
-            with self.path.open("rb") as fh:
-                fh.seek(self.offset)
-                chunk = fh.read()
-        except OSError as exc:
-            raise MonitorInputError(f"cannot read {self.path}: {exc.strerror or exc}") from exc
-        end = chunk.rfind(b"\n") + 1
-        self.pending_tail = end < len(chunk)
-        self.offset += end
-        for raw in chunk[:end].split(b"\n")[:-1]:
-            self.line_no += 1
-            self._line(raw)
+            lines = self.tail.poll()
+        except ReportInputError as exc:
+            raise MonitorInputError(str(exc)) from exc
+        if self.tail.restarted:
+            self._forget()
+        for number, obj in lines:
+            self.line_no = number
+            self._line(obj)
 
     def _bad(self, reason: str) -> None:
         self.bad.append(BadLine(file=str(self.path), line=self.line_no, reason=reason))
 
-    def _line(self, raw: bytes) -> None:
-        if not raw.strip():
-            return
-        try:
-            obj = parse_json(raw.decode("utf-8"), allow_nan=True)  # ms-swift logs a NaN loss
-        except UnicodeDecodeError:
-            self._bad("not UTF-8")
-            return
-        except ValueError as exc:  # not JSON, nested too deeply, 1e999, a 5,000-digit number
-            self._bad(f"not JSON ({exc})")
-            return
-        if not isinstance(obj, dict):
-            self._bad(f"a JSON {type(obj).__name__}, not an object")
-            return
+    def _line(self, obj: dict[str, Any]) -> None:
         if self.kind == "metrics":
             self._metrics_line(obj)
         elif self.kind == "rollouts":
@@ -594,12 +592,12 @@ def _assemble(
 
     bad: list[BadLine] = []
     for state in (*metric_states, *record_states, *completion_states):
-        bad.extend(state.bad)
+        bad.extend(state.bad_lines)
         if final and state.pending_tail:
             bad.append(
                 BadLine(
                     file=str(state.path),
-                    line=state.line_no + 1,
+                    line=state.tail.line_no + 1,
                     reason="unfinished last line (no newline): still being written, or cut off",
                 )
             )

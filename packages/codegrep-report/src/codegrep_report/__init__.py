@@ -20,7 +20,7 @@ from codegrep_report._cases import (
     write_downstream_report,
     write_retrieval_report,
 )
-from codegrep_report._jsonl import BadRow
+from codegrep_report._jsonl import BadRow, JsonLinesTail, parse_line
 from codegrep_report._page import embed_json
 from codegrep_report._training import (
     COMPLETIONS_FILE,
@@ -45,6 +45,7 @@ __all__ = [
     "BadRow",
     "CodegrepReportError",
     "ComparedRun",
+    "JsonLinesTail",
     "ReportInputError",
     "ReportWriteError",
     "RetrievalCase",
@@ -54,6 +55,7 @@ __all__ = [
     "__version__",
     "embed_json",
     "parse_completion",
+    "parse_line",
     "write_downstream_report",
     "write_retrieval_report",
     "write_training_report",

@@ -1,7 +1,8 @@
 """A bounded JSON-lines reader: hostile files become counted bad lines or one clear error.
 
-Not for general JSON reading: it serves the report's inputs only (logs a training run or a tool
-wrote), which may hold model output, tool output and repository text.
+Not for general JSON reading: it serves the training logs' readers only (this report's, and the
+run monitor's through `JsonLinesTail`: logs a training run or a tool wrote), which may hold
+model output, tool output and repository text.
 """
 
 from __future__ import annotations
@@ -15,7 +16,14 @@ from pathlib import Path
 
 from codegrep_report.errors import ReportInputError
 
-__all__ = ["MAX_FILE_BYTES", "MAX_LINE_BYTES", "BadRow", "iter_json_objects"]
+__all__ = [
+    "MAX_FILE_BYTES",
+    "MAX_LINE_BYTES",
+    "BadRow",
+    "JsonLinesTail",
+    "iter_json_objects",
+    "parse_line",
+]
 
 MAX_FILE_BYTES = 4 << 30  # a 2,000-step run with completions logged stays far below
 MAX_LINE_BYTES = 64 << 20  # one completions.jsonl table line holds a whole logging step
@@ -35,8 +43,10 @@ class BadRow:
         return f"{self.file}:{self.line}: {self.reason}"
 
 
-def _no_constant(name: str) -> object:
-    raise ValueError(f"{name} is not JSON")
+def _constant(name: str) -> float:
+    """NaN, Infinity, -Infinity: ms-swift and TRL log them (a NaN loss, a reward column a reward
+    function left empty), so they are values, which the readers' users map to gaps."""
+    return float(name)
 
 
 def _bounded_int(text: str) -> int:
@@ -45,12 +55,38 @@ def _bounded_int(text: str) -> int:
     return int(text)
 
 
-def iter_json_objects(path: Path, bad: list[BadRow]) -> Iterator[tuple[int, dict[str, object]]]:
-    """(line number, object) for each JSON object line of `path`; other lines go to `bad`.
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise ValueError(f"number {text[:40]} is out of range")
+    return value
 
-    Raises `ReportInputError` when the file itself cannot be read: missing, a link, not a
-    regular file, larger than `MAX_FILE_BYTES`.
-    """
+
+def parse_line(raw: bytes) -> dict[str, object] | str:
+    """One JSON-lines line as an object, or why it is not one: not UTF-8, not JSON, nested too
+    deeply, a number no log writes (`1e999`, over 40 digits), not an object. NaN and Infinity,
+    which training logs write, are floats. The one rule of the training logs' readers: this
+    report's and the run monitor's (`JsonLinesTail`)."""
+    try:
+        obj = json.loads(
+            raw.decode("utf-8"),
+            parse_constant=_constant,
+            parse_int=_bounded_int,
+            parse_float=_finite_float,
+        )
+    except UnicodeDecodeError:
+        return "not UTF-8"
+    except (ValueError, RecursionError) as exc:
+        reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+        return f"not JSON ({reason[:120]})"
+    if not isinstance(obj, dict):
+        return f"a JSON {type(obj).__name__}, not an object"
+    return obj
+
+
+def _open_log(path: Path) -> tuple[int, os.stat_result]:
+    """A descriptor of `path` opened without following a link, and its status; ReportInputError
+    when it is missing, a link, not a regular file or larger than MAX_FILE_BYTES."""
     try:
         info = os.lstat(path)
     except OSError as exc:
@@ -61,11 +97,87 @@ def iter_json_objects(path: Path, bad: list[BadRow]) -> Iterator[tuple[int, dict
         raise ReportInputError(f"cannot read {path}: not a regular file")
     if info.st_size > MAX_FILE_BYTES:
         raise ReportInputError(f"cannot read {path}: {info.st_size} bytes, over {MAX_FILE_BYTES}")
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)
     try:
-        fd = os.open(path, flags)
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
     except OSError as exc:
         raise ReportInputError(f"cannot read {path}: {exc.strerror or exc}") from None
+    return fd, info
+
+
+class JsonLinesTail:
+    """A JSON-lines file read as it grows: each `poll` returns the objects of the complete lines
+    written since the last one (an unfinished last line waits for its newline), and counts the
+    bad ones in `bad`. A file that became shorter was truncated or replaced: `poll` reads it
+    again from its start and says so (`restarted`), so the caller can forget what it had.
+
+    Every read goes through the same checks as `iter_json_objects` (no link, a regular file,
+    at most MAX_FILE_BYTES, lines of at most MAX_LINE_BYTES, `parse_line`'s rule) and raises
+    `ReportInputError` when the file itself cannot be read.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.offset = 0
+        self.line_no = 0
+        self.pending_tail = False  # bytes after the last newline: a line still being written
+        self.restarted = False
+        self.bad: list[BadRow] = []
+        self._skipping = False  # inside a line over MAX_LINE_BYTES, already counted
+
+    def _reset(self) -> None:
+        self.offset, self.line_no, self.pending_tail, self.bad = 0, 0, False, []
+        self._skipping = False
+
+    def poll(self) -> list[tuple[int, dict[str, object]]]:
+        fd, info = _open_log(self.path)
+        self.restarted = info.st_size < self.offset
+        if self.restarted:
+            self._reset()
+        out: list[tuple[int, dict[str, object]]] = []
+        with os.fdopen(fd, "rb") as fh:
+            fh.seek(self.offset)
+            self.pending_tail = False
+            while True:
+                raw = fh.readline(MAX_LINE_BYTES + 1)
+                if not raw:
+                    break
+                if not raw.endswith(b"\n"):
+                    if len(raw) <= MAX_LINE_BYTES:  # the end of the file, mid-line: wait
+                        self.pending_tail = True
+                        break
+                    if not self._skipping:
+                        self.line_no += 1
+                        self.bad.append(
+                            BadRow(
+                                str(self.path), self.line_no, f"a line over {MAX_LINE_BYTES} bytes"
+                            )
+                        )
+                    self._skipping = True
+                    self.offset += len(raw)
+                    continue
+                self.offset += len(raw)
+                if self._skipping:  # the newline that ends the long line
+                    self._skipping = False
+                    continue
+                self.line_no += 1
+                if not raw.strip():
+                    continue
+                parsed = parse_line(raw)
+                if isinstance(parsed, str):
+                    self.bad.append(BadRow(str(self.path), self.line_no, parsed))
+                else:
+                    out.append((self.line_no, parsed))
+        return out
+
+
+def iter_json_objects(path: Path, bad: list[BadRow]) -> Iterator[tuple[int, dict[str, object]]]:
+    """(line number, object) for each JSON object line of `path`; other lines go to `bad` (an
+    unfinished last line is read as a line: the file is done).
+
+    Raises `ReportInputError` when the file itself cannot be read: missing, a link, not a
+    regular file, larger than `MAX_FILE_BYTES`.
+    """
+    fd, _ = _open_log(path)
     with os.fdopen(fd, "rb") as fh:
         number = 0
         while True:
@@ -80,18 +192,8 @@ def iter_json_objects(path: Path, bad: list[BadRow]) -> Iterator[tuple[int, dict
                 continue
             if not raw.strip():
                 continue
-            try:
-                obj = json.loads(
-                    raw.decode("utf-8"), parse_constant=_no_constant, parse_int=_bounded_int
-                )
-            except UnicodeDecodeError:
-                bad.append(BadRow(str(path), number, "not UTF-8"))
-                continue
-            except (ValueError, RecursionError) as exc:
-                reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
-                bad.append(BadRow(str(path), number, f"not JSON ({reason[:120]})"))
-                continue
-            if not isinstance(obj, dict):
-                bad.append(BadRow(str(path), number, f"a JSON {type(obj).__name__}, not an object"))
-                continue
-            yield number, obj
+            parsed = parse_line(raw)
+            if isinstance(parsed, str):
+                bad.append(BadRow(str(path), number, parsed))
+            else:
+                yield number, parsed
