@@ -164,7 +164,10 @@ def test_links_inside_the_git_dir_out_of_the_root_are_refused(
     pack.rmdir()
     pack.symlink_to(outside / ".git" / "objects" / "pack", target_is_directory=True)
     loose = make_repo(allowed / "loose", {"y.py": "y = 1\n"})
-    (loose / ".git" / "objects" / "ab").symlink_to(outside, target_is_directory=True)
+    objects = loose / ".git" / "objects"
+    # a loose-object folder it does not have yet (a fixed name can be taken: ids follow the clock)
+    free = next(n for n in (f"{i:02x}" for i in range(256)) if not (objects / n).exists())
+    (objects / free).symlink_to(outside, target_is_directory=True)
     # a link that stays inside the roots is served
     inside = make_repo(allowed / "inside", {"billing.py": "def invoice(): pass\n"})
     (inside / ".git" / "hooks-link").symlink_to(allowed, target_is_directory=True)

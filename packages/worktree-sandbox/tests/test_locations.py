@@ -75,7 +75,10 @@ def test_every_pointer_is_followed(tmp_path: Path, proj: Any, git_kit: Any) -> N
 def test_links_inside_the_git_data_are_listed(tmp_path: Path, proj: Any, git_kit: Any) -> None:
     outside = git_kit.make_repo(tmp_path / "out", "other")
     objects = proj.path / ".git" / "objects"
-    (objects / "ab").symlink_to(outside.path, target_is_directory=True)
+    # a loose-object folder the repository does not have yet: its commit ids follow the clock,
+    # so a fixed name ("ab") was already taken about one run in a hundred
+    free = next(n for n in (f"{i:02x}" for i in range(256)) if not (objects / n).exists())
+    (objects / free).symlink_to(outside.path, target_is_directory=True)
     (proj.path / ".git" / "refs" / "x").symlink_to(outside.path / "README.md")
     got = repository_locations(proj.path)
     assert set(got.links) == {outside.path.resolve(), (outside.path / "README.md").resolve()}
