@@ -584,11 +584,11 @@ class SwappingPolicy:
 
     name = "swapping"
 
-    def __init__(self, git_dir: Path, target: Path) -> None:
-        self.git_dir, self.target = git_dir, target
+    def __init__(self, git_dir: Path, target: Path, folder: str) -> None:
+        self.git_dir, self.target, self.folder = git_dir, target, folder
 
     async def reply(self, request: PolicyRequest) -> PolicyReply:
-        link = self.git_dir / "objects" / "cd"
+        link = self.git_dir / "objects" / self.folder
         if not link.is_symlink():
             link.symlink_to(self.target, target_is_directory=True)
         return PolicyReply(content=json.dumps({"files": ["billing/invoice.py"]}))
@@ -602,11 +602,14 @@ def test_a_layout_swapped_during_the_search_or_the_wait_is_refused(
     from codegrep.service import LocalizeRequest, NotAllowedError
 
     repo = allowed / "billing-repo"
-    link = repo / ".git" / "objects" / "cd"
+    objects = repo / ".git" / "objects"
+    # a loose-object folder it does not have yet (a fixed name can be taken: ids follow the clock)
+    free = next(n for n in (f"{i:02x}" for i in range(256)) if not (objects / n).exists())
+    link = objects / free
     request = LocalizeRequest(repo=str(repo), issue=ISSUE)
     for target, says in ((outside, "outside the folders"), (allowed, "changed during the search")):
         during = LocalizeService(
-            policy=SwappingPolicy(repo / ".git", target), allow_roots=[allowed]
+            policy=SwappingPolicy(repo / ".git", target, free), allow_roots=[allowed]
         )
         with pytest.raises(NotAllowedError, match=says):
             asyncio.run(during.localize(request))
