@@ -226,3 +226,31 @@ def test_sync_open_covers_the_same_cases(tmp_path: Path, proj: Any) -> None:
         assert named.read("README.md").ok
         with pytest.raises(CommitRequiredError):
             sb.open("someone/proj", None, folders=False)
+
+
+def test_a_tree_left_open_does_not_keep_asyncio_run_from_returning(proj: Any) -> None:
+    """A caller that forgets to close: `asyncio.run` cancels the tree's listing while git is
+    being started, which used to leave it waiting forever for the child's pipes (Python 3.11);
+    the child is now started whatever the cancellation, then killed."""
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent(
+        f"""
+        import asyncio
+        from worktree_sandbox import TreePool
+
+        async def main():
+            for _ in range(5):  # five trees left open, each cancelled mid-start
+                await TreePool().open({str(proj.path)!r}, "HEAD").__aenter__()
+
+        asyncio.run(main())
+        print("returned")
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "returned"

@@ -18,7 +18,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 from worktree_sandbox._paths import safe_tree_path
 from worktree_sandbox.errors import SandboxError
@@ -228,6 +228,26 @@ class ChildTimeout(Exception):
     """A child process ran past its deadline and was killed."""
 
 
+async def start_child(*argv: str, **kwargs: Any) -> asyncio.subprocess.Process:
+    """`asyncio.create_subprocess_exec(*argv, **kwargs)` that a cancellation cannot interrupt.
+
+    Cancelling the creation itself can leave the caller waiting forever (CPython 3.11: the
+    transport waits for pipes that never connect before it reports the exit), which kept
+    `asyncio.run` from returning after a tree was left open. So the creation runs to its end
+    whatever happens to the caller; when the caller is cancelled meanwhile, the child it
+    started is killed (its process group when it has one), and the cancellation goes on.
+    """
+    start = asyncio.ensure_future(asyncio.create_subprocess_exec(*argv, **kwargs))
+    try:
+        return await asyncio.shield(start)
+    except asyncio.CancelledError:
+        with contextlib.suppress(BaseException):
+            proc = await asyncio.shield(start)
+            kill_group(proc)
+            await asyncio.wait_for(proc.wait(), 2.0)
+        raise
+
+
 @dataclass(frozen=True)
 class CappedOutput:
     stdout: bytes
@@ -248,7 +268,7 @@ async def run_capped(
 
     `git_dir`: the repository a git child works on, whose program-running config is pinned.
     """
-    proc = await asyncio.create_subprocess_exec(
+    proc = await start_child(
         *argv,
         cwd=cwd,
         stdin=asyncio.subprocess.DEVNULL,
@@ -358,7 +378,7 @@ class CatFileBatch:
 
     async def _ensure(self) -> asyncio.subprocess.Process:
         if self._proc is None or self._proc.returncode is not None:
-            self._proc = await asyncio.create_subprocess_exec(
+            self._proc = await start_child(
                 "git",
                 f"--git-dir={self._git_dir}",
                 "cat-file",

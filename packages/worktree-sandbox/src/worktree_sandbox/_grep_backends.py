@@ -29,6 +29,7 @@ from worktree_sandbox._git import (
     find_rg,
     git_env,
     run_capped,
+    start_child,
 )
 from worktree_sandbox.errors import SandboxError
 from worktree_sandbox.models import (
@@ -255,7 +256,7 @@ async def git_has_pcre() -> bool:
         with tempfile.TemporaryDirectory() as empty:
             probe = Path(empty) / "probe"
             probe.write_text("x\n")
-            proc = await asyncio.create_subprocess_exec(
+            proc = await start_child(
                 "git", "grep", "--no-index", "-q", "-P", "-e", r"\x78", "--", "probe",
                 cwd=empty, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
                 env=git_env(),
