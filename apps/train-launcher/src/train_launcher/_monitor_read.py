@@ -20,7 +20,7 @@ from typing import Any, Literal, TypeGuard
 from codegrep_model.train import ROLLOUT_LOG_FILE, RolloutLogEntry
 from codegrep_records import RecordFileError, read_json_object
 from codegrep_report import COMPLETIONS_FILE as _REPORT_COMPLETIONS_FILE
-from codegrep_report import BadRow, JsonLinesTail, ReportInputError
+from codegrep_report import BadRow, JsonLinesTail, ReportInputError, completion_rows
 from grpo_rewards import (
     INFO_ANSWER_ERROR,
     INFO_ANSWER_FILES,
@@ -302,16 +302,10 @@ class _FileState:
         if obj == self.last_table:  # ms-swift logs the last step's table again as training ends
             return
         self.last_table = obj
-        steps = obj.get("step")
-        if isinstance(steps, list):  # ms-swift: one table of columns per logging step
-            n = len(steps)
-            columns = {k: v for k, v in obj.items() if isinstance(v, list)}
-            if any(len(v) != n for v in columns.values()):
-                self._bad("the columns of the table differ in length")
-                return
-            rows = [{k: v[i] for k, v in columns.items()} for i in range(n)]
-        else:  # one row per line
-            rows = [obj]
+        rows = completion_rows(obj)  # the report's reading of a table line
+        if rows is None:
+            self._bad("the columns of the table differ in length")
+            return
         for row in rows:
             step = _int(row.get("step"))
             if step is None:

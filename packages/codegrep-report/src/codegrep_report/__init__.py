@@ -28,6 +28,7 @@ from codegrep_report._training import (
     ComparedRun,
     SeriesLike,
     TrainingReportSummary,
+    completion_rows,
     parse_completion,
     write_training_report,
 )
@@ -53,6 +54,7 @@ __all__ = [
     "SeriesLike",
     "TrainingReportSummary",
     "__version__",
+    "completion_rows",
     "embed_json",
     "parse_completion",
     "parse_line",

@@ -23,6 +23,7 @@ __all__ = [
     "AlarmLike",
     "SeriesLike",
     "TrainingReportSummary",
+    "completion_rows",
     "parse_completion",
     "training_payload",
     "write_training_report",
@@ -262,7 +263,11 @@ def _rollout_from_log(obj: Mapping[str, object]) -> dict[str, object]:
     return {k: v for k, v in out.items() if v is not None}
 
 
-def _completion_rows(obj: Mapping[str, object]) -> list[dict[str, object]] | None:
+def completion_rows(obj: Mapping[str, object]) -> list[dict[str, object]] | None:
+    """The rollouts of one `completions.jsonl` line: ms-swift writes a table of columns per
+    logging step (`{"step": [...], "completion": [...], ...}`), older writers one row per line.
+    None when the columns differ in length (a bad line). Read by this report and by the run
+    monitor, so that both see the same rollouts in a line."""
     steps = obj.get("step")
     if isinstance(steps, list):  # ms-swift: one table of columns per logging step
         columns = {k: v for k, v in obj.items() if isinstance(v, list)}
@@ -350,7 +355,7 @@ def _read_records(
                 notes.append(f"{path.name}:{number}: the table before it again; read once")
                 continue
             previous = obj
-            rows = _completion_rows(obj) if is_completions else [obj]
+            rows = completion_rows(obj) if is_completions else [obj]
             if rows is None:
                 bad.append(BadRow(str(path), number, "the columns of the table differ in length"))
                 continue
