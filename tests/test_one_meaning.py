@@ -192,6 +192,14 @@ REPLIES = [
     '"arguments": {}}</tool_call>',
     'cut off <tool_call>{"name": "read", "arguments": {"path": "x.py"',  # unclosed at the end
     "<tool_call>not json</tool_call>",
+    '<tool_call>{"name": "grep", "parameters": {"pattern": "b"}}</tool_call>',
+    '<tool_call>{"name": "read"}</tool_call>',  # no arguments: {}
+    '<tool_call>{"name": "read", "arguments": "{\\"path\\": \\"x.py\\"}"}</tool_call>',
+    '<tool_call>["grep", {"pattern": "a"}]</tool_call>',  # JSON, not an object
+    '<tool_call>{"name": 3, "arguments": {}}</tool_call>',
+    # OpenAI's shape is for structured tool_calls; inside a Hermes block it names no tool (the
+    # CodeScout reward counted it as a call the engine never ran)
+    '<tool_call>{"function": {"name": "localization_finish", "arguments": {}}}</tool_call>',
     "no call at all",
 ]
 
@@ -204,8 +212,13 @@ def test_one_tool_call_rule_for_engine_reward_and_report(reply: str) -> None:
 
     bodies = grpo_rewards.tool_call_bodies(reply)
     _, calls = split_hermes(reply)
-    assert len(calls) == len(bodies)
-    assert len(_calls_in_text(reply)) == len(bodies)
+    scored = _calls_in_text(reply)
+    assert len(calls) == len(scored) == len(bodies)
+    for call, (name, arguments) in zip(calls, scored, strict=True):
+        # the engine answers a call without a name with feedback; the reward sees no name
+        assert (call.name or None) == name
+        if name is not None:
+            assert json.loads(call.arguments) == arguments
     turns, _ = parse_completion([{"role": "assistant", "content": reply}])
     assert len(turns[0]["calls"]) == len(bodies)
 

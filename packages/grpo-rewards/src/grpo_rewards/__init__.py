@@ -30,7 +30,13 @@ from grpo_rewards._advantages import (
     scale_by_efficiency,
 )
 from grpo_rewards._answer import Answer, LineRange, ParsedAnswer, coerce_line_ranges, parse_answer
-from grpo_rewards._formats import split_reasoning, tool_call_bodies, without_tool_calls
+from grpo_rewards._formats import (
+    HermesCall,
+    hermes_calls,
+    split_reasoning,
+    tool_call_bodies,
+    without_tool_calls,
+)
 from grpo_rewards._metrics import (
     CodeLocation,
     MultiLevelScores,
@@ -160,6 +166,7 @@ __all__ = [
     "EfficiencyLayer",
     "Gold",
     "GrpoRewardsError",
+    "HermesCall",
     "InvalidRolloutError",
     "LabelKind",
     "LineRange",
@@ -207,6 +214,7 @@ __all__ = [
     "gold_line_ranges_from_patch",
     "group_advantages",
     "grpo_advantages",
+    "hermes_calls",
     "informative_groups",
     "line_range_scores",
     "multilevel_f1",

@@ -16,7 +16,7 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from grpo_rewards._formats import tool_call_bodies
+from grpo_rewards._formats import hermes_calls
 from grpo_rewards._metrics import CodeLocation, MultiLevelTargets
 from grpo_rewards._rewards import RewardResult, codescout_last_turn_ok, codescout_multilevel
 
@@ -49,36 +49,35 @@ class FinishCall:
     last_turn_ok: bool
 
 
-def _name_and_arguments(call: object) -> _Call:
-    # OpenAI style {"function": {"name", "arguments"}} or Hermes JSON {"name", "arguments"}
+def _decoded(arguments: object) -> object:
+    if isinstance(arguments, str):
+        try:
+            return json.loads(arguments)
+        except (ValueError, RecursionError):  # not JSON, a 5,000-digit number, deep nesting
+            return None
+    return arguments
+
+
+def _structured_call(call: object) -> _Call:
+    # OpenAI style {"function": {"name", "arguments"}}, or {"name", "arguments"} itself
     if not isinstance(call, Mapping):
         return None, None
     function = call.get("function")
     body = function if isinstance(function, Mapping) else call
     name = body.get("name")
-    arguments = body.get("arguments", body.get("parameters"))
-    if isinstance(arguments, str):
-        try:
-            arguments = json.loads(arguments)
-        except (ValueError, RecursionError):  # not JSON, a 5,000-digit number, deep nesting
-            arguments = None
+    arguments = _decoded(body.get("arguments", body.get("parameters")))
     return (name if isinstance(name, str) else None), arguments
 
 
 def _calls_in_text(text: str) -> list[_Call]:
-    calls: list[_Call] = []
-    for block in tool_call_bodies(text):
-        try:
-            calls.append(_name_and_arguments(json.loads(block)))
-        except (ValueError, RecursionError):  # not JSON, a 5,000-digit number, deep nesting
-            calls.append((None, None))
-    return calls
+    # the Hermes blocks, by grpo-rewards' one rule for them (the engine reads them the same way)
+    return [(c.name, _decoded(c.arguments)) for c in hermes_calls(text)]
 
 
 def _calls_in_message(message: Mapping[str, object]) -> list[_Call]:
     structured = message.get("tool_calls")
     if isinstance(structured, list | tuple) and structured:
-        return [_name_and_arguments(c) for c in structured]
+        return [_structured_call(c) for c in structured]
     content = message.get("content")
     return _calls_in_text(content) if isinstance(content, str) else []
 
