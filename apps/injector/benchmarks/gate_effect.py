@@ -12,14 +12,15 @@ beside the ungated answers, writes the whole grid as JSON and a PNG.
         -p lexical-verified_dev.jsonl --exclude-repo django/django -o gate-effect/verified_dev
 
 The instances left out by --repo/--exclude-repo are not counted at all (use it for the
-repositories that were not run, so that they do not count as empty answers).
+repositories that were not run, so that they do not count as empty answers); with
+--predicted-only, neither are those without a prediction (the cross-validation's
+`cv.predictions.jsonl` answers part of a pool given as several instance files).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import random
 import sys
 from pathlib import Path
 
@@ -31,7 +32,13 @@ from codegrep_gate import (
     load_calibration,
     shipped_calibration,
 )
-from codegrep_records import load_instances, load_predictions
+from codegrep_records import (
+    ClusterBootstrap,
+    Ratio,
+    load_instances,
+    load_predictions,
+    percentile_interval,
+)
 
 
 def measure(
@@ -42,15 +49,13 @@ def measure(
     injected = [i for i in ids if decisions.get(i)]
     prec = {i: len(set(decisions[i]) & gold[i]) / len(decisions[i]) for i in injected}
     rec = {i: len(set(decisions.get(i, [])) & gold[i]) / len(gold[i]) for i in ids}
-    rng = random.Random(seed)
-    boot = []
-    for _ in range(1000):
-        sample = [rng.choice(injected) for _ in injected] if injected else []
-        if sample:
-            boot.append(sum(prec[i] for i in sample) / len(sample))
-    boot.sort()
     point = sum(prec.values()) / len(prec) if prec else float("nan")
-    interval = [boot[24], boot[974]] if boot else [float("nan"), float("nan")]
+    if injected:  # the project's one bootstrap, over the injected instances
+        draws = ClusterBootstrap(len(injected), resamples=1000, seed=seed)
+        dist = draws.distributions([[prec[i] for i in injected]], [Ratio(0, None)])[0]
+        interval = list(percentile_interval(point, dist, 0.95))
+    else:
+        interval = [float("nan"), float("nan")]
     return {
         "instances": len(ids),
         "injected_instances": len(injected),
@@ -67,11 +72,16 @@ def measure(
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("-i", "--instances", type=Path, required=True)
+    ap.add_argument("-i", "--instances", type=Path, nargs="+", required=True, help="one or more")
     ap.add_argument("-p", "--predictions", type=Path, required=True)
     ap.add_argument("-c", "--calibration", type=Path, help="default: the shipped lexical one")
     ap.add_argument("--repo", action="append", default=[])
     ap.add_argument("--exclude-repo", action="append", default=[])
+    ap.add_argument(
+        "--predicted-only",
+        action="store_true",
+        help="count only the instances that have a prediction (else a missing one is empty)",
+    )
     ap.add_argument("--thresholds", default="0.45,0.68", help="the table's thresholds")
     ap.add_argument("--bound", choices=("lower", "point"), default="lower")
     ap.add_argument("--title", default=None)
@@ -79,13 +89,14 @@ def main() -> int:
     a = ap.parse_args()
 
     cal: Calibration = load_calibration(a.calibration) if a.calibration else shipped_calibration()
-    instances = [
-        inst
-        for inst in load_instances(a.instances).records
-        if (not a.repo or inst.repo in a.repo) and inst.repo not in a.exclude_repo
-    ]
-    gold = {k: v for k, v in gold_sets(instances).items() if v}
     preds = {p.instance_id: p for p in load_predictions(a.predictions).records}
+    instances = {}  # the first file that holds an id gives it (a repeat in a later file is one)
+    for path in a.instances:
+        for inst in load_instances(path).records:
+            wanted = (not a.repo or inst.repo in a.repo) and inst.repo not in a.exclude_repo
+            if wanted and (not a.predicted_only or inst.instance_id in preds):
+                instances.setdefault(inst.instance_id, inst)
+    gold = {k: v for k, v in gold_sets(list(instances.values())).items() if v}
     grid = sorted({round(x * 0.01, 2) for x in range(0, 101, 2)} | {
         float(t) for t in a.thresholds.split(",")
     })  # fmt: skip
@@ -131,7 +142,7 @@ def main() -> int:
         "title": title,
         "bound": a.bound,
         "calibration": {"retriever": cal.retriever.name, "data": cal.data.name},
-        "instances_file": str(a.instances),
+        "instances_files": [str(p) for p in a.instances],
         "predictions_file": str(a.predictions),
         "ungated": base,
         "grid": rows,
