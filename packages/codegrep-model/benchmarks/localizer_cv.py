@@ -16,7 +16,10 @@ every pooled instance with their features; `localizer_cv.sh` makes it) and leave
 cross-validation repository out at a time: the ranker and the cuts are fitted on the others,
 the left-out instances answered as LexicalPolicy answers. It writes OUT/cv.jsonl (one row per
 instance: its answers and F0.5 under every selection), OUT/cv.summary.json (per repository,
-pooled and macro, with intervals; each selection minus the heuristic, paired) and OUT/cv.md.
+pooled and macro, with intervals; each selection minus the heuristic, paired), OUT/cv.md, and
+OUT/cv.predictions.jsonl: each instance's answer under the shipped selection (ranker +
+threshold) with the fold ranker's probabilities as scores, a predictions file the gate's
+`gate_effect.py` reads (the gate on probabilities of repositories the ranker never saw).
 
 `test` fits on every cross-validation instance and answers the test instances: the figure a
 release reports, read once per release (OUT/test.jsonl, OUT/test.summary.json, OUT/test.md).
@@ -32,11 +35,13 @@ import argparse
 import json
 import sys
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from codegrep_model.ranker import RankerError, fit
+from codegrep_model.lexical import LexicalPolicy
+from codegrep_model.ranker import Ranker, RankerError, fit
 from codegrep_model.ranker_cv import (
     FAILURE_KINDS,
     METHODS,
@@ -52,7 +57,7 @@ from codegrep_model.ranker_train import (
     load_training_instances,
     read_examples,
 )
-from codegrep_records import RecordFileError, read_json_object
+from codegrep_records import Prediction, RecordFileError, read_json_object, write_records
 
 EXCLUDED = (  # too large to fetch here: left out of the pool
     "django/django",
@@ -192,9 +197,26 @@ def cmd_cv(a: argparse.Namespace) -> int:
     rows = _rows(a, "cv")
     if rows is None:
         return 2
+    predictions: list[Prediction] = []
+
+    def predict(row: InstanceCandidates, rankers: Mapping[str, Ranker]) -> None:
+        files, probs = LexicalPolicy._choose_ranked(list(row.candidates), rankers["threshold"])
+        predictions.append(
+            Prediction(
+                instance_id=row.instance_id,
+                files=tuple(files),
+                scores=tuple(probs),
+                retriever="lexical",
+            )
+        )
+
     scores, cuts = cross_validate(
-        rows, on_fold=lambda r, n, t: print(f"fold {n}/{t}: {r} left out", file=sys.stderr)
+        rows,
+        on_fold=lambda r, n, t: print(f"fold {n}/{t}: {r} left out", file=sys.stderr),
+        on_ranked=predict,
     )
+    predictions.sort(key=lambda p: p.instance_id)
+    write_records(a.output / "cv.predictions.jsonl", predictions)
     _write(
         a.output,
         "cv",

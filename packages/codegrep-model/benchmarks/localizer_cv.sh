@@ -9,7 +9,9 @@
 #   3. cross-validation by repository over the pool's cv part (localizer_splits.json, fixed
 #      before any result was read): heuristic, ranker + threshold cut, ranker + expected-F0.5
 #      selection, per repository and pooled, with intervals;
-#   4. only with TEST=1: the test repositories, read once per release.
+#   4. the shipped gate (apps/injector's gate_effect.py) on the cv part's out-of-fold answers:
+#      each instance's files with the probabilities of a ranker that never saw its repository;
+#   5. only with TEST=1: the test repositories, read once per release.
 #
 # Usage: MIRRORS=DIR localizer_cv.sh OUT_DIR
 #   MIRRORS: OWNER+NAME/repo clones of the pool's 18 repositories (default: clone from GitHub)
@@ -27,6 +29,10 @@ uv run --all-packages codegrep-model train-ranker $(printf -- '-i %s ' "${pool_s
   --examples "$out/examples.jsonl" --collect-only  # no fit: nothing of the test part is read
 uv run --all-packages python "$here/localizer_cv.py" cv "$out/examples.jsonl" \
   --splits "$here/localizer_splits.json" -o "$out"
+uv run --all-packages --with 'matplotlib>=3.8.4' python apps/injector/benchmarks/gate_effect.py \
+  -i "${pool_sources[@]}" -p "$out/cv.predictions.jsonl" --predicted-only \
+  --title "the shipped gate on out-of-fold answers (cv part, each repository left out)" \
+  -o "$out/gate-cv"
 if [[ "${TEST:-0}" == 1 ]]; then
   uv run --all-packages python "$here/localizer_cv.py" test "$out/examples.jsonl" \
     --splits "$here/localizer_splits.json" -o "$out"

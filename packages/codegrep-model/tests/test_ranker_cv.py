@@ -21,6 +21,7 @@ from codegrep_model.ranker_cv import (
     summarize,
 )
 from codegrep_model.ranker_train import InstanceCandidates
+from codegrep_records import load_predictions
 
 
 def _row(
@@ -177,6 +178,18 @@ def test_the_benchmark_reads_the_test_part_once(
     cv = json.loads((out / "cv.summary.json").read_text())
     assert set(cv["by_repo"]) == {"o/r0", "o/r1", "o/r2"}  # the test repository is not in it
     assert len((out / "cv.jsonl").read_text().splitlines()) == 24
+    # the shipped selection's answers with the fold rankers' probabilities, for the gate
+    predicted = load_predictions(out / "cv.predictions.jsonl").records
+    answers = {
+        row["instance_id"]: row["answers"]["threshold"]
+        for row in map(json.loads, (out / "cv.jsonl").read_text().splitlines())
+    }
+    assert [p.instance_id for p in predicted] == sorted(answers)
+    for p in predicted:
+        assert list(p.files) == answers[p.instance_id]
+        assert p.scores is not None
+        assert all(0 <= v <= 1 for v in p.scores)
+        assert list(p.scores) == sorted(p.scores, reverse=True)
     assert bench.main(["test", *args]) == 0
     test = json.loads((out / "test.summary.json").read_text())
     assert set(test["by_repo"]) == {"o/r3"}

@@ -229,12 +229,15 @@ def cross_validate(
     inner_folds: int = 5,
     seed: int = 0,
     on_fold: Callable[[str, int, int], None] | None = None,
+    on_ranked: Callable[[InstanceCandidates, Mapping[str, Ranker]], None] | None = None,
 ) -> tuple[list[InstanceScore], dict[str, dict[str, Any]]]:
     """Leave-one-repository-out scores of every selection in METHODS, and per left-out
     repository the cuts fitted without it (`{repo: {"threshold": {...}, "expected_f": {...}}}`).
 
-    `on_fold(repo, done, total)` is called as each repository's fold finishes. Raises
-    `RankerError` when fewer than two repositories are given."""
+    `on_fold(repo, done, total)` is called as each repository's fold finishes, and
+    `on_ranked(row, rankers)` with each left-out row and its fold's rankers (a ranker per
+    selection in METHODS[1:]). Raises `RankerError` when fewer than two repositories are
+    given."""
     repos = sorted({r.repo for r in rows})
     if len(repos) < 2:
         raise RankerError(f"cross-validation by repository needs two or more, got {repos}")
@@ -245,7 +248,11 @@ def cross_validate(
         ranker, report = fit(train, l2=l2, folds=inner_folds, seed=seed)
         rankers = {m: replace(ranker, cut=c) for m, c in report.cuts.items()}
         cuts[repo] = {m: cut_to_dict(c) for m, c in report.cuts.items()}
-        out.extend(score_instance(row, rankers) for row in rows if row.repo == repo)
+        for row in rows:
+            if row.repo == repo:
+                out.append(score_instance(row, rankers))
+                if on_ranked:
+                    on_ranked(row, rankers)
         if on_fold:
             on_fold(repo, n, len(repos))
     return out, cuts
