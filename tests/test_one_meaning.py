@@ -220,7 +220,13 @@ def test_one_tool_call_rule_for_engine_reward_and_report(reply: str) -> None:
         if name is not None:
             assert json.loads(call.arguments) == arguments
     turns, _ = parse_completion([{"role": "assistant", "content": reply}])
-    assert len(turns[0]["calls"]) == len(bodies)
+    shown = turns[0]["calls"]
+    assert len(shown) == len(bodies)
+    # the report shows the engine's calls: the same names ("?" for none), the same arguments
+    assert [c["name"] for c in shown] == [c.name or "?" for c in calls]
+    for c, engine in zip(shown, calls, strict=True):
+        if engine.name:
+            assert json.loads(c["args"]) == json.loads(engine.arguments)
 
 
 def test_an_unclosed_think_holds_no_answer_for_the_engine_or_the_reward() -> None:

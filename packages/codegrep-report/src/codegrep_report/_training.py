@@ -126,19 +126,22 @@ def _text(value: object) -> str:
 
 
 def _call(raw: str) -> dict[str, str]:
-    """A `<tool_call>` body: {"name", "args"}; what does not parse is kept as text."""
+    """A `<tool_call>` body as {"name", "args"}, by grpo-rewards' rule for a body, mirrored
+    here (this package has no dependency; a workspace test holds the two equal): a JSON object
+    with a string `name` is a call, its arguments `arguments`, else `parameters`, else `{}`;
+    any other body is kept as text under the name "?"."""
     try:
         obj = json.loads(raw)
     except (ValueError, RecursionError):
+        obj = None
+    name = obj.get("name") if isinstance(obj, dict) else None
+    if not isinstance(obj, dict) or not isinstance(name, str):
         return {"name": "?", "args": _cap(raw.strip())}
-    if isinstance(obj, dict):
-        name = obj.get("name")
-        args = obj.get("arguments", obj.get("args"))
-        return {
-            "name": _cap(name) if isinstance(name, str) else "?",
-            "args": _cap(args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)),
-        }
-    return {"name": "?", "args": _cap(raw.strip())}
+    args = obj.get("arguments", obj.get("parameters", {}))
+    return {
+        "name": _cap(name),
+        "args": _cap(args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)),
+    }
 
 
 def _attach(turns: list[list[dict[str, str]]], result: str) -> None:

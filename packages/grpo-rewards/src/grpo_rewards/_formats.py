@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 __all__ = [
     "HermesCall",
@@ -50,7 +50,7 @@ class HermesCall:
     #: The tool's name; None when the body is not a JSON object with a string `name`.
     name: str | None
     #: `arguments` (else `parameters`, else `{}`) as written; None when `name` is None.
-    arguments: object = field(default=None)
+    arguments: object = None
 
 
 def hermes_calls(text: str, *, decode: Callable[[str], object] = json.loads) -> list[HermesCall]:
@@ -73,8 +73,7 @@ def hermes_calls(text: str, *, decode: Callable[[str], object] = json.loads) -> 
             data = None
         name = data.get("name") if isinstance(data, dict) else None
         if isinstance(data, dict) and isinstance(name, str):
-            arguments = data.get("arguments", data.get("parameters", {}))
-            calls.append(HermesCall(body, name, arguments))
+            calls.append(HermesCall(body, name, data.get("arguments", data.get("parameters", {}))))
         else:
             calls.append(HermesCall(body, None))
     return calls
