@@ -40,7 +40,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from codegrep_model.lexical import LexicalPolicy
 from codegrep_model.ranker import Ranker, RankerError, fit
 from codegrep_model.ranker_cv import (
     FAILURE_KINDS,
@@ -48,6 +47,7 @@ from codegrep_model.ranker_cv import (
     InstanceScore,
     cross_validate,
     pick_test_repositories,
+    ranked_answer,
     score_instance,
     summarize,
 )
@@ -200,14 +200,9 @@ def cmd_cv(a: argparse.Namespace) -> int:
     predictions: list[Prediction] = []
 
     def predict(row: InstanceCandidates, rankers: Mapping[str, Ranker]) -> None:
-        files, probs = LexicalPolicy._choose_ranked(list(row.candidates), rankers["threshold"])
+        files, probs = ranked_answer(row, rankers["threshold"])
         predictions.append(
-            Prediction(
-                instance_id=row.instance_id,
-                files=tuple(files),
-                scores=tuple(probs),
-                retriever="lexical",
-            )
+            Prediction(instance_id=row.instance_id, files=files, scores=probs, retriever="lexical")
         )
 
     scores, cuts = cross_validate(

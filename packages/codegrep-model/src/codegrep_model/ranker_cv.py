@@ -45,6 +45,7 @@ __all__ = [
     "cross_validate",
     "failure_kinds",
     "pick_test_repositories",
+    "ranked_answer",
     "score_instance",
     "summarize",
 ]
@@ -93,9 +94,18 @@ def _heuristic_policy(keep_ratio: float, max_files: int) -> LexicalPolicy:
     return LexicalPolicy(LexicalConfig(keep_ratio=keep_ratio, max_files=max_files), heuristic=True)
 
 
+def ranked_answer(
+    row: InstanceCandidates, ranker: Ranker
+) -> tuple[tuple[str, ...], tuple[float, ...]]:
+    """The ranked policy's answer from the candidates (`LexicalPolicy`'s order and cut) and
+    its scores (the ranker's probabilities, as LexicalPolicy gives them)."""
+    files, scores = LexicalPolicy._choose_ranked(list(row.candidates), ranker)
+    return tuple(files), tuple(scores)
+
+
 def answer_ranked(row: InstanceCandidates, ranker: Ranker) -> tuple[str, ...]:
     """The ranked policy's answer from the candidates (`LexicalPolicy`'s order and cut)."""
-    return tuple(LexicalPolicy._choose_ranked(list(row.candidates), ranker)[0])
+    return ranked_answer(row, ranker)[0]
 
 
 @dataclass(frozen=True)
