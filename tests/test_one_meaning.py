@@ -208,7 +208,7 @@ REPLIES = [
 def test_one_tool_call_rule_for_engine_reward_and_report(reply: str) -> None:
     from codegrep_model._hermes import split_hermes
     from codegrep_report import parse_completion
-    from grpo_rewards._codescout_rows import _calls_in_text
+    from grpo_rewards._codescout import _calls_in_text
 
     bodies = grpo_rewards.tool_call_bodies(reply)
     _, calls = split_hermes(reply)

@@ -30,6 +30,15 @@ from grpo_rewards._advantages import (
     scale_by_efficiency,
 )
 from grpo_rewards._answer import Answer, LineRange, ParsedAnswer, coerce_line_ranges, parse_answer
+from grpo_rewards._codescout import (
+    CodeLocation,
+    MultiLevelScores,
+    MultiLevelTargets,
+    codescout_last_turn_ok,
+    codescout_multilevel,
+    multilevel_f1,
+    targets_from_file_changes,
+)
 from grpo_rewards._formats import (
     HermesCall,
     hermes_calls,
@@ -38,19 +47,14 @@ from grpo_rewards._formats import (
     without_tool_calls,
 )
 from grpo_rewards._metrics import (
-    CodeLocation,
-    MultiLevelScores,
-    MultiLevelTargets,
     SetScores,
     fbeta,
     fbeta_from_counts,
     fbeta_line_ranges,
     line_range_scores,
-    multilevel_f1,
     precision,
     recall,
     set_scores,
-    targets_from_file_changes,
 )
 from grpo_rewards._missing_counts import OnMissingCounts
 from grpo_rewards._patch_ranges import gold_line_ranges_from_patch
@@ -61,8 +65,6 @@ from grpo_rewards._rewards import (
     codegrep_v1,
     codegrep_v2,
     codegrep_v3,
-    codescout_last_turn_ok,
-    codescout_multilevel,
     colgrep_file_f1,
     colgrep_reward,
     fbeta_file_reward,

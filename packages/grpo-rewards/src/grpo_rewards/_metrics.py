@@ -1,4 +1,5 @@
-"""Set metrics over file paths and line ranges, and CodeScout's hierarchical F1.
+"""Set metrics over file paths and line ranges (CodeScout's hierarchical F1 is built on `fbeta`
+in `_codescout`).
 
 Everything here is a pure function of its arguments. Paths are expected already normalized
 (`normalize_paths`); the convenience wrappers in `_rewards` do that. Not for ranking metrics
@@ -15,22 +16,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from grpo_rewards._answer import LineRange
-from grpo_rewards._paths import normalize_path
 
 __all__ = [
-    "CodeLocation",
-    "MultiLevelScores",
-    "MultiLevelTargets",
     "SetScores",
     "fbeta",
     "fbeta_from_counts",
     "fbeta_line_ranges",
     "line_range_scores",
-    "multilevel_f1",
     "precision",
     "recall",
     "set_scores",
-    "targets_from_file_changes",
 ]
 
 
@@ -162,102 +157,3 @@ def fbeta_line_ranges(
 ) -> float:
     """Line-range F-beta (see `line_range_scores`)."""
     return line_range_scores(predicted, gold, beta=beta).fbeta
-
-
-# ---------------------------------------------------------------- CodeScout hierarchical F1
-
-
-@dataclass(frozen=True)
-class CodeLocation:
-    """One entry of CodeScout's `localization_finish` call: a file, optionally a class/function."""
-
-    file: str
-    class_name: str | None = None
-    function_name: str | None = None
-
-
-@dataclass(frozen=True)
-class MultiLevelTargets:
-    """Gold sets at three levels: files, modules (`file:Class`), entities (`file:Class.func`)."""
-
-    files: frozenset[str]
-    modules: frozenset[str]
-    entities: frozenset[str]
-
-
-@dataclass(frozen=True)
-class MultiLevelScores:
-    """F1 at each level (the CodeScout reward sums them, each with weight 1 by default)."""
-
-    file_f1: float
-    module_f1: float
-    entity_f1: float
-
-
-def _normalize_symbol(symbol: str) -> str:
-    """`path:Symbol` with the path part normalized; a bare path is normalized as a path."""
-    path, sep, rest = symbol.partition(":")
-    return normalize_path(path) + sep + rest.strip() if sep else normalize_path(symbol)
-
-
-def targets_from_file_changes(file_changes: Iterable[Mapping[str, object]]) -> MultiLevelTargets:
-    """Gold sets from LocAgent/CodeScout `file_changes` rows.
-
-    Each row is `{"file": path, "changes": {"edited_modules": [...], "edited_entities": [...]}}`
-    (CodeScout's `multilevel_localization_f1_reward` reads exactly these keys; `None` lists are
-    empty).
-    """
-    files: set[str] = set()
-    modules: set[str] = set()
-    entities: set[str] = set()
-    for i, change in enumerate(file_changes):
-        if not isinstance(change, Mapping):
-            shown = repr(change)[:120]
-            raise TypeError(f"file_changes[{i}] must be a mapping with 'file', got {shown}")
-        path = change.get("file")
-        if isinstance(path, str) and normalize_path(path):
-            files.add(normalize_path(path))
-        changes = change.get("changes")
-        if not isinstance(changes, Mapping):
-            continue
-        for key, bucket in (("edited_modules", modules), ("edited_entities", entities)):
-            values = changes.get(key) or []
-            if isinstance(values, list | tuple):
-                bucket.update(_normalize_symbol(v) for v in values if isinstance(v, str))
-    return MultiLevelTargets(frozenset(files), frozenset(modules), frozenset(entities))
-
-
-def _levels(locations: Sequence[CodeLocation]) -> MultiLevelTargets:
-    # CodeScout (module_rewards.parse_structured_outputs): module = file:Class, else file:func;
-    # entity = file:Class.func, else file:func; one location without a file voids the answer.
-    files: set[str] = set()
-    modules: set[str] = set()
-    entities: set[str] = set()
-    for loc in locations:
-        path = normalize_path(loc.file) if loc.file else ""
-        if not path:
-            return MultiLevelTargets(frozenset(), frozenset(), frozenset())
-        files.add(path)
-        cls = (loc.class_name or "").strip()
-        func = (loc.function_name or "").strip()
-        if cls:
-            modules.add(f"{path}:{cls}")
-        elif func:
-            modules.add(f"{path}:{func}")
-        if cls and func:
-            entities.add(f"{path}:{cls}.{func}")
-        elif func:
-            entities.add(f"{path}:{func}")
-    return MultiLevelTargets(frozenset(files), frozenset(modules), frozenset(entities))
-
-
-def multilevel_f1(
-    locations: Sequence[CodeLocation], targets: MultiLevelTargets
-) -> MultiLevelScores:
-    """CodeScout's file / module / function F1 (β = 1; 0 at a level whose gold set is empty)."""
-    pred = _levels(locations)
-    return MultiLevelScores(
-        file_f1=fbeta(pred.files, targets.files, beta=1.0),
-        module_f1=fbeta(pred.modules, targets.modules, beta=1.0),
-        entity_f1=fbeta(pred.entities, targets.entities, beta=1.0),
-    )

@@ -1,4 +1,5 @@
-"""The reward designs: CodeGrep v1/v2/v3, CodeScout's multi-level F1, colgrep's turn/format penalty.
+"""The reward designs scored from a JSON answer: CodeGrep v1/v2/v3, Fβ_file and colgrep's
+turn/format penalty (CodeScout's multi-level F1, scored from a finish call, is `_codescout`).
 
 Each reward is a pure function of a parsed answer, a gold label and the rollout statistics, with
 every constant a keyword parameter whose default is the paper's value. A reward returns a
@@ -9,22 +10,13 @@ v2/v3 is not here: it lives in `_advantages`, because it must not change the rew
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from grpo_rewards._answer import Answer, LineRange, ParsedAnswer, coerce_line_ranges
-from grpo_rewards._metrics import (
-    CodeLocation,
-    MultiLevelTargets,
-    fbeta,
-    fbeta_line_ranges,
-    multilevel_f1,
-)
+from grpo_rewards._metrics import fbeta, fbeta_line_ranges
 from grpo_rewards._paths import normalize_paths
 from grpo_rewards._rollout import RolloutStats
-from grpo_rewards.errors import (
-    InvalidRolloutError,
-)
 
 __all__ = [
     "Gold",
@@ -32,8 +24,6 @@ __all__ = [
     "codegrep_v1",
     "codegrep_v2",
     "codegrep_v3",
-    "codescout_last_turn_ok",
-    "codescout_multilevel",
     "colgrep_file_f1",
     "colgrep_reward",
     "fbeta_file_reward",
@@ -243,71 +233,4 @@ def colgrep_file_f1(
     )
     parts["turn_factor"] = 1.0 - min(p_max, lam * max(0, stats.turns - t0))
     reason = error if ans is None else (None if searched else "no search action")
-    return RewardResult(reward, parts, reason)
-
-
-# ---------------------------------------------------------------- CodeScout
-
-
-def codescout_last_turn_ok(last_turn_text: str) -> bool:
-    """CodeScout's sanity check of the final turn, on its decoded text.
-
-    Exactly one `<tool_call>` … `</tool_call>` (the finish call, alone: no parallel calls) and
-    nothing but whitespace after it, up to the end-of-turn token.
-    """
-    if last_turn_text.count("<tool_call>") != 1 or last_turn_text.count("</tool_call>") != 1:
-        return False
-    if last_turn_text.count("<|im_end|>") > 1:
-        return False
-    tail = last_turn_text.split("</tool_call>", 1)[1].split("<|im_end|>", 1)[0]
-    return tail.strip() == ""
-
-
-def codescout_multilevel(
-    locations: Sequence[CodeLocation] | None,
-    targets: MultiLevelTargets,
-    *,
-    finish_calls: int = 1,
-    last_turn_ok: bool = True,
-    file_weight: float = 1.0,
-    module_weight: float = 1.0,
-    entity_weight: float = 1.0,
-    turns: int | None = None,
-    turn_bonus_range: tuple[int, int] | None = None,
-    turn_bonus_weight: float = 1.0,
-) -> RewardResult:
-    """CodeScout's reward: w_f·F1_file + w_m·F1_module + w_e·F1_function, with its finish rules.
-
-    The localization part is 0 unless `localization_finish` was called exactly once
-    (`finish_calls == 1`) and the final turn passed `codescout_last_turn_ok` (no parallel call,
-    no trailing text). CodeScout-14B adds a turn reward: `turn_bonus_weight` when
-    `turn_bonus_range[0] <= turns <= turn_bonus_range[1]` (its config uses (4, 4)); that term is
-    independent of the finish rules, as in CodeScout's reward manager.
-    """
-    parts: dict[str, float] = {"file_f1": 0.0, "module_f1": 0.0, "entity_f1": 0.0}
-    reason: str | None = None
-    if finish_calls != 1:
-        reason = f"finish tool called {finish_calls} times (exactly 1 required)"
-    elif not last_turn_ok:
-        reason = "final turn is not a lone finish call"
-    elif locations is None:
-        reason = "no submitted locations"
-    else:
-        scores = multilevel_f1(locations, targets)
-        parts = {
-            "file_f1": scores.file_f1,
-            "module_f1": scores.module_f1,
-            "entity_f1": scores.entity_f1,
-        }
-    reward = (
-        file_weight * parts["file_f1"]
-        + module_weight * parts["module_f1"]
-        + entity_weight * parts["entity_f1"]
-    )
-    if turn_bonus_range is not None:
-        if turns is None:
-            raise InvalidRolloutError("turn_bonus_range needs the number of turns")
-        lo, hi = turn_bonus_range
-        parts["turn_bonus"] = turn_bonus_weight if lo <= turns <= hi else 0.0
-        reward += parts["turn_bonus"]
     return RewardResult(reward, parts, reason)

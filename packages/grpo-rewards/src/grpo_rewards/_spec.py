@@ -27,13 +27,13 @@ from types import MappingProxyType
 from typing import Literal
 
 from grpo_rewards._answer import ParsedAnswer, parse_answer
+from grpo_rewards._codescout import codescout_multilevel
 from grpo_rewards._rewards import (
     Gold,
     RewardResult,
     codegrep_v1,
     codegrep_v2,
     codegrep_v3,
-    codescout_multilevel,
     colgrep_file_f1,
     fbeta_file_reward,
 )

@@ -14,8 +14,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
-from grpo_rewards._codescout_rows import score_codescout
-from grpo_rewards._metrics import MultiLevelTargets, targets_from_file_changes
+from grpo_rewards._codescout import MultiLevelTargets, score_codescout, targets_from_file_changes
 from grpo_rewards._rewards import Gold, RewardResult
 from grpo_rewards._rollout import (
     MAX_CALLS_PER_TURN,

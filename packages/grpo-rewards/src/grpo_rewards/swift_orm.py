@@ -35,8 +35,7 @@ import importlib
 from collections.abc import Iterator, Mapping, MutableMapping, Sequence
 from typing import ClassVar
 
-from grpo_rewards._codescout_rows import DEFAULT_FILE_CHANGES_COLUMN
-from grpo_rewards._metrics import MultiLevelTargets
+from grpo_rewards._codescout import DEFAULT_FILE_CHANGES_COLUMN, MultiLevelTargets, score_codescout
 from grpo_rewards._missing_counts import (
     MissingCountsGuard,
     OnMissingCounts,
@@ -50,14 +49,19 @@ from grpo_rewards._rollout_infos import (
     INFO_TOOL_CALLS_PER_TURN,
     RolloutInfo,
 )
-from grpo_rewards._spec import REWARD_SPECS, RewardSpec, reward_spec, score_parsed
+from grpo_rewards._spec import (
+    REWARD_SPECS,
+    RewardSpec,
+    reward_spec,
+    score_completion,
+    score_parsed,
+)
 from grpo_rewards._trainer_rows import (
     DEFAULT_FILES_COLUMN,
     DEFAULT_LINE_RANGES_COLUMN,
     check_reward_name,
     column,
     labels_from_columns,
-    score_label,
     stats_per_row,
 )
 from grpo_rewards.errors import MissingFrameworkError
@@ -162,14 +166,17 @@ class CodeGrepORM:
                 listed = _messages(messages[i]) or []
                 answered = any(m.get("role") == "assistant" for m in listed)
                 rollout = listed if answered else [{"role": "assistant", "content": text}]
-                result = score_label(self.reward_name, rollout, label, row_stats, self.params)
-                out.append(result.reward)
+                turns = None if row_stats is None else row_stats.turns
+                out.append(score_codescout(rollout, label, turns, self.params).reward)
                 continue
             record = records[i]
-            # the driver's own parse of the final answer, when it recorded one (strict mode)
+            # the driver's own parse of the final answer, when it recorded one (strict mode);
+            # else the completion, which is ms-swift's final assistant message already
             parsed = None if record is None else record.answer
             if parsed is None:
-                result = score_label(self.reward_name, text, label, row_stats, self.params)
+                result = score_completion(
+                    self.reward_name, text, label, row_stats, params=self.params
+                )
             else:
                 result = score_parsed(
                     self.reward_name, parsed, label, row_stats, params=self.params

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from grpo_rewards._codescout_rows import DEFAULT_FILE_CHANGES_COLUMN
+from grpo_rewards._codescout import DEFAULT_FILE_CHANGES_COLUMN
 from grpo_rewards._missing_counts import (
     MissingCountsGuard,
     OnMissingCounts,
