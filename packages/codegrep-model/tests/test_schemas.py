@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import grpo_rewards as rewards
 import pytest
 from codegrep_model import (
     Answer,
@@ -15,6 +16,7 @@ from codegrep_model import (
     parse_answer,
     render_top_levels,
 )
+from codegrep_model.answer import read_answer
 from worktree_sandbox import TOOL_ARGS
 
 
@@ -173,3 +175,24 @@ def test_an_episode_never_holds_the_gold_answer() -> None:
     held += episode.instance.model_dump_json()
     assert "SECRET" not in held
     assert "the widget breaks" in held
+
+
+def test_read_answer_strict_is_the_rewards_parse_and_lenient_is_parse_answer() -> None:
+    fenced = 'Done.\n```json\n{"files": ["/testbed/a.py"], "line_ranges": {"a.py": [[3, 9]]}}\n```'
+    answer, parsed = read_answer(fenced, strict=True)
+    assert parsed == rewards.parse_answer(fenced)
+    assert answer is not None
+    assert answer.files == ("a.py",)
+    assert answer.line_ranges == {"a.py": ((3, 9),)}
+    assert read_answer(fenced, strict=False) == (parse_answer(fenced), None)
+
+    # what only the engine's tolerance accepts: no answer in training, the files in inference
+    quoted = "{'files': ['a.py']}"
+    answer, parsed = read_answer(quoted, strict=True)
+    assert answer is None
+    assert parsed is not None
+    assert parsed.error is not None
+    lenient, none = read_answer(quoted, strict=False)
+    assert lenient is not None
+    assert lenient.files == ("a.py",)
+    assert none is None

@@ -19,7 +19,7 @@ import codegrep_records as records
 import grpo_rewards as rewards
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-__all__ = ["Answer", "normalize_path", "parse_answer"]
+__all__ = ["Answer", "normalize_path", "parse_answer", "read_answer"]
 
 _LineRange = tuple[int, int]
 # Finite, as JSON has no NaN or Infinity; within [0, 1], the scale every confidence is given on.
@@ -233,6 +233,32 @@ def _with_scores(answer: Answer, text: str) -> Answer:
     return answer
 
 
+def _from_reward(answer: rewards.Answer, *, reasons: dict[str, str] | None = None) -> Answer:
+    """The engine's record of an answer the rewards parsed: its files and line ranges."""
+    return Answer(
+        files=answer.files,
+        line_ranges={
+            f: tuple((r.start, r.end) for r in rs) for f, rs in answer.line_ranges.items()
+        },
+        reasons=reasons or {},
+    )
+
+
+def read_answer(
+    text: str | None, *, strict: bool
+) -> tuple[Answer | None, rewards.ParsedAnswer | None]:
+    """The answer an episode takes from a reply, and (strict) the parse the reward scores.
+
+    Strict (training): `grpo_rewards.parse_answer` alone, no extra tolerance, and its
+    `ParsedAnswer` beside the answer so the reward scores that parse without reading the text
+    again. Otherwise (inference): `parse_answer`'s tolerant reading, and no parse.
+    """
+    if strict:
+        parsed = rewards.parse_answer(text)
+        return (None if parsed.answer is None else _from_reward(parsed.answer)), parsed
+    return parse_answer(text), None
+
+
 def parse_answer(text: str | None) -> Answer | None:
     """The answer in a model reply, or None when the reply holds no list of files.
 
@@ -249,14 +275,7 @@ def parse_answer(text: str | None) -> Answer | None:
     if unclosed:
         return None
     if strict is not None:
-        answer = Answer(
-            files=strict.files,
-            line_ranges={
-                f: tuple((r.start, r.end) for r in rs) for f, rs in strict.line_ranges.items()
-            },
-            reasons=_find_reasons(text),
-        )
-        return _with_scores(answer, text)
+        return _with_scores(_from_reward(strict, reasons=_find_reasons(text)), text)
     wholes = {blob.strip() for blob in _wholes(text)}
     for blob in _candidates(text):
         data = _load(blob)

@@ -44,7 +44,7 @@ from codegrep_model._episode_calls import (
     executed_record,
     plan_call,
 )
-from codegrep_model.answer import Answer, parse_answer
+from codegrep_model.answer import Answer, read_answer
 from codegrep_model.budget import (
     CharEstimate,
     OverflowCause,
@@ -173,17 +173,6 @@ def _fallback(turns: Sequence[TurnRecord], limit: int) -> Answer:
             if c.call.name == "read" and c.status == "ok":
                 read.extend(p for p in c.paths if p not in read)
     return Answer(files=tuple(read[:limit]))
-
-
-def _strict_answer(parsed: rewards.ParsedAnswer) -> Answer | None:
-    if parsed.answer is None:
-        return None
-    return Answer(
-        files=parsed.answer.files,
-        line_ranges={
-            f: tuple((r.start, r.end) for r in rs) for f, rs in parsed.answer.line_ranges.items()
-        },
-    )
 
 
 class Episode:
@@ -534,11 +523,9 @@ class Episode:
 
     def _take_answer(self, content: str | None) -> bool:
         """Parse `content`; when it holds an answer the episode is answered."""
-        if self._cfg.strict:
-            self._parsed = rewards.parse_answer(content)
-            answer = _strict_answer(self._parsed)
-        else:
-            answer = parse_answer(content)
+        answer, parsed = read_answer(content, strict=self._cfg.strict)
+        if parsed is not None:
+            self._parsed = parsed
         if answer is None:
             return False
         self._answer = answer
