@@ -327,3 +327,42 @@ def test_every_policy_kind_is_checked_on_codegrep_models_version() -> None:
     for name in ("lexical", "lexical-heuristic", "openai:m", "agent"):
         assert retriever_version(name)[0] == "codegrep-model", name
     assert retriever_version("bm25") == (None, None)
+
+
+def test_several_instances_files_predicted_only_and_a_check_repo(tmp_path: Path) -> None:
+    # the instances split over two files, o__r-1 repeated in the second with another patch
+    first = _jsonl(tmp_path / "first.jsonl", INSTANCES[:3])
+    second = _jsonl(
+        tmp_path / "second.jsonl",
+        [{"instance_id": "o__r-1", "repo": "o/r", "patch": _patch("zz.py")}, *INSTANCES[3:]],
+    )
+    _, predictions = _files(tmp_path)
+    out = tmp_path / "cal.json"
+    code, stdout, stderr = _calibrate(
+        "-i", str(first), "-i", str(second), "-p", str(predictions), "-o", str(out),
+        "--exclude-repo", "p/q", "--predicted-only",
+        "--check-instances", str(second), "--check-predictions", str(predictions),
+        "--check-repo", "p/q", "--check-name", "p/q alone",
+    )  # fmt: skip
+    assert code == 0, stderr
+    cal = load_calibration(out)
+    # o__r-5 has no prediction: not measured, so not missing; the others as by hand
+    assert (cal.data.instances, cal.data.missing) == (4, 0)
+    assert cal.precision.point == pytest.approx((1 / 2 + 1 + 0 + 2 / 3) / 4, abs=1e-12)
+    assert cal.data.instances_file == str(first)
+    assert [f.path for f in cal.data.more_instances_files] == [str(second)]
+    assert cal.data.selection == (
+        "without p/q; 1 repeated ids read from the first file holding them; "
+        "only the 5 instances with a prediction (of 6)"
+    )
+    chk = cal.checks[0]
+    assert chk.data.selection == "only p/q"
+    assert (chk.data.instances, chk.precision.point) == (1, 0.0)
+    assert "check on p/q alone (1 instances, only p/q): precision 0.000" in stdout
+    # --check-repo without a check is refused like the other held-out options
+    code, _, stderr = _calibrate(
+        "-i", str(first), "-p", str(predictions), "-o", str(tmp_path / "x.json"),
+        "--check-repo", "p/q",
+    )  # fmt: skip
+    assert code == 2
+    assert "need --check-instances" in stderr

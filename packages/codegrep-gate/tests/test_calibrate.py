@@ -350,3 +350,67 @@ def test_a_file_named_twice_is_one_file_at_its_first_rank() -> None:
     assert cal.files_per_answer == 1.5
     rank_2 = cal.by_rank.lookup(2)
     assert (rank_2.lo, rank_2.files, rank_2.hits) == (2.0, 1, 0)  # x.py, not the repeat
+
+
+def test_several_instances_files_the_first_holding_an_id_gives_it(tmp_path: Path) -> None:
+    patch = "diff --git a/{f} b/{f}\n--- a/{f}\n+++ b/{f}\n@@ -1 +1 @@\n-x = 1\n+x = 2\n"
+    first = _write_jsonl(
+        tmp_path / "first.jsonl",
+        [
+            {"instance_id": "o__r-1", "repo": "o/r", "patch": patch.format(f="a.py")},
+            {"instance_id": "o__r-2", "repo": "o/r", "patch": patch.format(f="b.py")},
+        ],
+    )
+    second = _write_jsonl(
+        tmp_path / "second.jsonl",
+        [
+            # a repeat with another patch: the first file's instance is the one measured
+            {"instance_id": "o__r-1", "repo": "o/r", "patch": patch.format(f="z.py")},
+            {"instance_id": "p__q-1", "repo": "p/q", "patch": patch.format(f="c.py")},
+            {"instance_id": "p__q-2", "repo": "p/q", "patch": patch.format(f="d.py")},
+        ],
+    )
+    preds = _write_jsonl(
+        tmp_path / "pred.jsonl",
+        [
+            {"instance_id": "o__r-1", "files": ["a.py"], "retriever": "toy"},
+            {"instance_id": "p__q-1", "files": ["x.py"], "retriever": "toy"},
+        ],
+    )
+    loaded = load_calibration_data([first, second], preds)
+    assert loaded.gold == {
+        "o__r-1": frozenset({"a.py"}),
+        "o__r-2": frozenset({"b.py"}),
+        "p__q-1": frozenset({"c.py"}),
+        "p__q-2": frozenset({"d.py"}),
+    }
+    d = loaded.data
+    assert d.instances_file == str(first)
+    assert [(f.path, f.sha256) for f in d.more_instances_files] == [
+        (str(second), hashlib.sha256(second.read_bytes()).hexdigest())
+    ]
+    assert d.selection == "1 repeated ids read from the first file holding them"
+    assert d.repos == {"o/r": 2, "p/q": 2}
+    # every instance is measured: the two without a prediction score 0 as missing
+    cal = calibrate(loaded.predictions, loaded.gold, retriever=TOY, data=d, resamples=0)
+    assert (cal.data.instances, cal.data.missing) == (4, 2)
+    assert cal.precision.point == pytest.approx(1 / 4)
+
+    # --predicted-only: predictions made for a chosen part of the files
+    asked = load_calibration_data([first, second], preds, predicted_only=True)
+    assert set(asked.gold) == {"o__r-1", "p__q-1"}
+    assert asked.data.selection == (
+        "1 repeated ids read from the first file holding them; "
+        "only the 2 instances with a prediction (of 4)"
+    )
+    cal = calibrate(asked.predictions, asked.gold, retriever=TOY, data=asked.data, resamples=0)
+    assert (cal.data.instances, cal.data.missing) == (2, 0)
+    assert cal.precision.point == pytest.approx(1 / 2)
+    # the filters apply after it; a repository no chosen instance has is named
+    only = load_calibration_data([first, second], preds, predicted_only=True, repos=["p/q"])
+    assert set(only.gold) == {"p__q-1"}
+    assert only.data.selection.startswith("only p/q; 1 repeated ids")
+    with pytest.raises(GateError, match="no instance of n/o"):
+        load_calibration_data([first, second], preds, exclude_repos=["n/o"])
+    with pytest.raises(GateError, match="no instances file"):
+        load_calibration_data([], preds)

@@ -47,7 +47,7 @@ def retriever_of(name: str, predictions_file: Path | None = None) -> Retriever:
 
 
 def _load(
-    instances: Path,
+    instances: Path | list[Path],
     predictions: Path,
     labels: Path | None,
     name: str | None,
@@ -55,6 +55,7 @@ def _load(
     exclude_repo: list[str] | None,
     include_added: bool,
     include_tests: bool,
+    predicted_only: bool = False,
 ) -> CalibrationData:
     from codegrep_gate import GateError, load_calibration_data
     from codegrep_records import GoldRule, RecordError
@@ -69,6 +70,7 @@ def _load(
             name=name,
             repos=repo or (),
             exclude_repos=exclude_repo or (),
+            predicted_only=predicted_only,
         )
     except (RecordError, GateError) as exc:
         raise fail(str(exc)) from exc
@@ -125,7 +127,13 @@ def _check(cal: Calibration, data: CalibrationData, resamples: int, seed: int) -
 
 
 def calibrate(
-    instances: Annotated[Path, instances_option("Instances (SWE-bench style) with gold.")],
+    instances: Annotated[
+        list[Path],
+        instances_option(
+            "Instances (SWE-bench style) with gold; repeat for several files (the first "
+            "holding an id gives it)."
+        ),
+    ],
     predictions: Annotated[
         Path, typer.Option("-p", "--predictions", help="The retriever's predictions (JSONL).")
     ],
@@ -153,6 +161,14 @@ def calibrate(
             "--exclude-repo", help="Leave these repositories' instances out (e.g. not run)."
         ),
     ] = None,
+    predicted_only: Annotated[
+        bool,
+        typer.Option(
+            help="Measure only the instances that have a prediction (predictions made for a "
+            "chosen part of the files, e.g. a cross-validation's pool); the others are not "
+            "counted as missing."
+        ),
+    ] = False,
     check_instances: Annotated[
         Path | None,
         typer.Option(help="Held-out instances to check the calibration on (never fitted)."),
@@ -165,6 +181,12 @@ def calibrate(
     ] = None,
     check_labels: Annotated[
         Path | None, typer.Option(help="Gold labels for the held-out data (as --labels).")
+    ] = None,
+    check_repo: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="Only this repository's held-out instances (e.g. never trained on); repeat."
+        ),
     ] = None,
     check_exclude_repo: Annotated[
         list[str] | None, typer.Option(help="Leave these out of the held-out data; repeat.")
@@ -192,15 +214,26 @@ def calibrate(
         raise fail(f"cannot write -o {output}: {problem}")
     if (check_instances is None) != (check_predictions is None):
         raise fail("--check-instances and --check-predictions go together")
-    if check_instances is None and (check_name or check_exclude_repo or check_labels):
-        raise fail("--check-name, --check-labels and --check-exclude-repo need --check-instances")
+    if check_instances is None and (check_name or check_repo or check_exclude_repo or check_labels):
+        raise fail(
+            "--check-name, --check-labels, --check-repo and --check-exclude-repo need "
+            "--check-instances"
+        )
     if check_instances is not None and (labels is None) != (check_labels is None):
         raise fail(
             "--labels and --check-labels go together: a calibration and its check are scored "
             "with the same kind of gold"
         )
     data = _load(
-        instances, predictions, labels, name, repo, exclude_repo, include_added, include_tests
+        instances,
+        predictions,
+        labels,
+        name,
+        repo,
+        exclude_repo,
+        include_added,
+        include_tests,
+        predicted_only,
     )
     names = sorted({p.retriever for p in data.predictions if p.retriever})
     chosen = retriever or (names[0] if len(names) == 1 else None)
@@ -227,7 +260,7 @@ def calibrate(
                 check_predictions,
                 check_labels,
                 check_name,
-                None,
+                check_repo,
                 check_exclude_repo,
                 include_added,
                 include_tests,

@@ -26,7 +26,16 @@ from codegrep_gate._files import (
     write_calibration,
 )
 from codegrep_gate._gate import FileDecision, GateConfig, GateDecision, gate
-from codegrep_gate._records import Bin, Calibration, Check, Curve, DataRef, Interval, Retriever
+from codegrep_gate._records import (
+    Bin,
+    Calibration,
+    Check,
+    Curve,
+    DataRef,
+    FileRef,
+    Interval,
+    Retriever,
+)
 from codegrep_gate._render import (
     CANDIDATES_INTRO,
     MARKDOWN_HEADING,
@@ -64,6 +73,7 @@ __all__ = [
     "Curve",
     "DataRef",
     "FileDecision",
+    "FileRef",
     "GateConfig",
     "GateDecision",
     "GateError",

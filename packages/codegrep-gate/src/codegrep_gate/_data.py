@@ -29,7 +29,7 @@ from codegrep_records import (
     load_predictions,
 )
 
-from codegrep_gate._records import DataRef
+from codegrep_gate._records import DataRef, FileRef
 from codegrep_gate.errors import GateError
 
 __all__ = [
@@ -100,6 +100,7 @@ def data_ref(
     repos: Mapping[str, int] | None = None,
     selection: str = "",
     skipped_rows: int = 0,
+    more_instances_files: Sequence[str | Path] = (),
 ) -> DataRef:
     """A `DataRef` naming the data, with the SHA-256 of each file given.
 
@@ -107,7 +108,7 @@ def data_ref(
     empty. `gold_rule` is recorded as given (default: `GoldRule()`); with `labels_file` it is
     marked as label gold with `label_threshold` (default CATM's 0.15). The counts (instances,
     scored, missing, ...) are left at 0: `calibrate` and `check` fill them with what they
-    measured.
+    measured. `more_instances_files` are further instances files, read after `instances_file`.
     """
 
     def path_and_hash(path: str | Path | None) -> tuple[str, str]:
@@ -121,6 +122,9 @@ def data_ref(
     return DataRef(
         name=name,
         instances_file=inst,
+        more_instances_files=tuple(
+            FileRef(path=str(f), sha256=_sha256(Path(f))) for f in more_instances_files
+        ),
         predictions_file=pred,
         labels_file=labels or None,
         instances_sha256=inst_sha,
@@ -143,8 +147,24 @@ class CalibrationData:
     problems: tuple[RowProblem, ...]
 
 
+def _instances(files: Sequence[str | Path]) -> tuple[list[Instance], list[RowProblem], int]:
+    # the first file that holds an id gives its instance; a later file's row for it is a repeat
+    chosen: dict[str, Instance] = {}
+    problems: list[RowProblem] = []
+    repeats = 0
+    for path in files:
+        loaded = load_instances(path)
+        problems += loaded.problems
+        for inst in loaded.records:
+            if inst.instance_id in chosen:
+                repeats += 1
+            else:
+                chosen[inst.instance_id] = inst
+    return list(chosen.values()), problems, repeats
+
+
 def load_calibration_data(
-    instances_file: str | Path,
+    instances_file: str | Path | Sequence[str | Path],
     predictions_file: str | Path,
     *,
     labels_file: str | Path | None = None,
@@ -153,6 +173,7 @@ def load_calibration_data(
     name: str | None = None,
     repos: Sequence[str] = (),
     exclude_repos: Sequence[str] = (),
+    predicted_only: bool = False,
 ) -> CalibrationData:
     """Read what `calibrate` needs with the records' readers, as `swe-eval retrieval` does.
 
@@ -162,18 +183,35 @@ def load_calibration_data(
     `exclude_repos` leaves those out (e.g. repositories that were not run); the predictions of
     the instances left out are left out too (not counted as unknown), and `data.selection` says
     what was chosen. A repository named in either that no instance has is a `GateError`.
+
+    `instances_file` may be several files, read in order: the first that holds an id gives its
+    instance (a later row with that id is a repeat, counted in `data.selection`). With
+    `predicted_only`, only the instances that have a prediction row are measured: data whose
+    predictions cover a chosen part of the files (a cross-validation's pool), where an
+    instance without one was never asked, not missed.
     """
-    instances = load_instances(instances_file)
+    files = [instances_file] if isinstance(instances_file, str | Path) else list(instances_file)
+    if not files:
+        raise GateError("no instances file given")
+    chosen_instances, problems, repeats = _instances(files)
     predictions = load_predictions(predictions_file)
-    problems = [*instances.problems, *predictions.problems]
-    chosen_instances = list(instances.records)
+    problems += predictions.problems
+    shown = ", ".join(map(str, files))
     selection = ""
+    notes: list[str] = []
+    if repeats:
+        notes.append(f"{repeats} repeated ids read from the first file holding them")
+    if predicted_only:
+        asked = {p.instance_id for p in predictions.records}
+        before = len(chosen_instances)
+        chosen_instances = [i for i in chosen_instances if i.instance_id in asked]
+        notes.append(f"only the {len(chosen_instances)} instances with a prediction (of {before})")
     if repos or exclude_repos:
         known = {inst.repo for inst in chosen_instances}
         unknown = sorted({*repos, *exclude_repos} - known)
         if unknown:
             raise GateError(
-                f"{instances_file}: no instance of {', '.join(unknown)} "
+                f"{shown}: no instance of {', '.join(unknown)} "
                 f"(its repositories: {', '.join(sorted(known))})"
             )
         left_out = {
@@ -191,6 +229,7 @@ def load_calibration_data(
         selection = "; ".join(parts)
     else:
         kept_predictions = list(predictions.records)
+    selection = "; ".join([*([selection] if selection else []), *notes])
     labels = None
     if labels_file is not None:
         loaded = load_labels(labels_file, threshold=label_threshold)
@@ -199,9 +238,10 @@ def load_calibration_data(
     gold = gold_sets(chosen_instances, labels=labels, rule=rule)
     per_repo = Counter(inst.repo for inst in chosen_instances)
     data = data_ref(
-        name or Path(instances_file).name,
-        instances_file,
+        name or Path(files[0]).name,
+        files[0],
         predictions_file,
+        more_instances_files=files[1:],
         labels_file=labels_file,
         gold_rule=rule,
         label_threshold=label_threshold,

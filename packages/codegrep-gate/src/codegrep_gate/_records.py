@@ -212,16 +212,30 @@ class Retriever(_Model):
         return None
 
 
+class FileRef(_Model):
+    """A file a record was measured on, and its SHA-256."""
+
+    path: str
+    sha256: str
+
+
 class DataRef(_Model):
     """The data a calibration (or a check) was measured on, with its full accounting.
 
     `instances` = `scored` + `no_gold`; `missing` and `empty` are among `scored` (they score 0).
     `unknown` counts prediction rows for ids outside the instances (ignored). A file field is
-    empty text, and its hash too, for data that never was a file (built in memory).
+    empty text, and its hash too, for data that never was a file (built in memory). Instances
+    read from several files name the first in `instances_file` and the others, in the order
+    read, in `more_instances_files`; the first file that holds an id gives its instance.
     """
 
     name: str = Field(description="e.g. 'SWE-bench Lite (fetchable repositories)'.")
     instances_file: str = ""
+    more_instances_files: tuple[FileRef, ...] = Field(
+        default=(),
+        description="Further instances files, read after `instances_file` in this order (the "
+        "first file holding an id gives it); empty for one file.",
+    )
     predictions_file: str = ""
     labels_file: str | None = None
     instances_sha256: str = ""
