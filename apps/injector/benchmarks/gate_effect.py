@@ -27,18 +27,13 @@ from pathlib import Path
 from codegrep_gate import (
     Calibration,
     GateConfig,
+    GateError,
     gate,
-    gold_sets,
     load_calibration,
+    load_calibration_data,
     shipped_calibration,
 )
-from codegrep_records import (
-    ClusterBootstrap,
-    Ratio,
-    load_instances,
-    load_predictions,
-    percentile_interval,
-)
+from codegrep_records import ClusterBootstrap, Ratio, RecordError, percentile_interval
 
 
 def measure(
@@ -89,14 +84,20 @@ def main() -> int:
     a = ap.parse_args()
 
     cal: Calibration = load_calibration(a.calibration) if a.calibration else shipped_calibration()
-    preds = {p.instance_id: p for p in load_predictions(a.predictions).records}
-    instances = {}  # the first file that holds an id gives it (a repeat in a later file is one)
-    for path in a.instances:
-        for inst in load_instances(path).records:
-            wanted = (not a.repo or inst.repo in a.repo) and inst.repo not in a.exclude_repo
-            if wanted and (not a.predicted_only or inst.instance_id in preds):
-                instances.setdefault(inst.instance_id, inst)
-    gold = {k: v for k, v in gold_sets(list(instances.values())).items() if v}
+    # read as `codegrep calibrate` reads its data: the first file that holds an id gives it
+    try:
+        data = load_calibration_data(
+            a.instances,
+            a.predictions,
+            repos=a.repo or (),
+            exclude_repos=a.exclude_repo,
+            predicted_only=a.predicted_only,
+        )
+    except (GateError, RecordError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    preds = {p.instance_id: p for p in data.predictions}
+    gold = {k: v for k, v in data.gold.items() if v}
     grid = sorted({round(x * 0.01, 2) for x in range(0, 101, 2)} | {
         float(t) for t in a.thresholds.split(",")
     })  # fmt: skip
