@@ -3,9 +3,13 @@
 # (packages/codegrep-gate/src/codegrep_gate/calibrations/lexical.json):
 #   1. `swe-eval predict -r lexical` on SWE-bench Lite and on the Verified dev slice, for the
 #      repositories that can be cloned here (django, matplotlib and scikit-learn are left out:
-#      too large to fetch), into this folder (predictions and the runner's .meta.json only);
-#   2. `codegrep calibrate` on Lite, checked on the Verified dev slice (calibrate-lexical.sh says
-#      which of their instances the shipped ranker was fitted on, and why five score bins).
+#      too large to fetch), into this folder (predictions and the runner's .meta.json only):
+#      the shipped ranker's own answers, the calibration's held-out check (Verified dev's
+#      astropy and sphinx) and what benchmarks/surfaces_agree.py compares the surfaces with;
+#   2. `codegrep calibrate` on the out-of-fold answers of the localizer's cross-validation
+#      (calibrate-lexical.sh says what they are and why; they are written by
+#      packages/codegrep-model/benchmarks/localizer_cv.sh, which is run first when the ranker
+#      or its features change, since it needs the pool's repositories and an hour or so).
 # The file names in the calibration are relative to the repository root, as run here.
 #
 # Usage: apps/injector/calibration/make-lexical.sh

@@ -10,6 +10,7 @@ import json
 import os
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 import pytest
 from codegrep.cli import app
@@ -22,17 +23,29 @@ _DEFAULT_SHARED = ROOT / ".." / "shared" / "data"
 DATA = Path(os.environ.get("CODEGREP_SHARED_DATA", _DEFAULT_SHARED))
 HERE = Path("apps/injector/calibration")  # relative to ROOT, as make-lexical.sh runs
 SHIPPED = ROOT / "packages/codegrep-gate/src/codegrep_gate/calibrations/lexical.json"
-EXCLUDED = ("django/django", "matplotlib/matplotlib", "scikit-learn/scikit-learn")
-LITE_NAME = "SWE-bench Lite, fetchable repositories (118 of 140 in the ranker's training data)"
-DEV_NAME = (
-    "SWE-bench Verified dev slice, fetchable repositories (25 of 52 held out: astropy, sphinx)"
+# the out-of-fold answers of the localizer's cross-validation, which the calibration measures
+CV_PREDICTIONS = Path(
+    "packages/codegrep-model/benchmarks/results/localizer_cv/cv.predictions.jsonl"
 )
+# the localizer pool's files, in the pool's order (the first holding an id gives it)
+POOL = (
+    "swebench/lite.jsonl",
+    "swebench/verified_dev.jsonl",
+    "codescout_train/swe_gym_validation.parquet",
+    "codescout_train/SWE-Gym-code-search_validation.parquet",
+    "locbench/locbench_gt.jsonl",
+)
+HELD_OUT = ("astropy/astropy", "sphinx-doc/sphinx")
+OOF_NAME = (
+    "out-of-fold answers of the localizer's cross-validation "
+    "(331 instances, 16 Python repositories)"
+)
+DEV_NAME = "SWE-bench Verified dev slice, astropy and sphinx (never fitted on)"
 
 needs_data = pytest.mark.skipif(
-    not (DATA / "swebench" / "lite.jsonl").is_file()
-    or not (DATA / "swebench" / "verified_dev.jsonl").is_file(),
+    not all((DATA / f).is_file() for f in POOL),
     reason=f"shared data not found at {DATA.resolve()} (set CODEGREP_SHARED_DATA): "
-    "swebench/lite.jsonl and swebench/verified_dev.jsonl",
+    + ", ".join(POOL),
 )
 
 
@@ -51,61 +64,81 @@ def test_it_loads_and_says_what_it_measured() -> None:
     assert cal.retriever.package == "codegrep-model"
     assert cal.retriever.version is not None
     assert _major_minor(cal.retriever.version) == _major_minor(metadata.version("codegrep-model"))
-    # the data: the Lite file, the committed predictions, the three repositories left out
+    # the data: the pool's five files in its order, the committed out-of-fold answers
     d = cal.data
-    assert d.name == LITE_NAME
-    assert d.instances_file.endswith("swebench/lite.jsonl")
-    assert d.predictions_file == str(HERE / "lexical-lite.predictions.jsonl")
-    assert d.predictions_sha256 == _sha256(ROOT / d.predictions_file)
+    assert d.name == OOF_NAME
+    files = [d.instances_file, *(f.path for f in d.more_instances_files)]
+    assert [f.split("data/", 1)[-1] for f in files] == list(POOL)
+    assert d.predictions_file == str(CV_PREDICTIONS)
+    assert d.predictions_sha256 == _sha256(ROOT / CV_PREDICTIONS)
     assert (d.instances, d.scored, d.missing, d.empty, d.no_gold, d.unknown) == (
-        140,
-        140,
+        331,
+        331,
         0,
-        0,
+        1,
         0,
         0,
     )
-    assert d.selection == "without " + ", ".join(EXCLUDED)
-    assert not set(EXCLUDED) & set(d.repos)
-    assert sum(d.repos.values()) == 140
+    assert d.selection == (
+        "104 repeated ids read from the first file holding them; "
+        "only the 331 instances with a prediction (of 1099)"
+    )
+    # 16 repositories, none of them a test repository of the localizer
+    assert len(d.repos) == 16
+    assert not set(HELD_OUT) & set(d.repos)
+    assert sum(d.repos.values()) == 331
     # the figures the READMEs quote
-    assert cal.precision.fmt(3) == "0.557 [0.479, 0.636]"
+    assert cal.precision.fmt(3) == "0.487 [0.432, 0.538]"
     assert cal.by_score is not None
-    # the held-out check on the Verified dev slice
+    shown = [(b.describe("score"), b.hits, b.files) for b in cal.by_score.bins]
+    assert shown[-2:] == [("score 0.59-0.87", 55, 91), ("score 0.87-1.00", 39, 46)]
+    # the held-out check: the shipped ranker's own answers on repositories it never saw
     assert len(cal.checks) == 1
     chk = cal.checks[0]
     assert chk.data.name == DEV_NAME
     assert chk.data.instances_file.endswith("swebench/verified_dev.jsonl")
     assert chk.data.predictions_sha256 == _sha256(ROOT / chk.data.predictions_file)
-    assert (chk.data.instances, chk.data.scored, chk.data.unknown) == (52, 52, 0)
-    assert chk.precision.fmt(3) == "0.635 [0.500, 0.750]"
-    # inside the calibrated interval, near its top
-    assert chk.consistent
-    assert cal.precision.low <= chk.precision.point <= cal.precision.high
-    assert chk.note.startswith("held-out precision 0.635 lies within")
+    assert (chk.data.instances, chk.data.scored, chk.data.unknown) == (25, 25, 0)
+    assert chk.data.repos == {"astropy/astropy": 22, "sphinx-doc/sphinx": 3}
+    assert chk.precision.fmt(3) == "0.680 [0.480, 0.840]"
+    # above the calibrated interval: on these two repositories it claims less than they get
+    assert not chk.consistent
+    assert chk.precision.point > cal.precision.high
+    assert chk.note.startswith("held-out precision 0.680 lies above")
+
+
+def _pool_instances(swe_eval: Any) -> list[Any]:
+    chosen: dict[str, Any] = {}
+    for f in POOL:
+        for inst in swe_eval.load_instances(DATA / f).records:
+            chosen.setdefault(inst.instance_id, inst)
+    return list(chosen.values())
 
 
 @needs_data
 def test_its_precision_is_what_swe_eval_measures() -> None:
     swe_eval = pytest.importorskip("swe_eval", reason="needs swe-eval (the workspace)")
     cal = shipped_calibration("lexical")
-    for split, predictions, measured, n in (
-        ("lite", "lexical-lite", cal, 140),
-        ("verified_dev", "lexical-verified_dev", cal.checks[0], 52),
+    rows = swe_eval.load_predictions(ROOT / CV_PREDICTIONS)
+    asked = {r.instance_id for r in rows.records}
+    chosen = [i for i in _pool_instances(swe_eval) if i.instance_id in asked]
+    dev_rows = swe_eval.load_predictions(ROOT / HERE / "lexical-verified_dev.predictions.jsonl")
+    dev = swe_eval.load_instances(DATA / "swebench" / "verified_dev.jsonl").records
+    for what, instances, predictions, measured, n in (
+        ("out of fold", chosen, rows, cal, 331),
+        ("held out", [i for i in dev if i.repo in HELD_OUT], dev_rows, cal.checks[0], 25),
     ):
-        instances_file = DATA / "swebench" / f"{split}.jsonl"
-        assert measured.data.instances_sha256 == _sha256(instances_file), split
-        instances = swe_eval.load_instances(instances_file).records
-        chosen = [i for i in instances if i.repo not in EXCLUDED]
-        gold = swe_eval.gold_from_instances(chosen)
-        rows = swe_eval.load_predictions(ROOT / HERE / f"{predictions}.predictions.jsonl")
+        gold = swe_eval.gold_from_instances(instances)
+        ids = set(gold)
         summary = swe_eval.summarize(
-            swe_eval.evaluate(gold, rows.records), n_resamples=0, by_repo=False
+            swe_eval.evaluate(gold, [r for r in predictions.records if r.instance_id in ids]),
+            n_resamples=0,
+            by_repo=False,
         )
-        assert (summary.n, summary.missing, summary.empty, summary.unknown) == (n, 0, 0, 0)
+        assert (summary.n, summary.missing, summary.unknown) == (n, 0, 0), what
         assert measured.precision.point == pytest.approx(
             summary.metrics["precision"].value, abs=1e-12
-        ), split
+        ), what
 
 
 @needs_data
@@ -115,28 +148,24 @@ def test_codegrep_calibrate_writes_it_again(
     """make-lexical.sh's last command, with -o in tmp_path: the same file but `created_with`."""
     monkeypatch.chdir(ROOT)  # the file names it records are relative to the repository root
     data = Path(os.path.relpath(DATA.resolve(), ROOT))
-    skip = [arg for repo in EXCLUDED for arg in ("--exclude-repo", repo)]
-    check_skip = [arg for repo in EXCLUDED for arg in ("--check-exclude-repo", repo)]
     out = tmp_path / "lexical.json"
     res = CliRunner().invoke(
         app,
         [
             "calibrate",
-            "-i", str(data / "swebench" / "lite.jsonl"),
-            "-p", str(HERE / "lexical-lite.predictions.jsonl"),
-            *skip,
-            "--name", LITE_NAME,
+            *(arg for f in POOL for arg in ("-i", str(data / f))),
+            "-p", str(CV_PREDICTIONS), "--predicted-only",
+            "--name", OOF_NAME,
             "--check-instances", str(data / "swebench" / "verified_dev.jsonl"),
             "--check-predictions", str(HERE / "lexical-verified_dev.predictions.jsonl"),
-            *check_skip,
-            "--score-bins", "5",
+            *(arg for repo in HELD_OUT for arg in ("--check-repo", repo)),
             "--check-name", DEV_NAME,
             "-o", str(out),
         ],
     )  # fmt: skip
     assert res.exit_code == 0, res.output
-    assert "precision 0.557 [0.479, 0.636]" in res.stdout
-    assert "consistent: held-out precision 0.635" in res.stdout
+    assert "precision 0.487 [0.432, 0.538]" in res.stdout
+    assert "NOT consistent: held-out precision 0.680 lies above" in res.stdout
     ours = json.loads(out.read_text())
     shipped = json.loads(SHIPPED.read_text())
     for cal in (ours, shipped):
@@ -149,4 +178,6 @@ def test_codegrep_calibrate_writes_it_again(
         if data != Path("..", "shared", "data"):
             for d in (cal["data"], *(c["data"] for c in cal["checks"])):
                 d.pop("instances_file")
+                for f in d["more_instances_files"]:
+                    f.pop("path")
     assert ours == shipped

@@ -10,7 +10,9 @@
 #      before any result was read): heuristic, ranker + threshold cut, ranker + expected-F0.5
 #      selection, per repository and pooled, with intervals;
 #   4. the shipped gate (apps/injector's gate_effect.py) on the cv part's out-of-fold answers:
-#      each instance's files with the probabilities of a ranker that never saw its repository;
+#      each instance's files with the probabilities of a ranker that never saw its repository
+#      (cv.predictions.jsonl, the answers the shipped calibration is measured on: in-sample for
+#      the gate, apps/injector/calibration/calibrate-lexical.sh);
 #   5. only with TEST=1: the test repositories, read once per release.
 #
 # Usage: MIRRORS=DIR localizer_cv.sh OUT_DIR
@@ -31,7 +33,7 @@ uv run --all-packages python "$here/localizer_cv.py" cv "$out/examples.jsonl" \
   --splits "$here/localizer_splits.json" -o "$out"
 uv run --all-packages --with 'matplotlib>=3.8.4' python apps/injector/benchmarks/gate_effect.py \
   -i "${pool_sources[@]}" -p "$out/cv.predictions.jsonl" --predicted-only \
-  --title "the shipped gate on out-of-fold answers (cv part, each repository left out)" \
+  --title "the shipped gate on the out-of-fold answers it is calibrated on (in-sample)" \
   -o "$out/gate-cv"
 if [[ "${TEST:-0}" == 1 ]]; then
   uv run --all-packages python "$here/localizer_cv.py" test "$out/examples.jsonl" \
