@@ -201,7 +201,61 @@ REPLIES = [
     # CodeScout reward counted it as a call the engine never ran)
     '<tool_call>{"function": {"name": "localization_finish", "arguments": {}}}</tool_call>',
     "no call at all",
+    # JSON the toolkit refuses as hostile is no call for any of them (the reward read these with
+    # json.loads and counted a call the engine answered as malformed)
+    '<tool_call>{"name": "grep", "arguments": {"pattern": "a", "max": NaN}}</tool_call>',
+    '<tool_call>{"name": "localization_finish", "arguments": {"n": 1e999}}</tool_call>',
+    '<tool_call>{"name": "grep", "arguments": {"max": ' + "9" * 65 + "}}</tool_call>",
+    '<tool_call>{"name": "grep", "arguments": {"pattern": "a", "x": '
+    + "[" * 201
+    + "]" * 201
+    + "}}</tool_call>",
+    '<tool_call>{"name": "grep", "arguments": {"pattern": "a", "x": '
+    + "[" * 190
+    + "]" * 190
+    + "}}</tool_call>",  # deep, within the limit: a call
 ]
+
+HOSTILE_JSON = [
+    '{"a": 1}',
+    '{"a": NaN}',
+    '{"a": Infinity}',
+    '{"a": -Infinity}',
+    '{"a": 1e999}',
+    '{"a": -1e999}',
+    '{"a": 1.8e308}',
+    '{"a": 1e308}',
+    '{"a": -1e-400}',
+    '{"a": ' + "1" * 64 + "}",
+    '{"a": ' + "1" * 65 + "}",
+    '{"a": 0.' + "5" * 70 + "}",
+    "[" * 200 + "]" * 200,
+    "[" * 201 + "]" * 201,
+    "[" * 5000,
+    '{"s": "' + "[" * 300 + '"}',  # brackets inside a string are not nesting
+    '"just a string"',
+    "not json",
+    "",
+]
+
+
+def _read(loads: object, text: str) -> tuple[str, object]:
+    try:
+        return "ok", loads(text)  # type: ignore[operator]
+    except ValueError:
+        return "refused", None
+
+
+@pytest.mark.parametrize("text", HOSTILE_JSON, ids=lambda t: t[:24])
+def test_one_hostile_json_rule_for_the_engine_the_reward_and_the_report(text: str) -> None:
+    """codegrep-records' `parse_json` (the engine's), grpo-rewards' copy (the reward's) and the
+    report's copy accept and refuse the same texts, with the same values."""
+    from codegrep_records import parse_json
+    from codegrep_report._jsonl import loads_strict as report_loads
+
+    engine = _read(parse_json, text)
+    assert _read(grpo_rewards.loads_strict, text) == engine
+    assert _read(report_loads, text) == engine
 
 
 @pytest.mark.parametrize("reply", REPLIES)

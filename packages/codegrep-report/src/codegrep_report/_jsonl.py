@@ -8,10 +8,13 @@ model output, tool output and repository text.
 from __future__ import annotations
 
 import json
+import math
 import os
+import re
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from itertools import accumulate
 from pathlib import Path
 
 from codegrep_report.errors import ReportInputError
@@ -22,6 +25,7 @@ __all__ = [
     "BadRow",
     "JsonLinesTail",
     "iter_json_objects",
+    "loads_strict",
     "parse_line",
 ]
 
@@ -60,6 +64,46 @@ def _finite_float(text: str) -> float:
     if value in (float("inf"), float("-inf")):
         raise ValueError(f"number {text[:40]} is out of range")
     return value
+
+
+# A tool-call body is read as the engine reads it (codegrep-records' `parse_json`, and its copy
+# in grpo-rewards, `grpo_rewards.loads_strict`): no NaN or Infinity, no number that overflows or
+# runs past 64 characters, no nesting past 200 levels. A workspace test holds the three equal.
+_BODY_DEPTH = 200
+_BODY_NUMBER_CHARS = 64
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
+
+
+def _body_number(text: str, convert: Callable[[str], float]) -> float:
+    if len(text) > _BODY_NUMBER_CHARS:
+        raise ValueError(f"number too long ({len(text)} characters)")
+    value = convert(text)
+    if not math.isfinite(value):
+        raise ValueError(f"number out of range: {text[:24]}")
+    return value
+
+
+def _no_constant(name: str) -> object:
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
+def loads_strict(text: str) -> object:
+    """A model's JSON (a tool-call body) as the engine reads it, or `ValueError`."""
+    if text.count("[") + text.count("{") > _BODY_DEPTH:
+        skeleton = _NOT_BRACKET.sub("", _STRING.sub("", text))
+        if max(accumulate(map(_STEP.__getitem__, skeleton)), default=0) > _BODY_DEPTH:
+            raise ValueError(f"nested too deeply to read (more than {_BODY_DEPTH} levels)")
+    try:
+        return json.loads(
+            text,
+            parse_int=lambda t: int(_body_number(t, int)),
+            parse_float=lambda t: _body_number(t, float),
+            parse_constant=_no_constant,
+        )
+    except RecursionError:
+        raise ValueError("nested too deeply to read") from None
 
 
 def parse_line(raw: bytes) -> dict[str, object] | str:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from codegrep_report._jsonl import BadRow, iter_json_objects
+from codegrep_report._jsonl import BadRow, iter_json_objects, loads_strict
 from codegrep_report._page import render_page, write_page
 
 __all__ = [
@@ -129,10 +129,11 @@ def _call(raw: str) -> dict[str, str]:
     """A `<tool_call>` body as {"name", "args"}, by grpo-rewards' rule for a body, mirrored
     here (this package has no dependency; a workspace test holds the two equal): a JSON object
     with a string `name` is a call, its arguments `arguments`, else `parameters`, else `{}`;
-    any other body is kept as text under the name "?"."""
+    any other body (JSON the engine refuses too: NaN, 1e999, deep nesting) is kept as text
+    under the name "?"."""
     try:
-        obj = json.loads(raw)
-    except (ValueError, RecursionError):
+        obj = loads_strict(raw)
+    except ValueError:
         obj = None
     name = obj.get("name") if isinstance(obj, dict) else None
     if not isinstance(obj, dict) or not isinstance(name, str):

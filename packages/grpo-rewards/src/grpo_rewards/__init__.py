@@ -42,6 +42,7 @@ from grpo_rewards._codescout import (
 from grpo_rewards._formats import (
     HermesCall,
     hermes_calls,
+    loads_strict,
     split_reasoning,
     tool_call_bodies,
     without_tool_calls,
@@ -217,6 +218,7 @@ __all__ = [
     "group_advantages",
     "grpo_advantages",
     "hermes_calls",
+    "loads_strict",
     "informative_groups",
     "line_range_scores",
     "multilevel_f1",

@@ -15,11 +15,10 @@ beside the reader of the other labels.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from grpo_rewards._formats import hermes_calls
+from grpo_rewards._formats import hermes_calls, loads_strict
 from grpo_rewards._metrics import fbeta
 from grpo_rewards._paths import normalize_path
 from grpo_rewards._rewards import RewardResult
@@ -165,8 +164,8 @@ class FinishCall:
 def _decoded(arguments: object) -> object:
     if isinstance(arguments, str):
         try:
-            return json.loads(arguments)
-        except (ValueError, RecursionError):  # not JSON, a 5,000-digit number, deep nesting
+            return loads_strict(arguments)
+        except ValueError:  # not JSON, or JSON the toolkit refuses (NaN, 1e999, deep nesting)
             return None
     return arguments
 

@@ -10,6 +10,10 @@ The rules:
   `arguments`, else `parameters`, else `{}`, as written (a JSON string stays a string). Any
   other body is a call without a name, kept so the engine can answer it and the reward can
   count it.
+- A body is JSON as the toolkit reads hostile JSON (`loads_strict`, the rule of
+  codegrep-records' `parse_json`, copied because this package imports nothing; a workspace
+  test holds the two equal): `NaN` and `Infinity`, a number that overflows (`1e999`) or is
+  longer than 64 characters, and nesting deeper than 200 levels are not JSON.
 - `<think>…</think>` blocks are reasoning, in any case; text before the last `</think>` is too
   (a chat template that opens the block in the prompt leaves only its close in the reply). A
   `<think>` left open means the answer never came.
@@ -18,13 +22,16 @@ The rules:
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from itertools import accumulate
 
 __all__ = [
     "HermesCall",
     "hermes_calls",
+    "loads_strict",
     "split_reasoning",
     "tool_call_bodies",
     "without_tool_calls",
@@ -34,6 +41,54 @@ _TOOL_CALL = re.compile(r"<tool_call>(.*?)(?:</tool_call>|$)", re.DOTALL)
 _THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
 _THINK_OPEN = re.compile(r"<think>", re.IGNORECASE)
 _THINK_CLOSE = re.compile(r"</think>", re.IGNORECASE)
+
+
+# codegrep-records' limits (`MAX_JSON_DEPTH`, `MAX_NUMBER_CHARS`)
+MAX_JSON_DEPTH = 200
+MAX_NUMBER_CHARS = 64
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
+
+
+def _number(text: str, convert: Callable[[str], float]) -> float:
+    if len(text) > MAX_NUMBER_CHARS:
+        raise ValueError(f"number too long ({len(text)} characters)")
+    value = convert(text)
+    if not math.isfinite(value):
+        raise ValueError(f"number out of range: {text[:24]}")
+    return value
+
+
+def _constant(name: str) -> object:
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
+def loads_strict(text: str) -> object:
+    """`json.loads` for a model's text: `ValueError` for what is not JSON, and for what the
+    toolkit's readers refuse as hostile (`NaN`, `Infinity`, `1e999`, a number over 64
+    characters, nesting past 200 levels).
+
+    >>> loads_strict('{"pattern": "x", "max": 3}')
+    {'pattern': 'x', 'max': 3}
+    >>> loads_strict('{"max": NaN}')
+    Traceback (most recent call last):
+    ...
+    ValueError: NaN is not a number JSON allows
+    """
+    if text.count("[") + text.count("{") > MAX_JSON_DEPTH:
+        skeleton = _NOT_BRACKET.sub("", _STRING.sub("", text))
+        if max(accumulate(map(_STEP.__getitem__, skeleton)), default=0) > MAX_JSON_DEPTH:
+            raise ValueError(f"nested too deeply to read (more than {MAX_JSON_DEPTH} levels)")
+    try:
+        return json.loads(
+            text,
+            parse_int=lambda t: int(_number(t, int)),
+            parse_float=lambda t: _number(t, float),
+            parse_constant=_constant,
+        )
+    except RecursionError:  # unbalanced brackets slip past the depth check
+        raise ValueError("nested too deeply to read") from None
 
 
 def tool_call_bodies(text: str) -> list[str]:
@@ -53,12 +108,12 @@ class HermesCall:
     arguments: object = None
 
 
-def hermes_calls(text: str, *, decode: Callable[[str], object] = json.loads) -> list[HermesCall]:
+def hermes_calls(text: str, *, decode: Callable[[str], object] = loads_strict) -> list[HermesCall]:
     """The `<tool_call>` blocks of `text` as calls, in order.
 
-    `decode` reads a body's JSON; whatever it raises as `ValueError` or `RecursionError` (not
-    JSON, a 5,000-digit number, deep nesting) makes a call without a name. A caller with a
-    stricter reader passes it (the engine passes codegrep-records' `parse_json`).
+    `decode` reads a body's JSON (default `loads_strict`); whatever it raises as `ValueError`
+    or `RecursionError` makes a call without a name. The engine passes codegrep-records'
+    `parse_json`, the same rule.
 
     >>> [(c.name, c.arguments) for c in hermes_calls(
     ...     '<tool_call>{"name": "grep", "arguments": {"pattern": "x"}}</tool_call> '
