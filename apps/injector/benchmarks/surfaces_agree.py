@@ -1,18 +1,19 @@
 """Do `codegrep localize --commit`, the batch runner and the HTTP server give one answer?
 
-For each SWE-bench instance of the shipped lexical calibration whose repository has a local
-mirror, the same (repository, commit, issue) goes through three surfaces:
+For each SWE-bench Lite instance of the committed lexical predictions
+(`apps/injector/calibration/lexical-lite.predictions.jsonl`, made by make-lexical.sh) whose
+repository has a local mirror, the same (repository, commit, issue) goes through three
+surfaces:
 
 - cli: `codegrep localize --repo MIRROR --commit SHA --issue FILE --json --gate` (the typer app,
   in this process: no checkout, grep on git objects);
-- batch: `swe-eval predict -r lexical` over the same instances (what the calibration ran);
+- batch: `swe-eval predict -r lexical` over the same instances (what made the predictions);
 - http: `codegrep serve`'s app (`build_app`) on 127.0.0.1, `POST /localize` with `gate: true`
   (a checkout, ripgrep once it is ready).
 
-Each surface's files and scores are compared with the calibration's predictions
-(`apps/injector/calibration/lexical-lite.predictions.jsonl`), and the gate's decision (the
-shipped calibration, the default threshold, applied by `codegrep.gating.apply` to each
-surface's files and scores) with the calibration's. Prints a table per surface, writes every
+Each surface's files and scores are compared with the committed predictions, and the gate's
+decision (the shipped calibration, the default threshold, applied by `codegrep.gating.apply`
+to each surface's files and scores) with the one on the committed predictions. Prints a table per surface, writes every
 instance's answers to `-o` as JSON. Not a timed test.
 
     uv run --all-packages --extra serve python apps/injector/benchmarks/surfaces_agree.py \\
