@@ -229,9 +229,11 @@ def test_sync_open_covers_the_same_cases(tmp_path: Path, proj: Any) -> None:
 
 
 def test_a_tree_left_open_does_not_keep_asyncio_run_from_returning(proj: Any) -> None:
-    """A caller that forgets to close: `asyncio.run` cancels the tree's listing while git is
-    being started, which used to leave it waiting forever for the child's pipes (Python 3.11);
-    the child is now started whatever the cancellation, then killed."""
+    """A caller that forgets to close: `asyncio.run` cancels every task at its end, the tree's
+    listing among them while git is being started, and asyncio's subprocess transport (Python
+    3.11) then waited forever (about one run in ten). The child is now started with Popen and
+    its pipes connected in the caller's task; 30 runs in a row, so that a return of the hang
+    is all but certain to be seen."""
     import subprocess
     import sys
     import textwrap
@@ -242,10 +244,11 @@ def test_a_tree_left_open_does_not_keep_asyncio_run_from_returning(proj: Any) ->
         from worktree_sandbox import TreePool
 
         async def main():
-            for _ in range(5):  # five trees left open, each cancelled mid-start
+            for _ in range(5):  # five trees left open, the last cancelled mid-start
                 await TreePool().open({str(proj.path)!r}, "HEAD").__aenter__()
 
-        asyncio.run(main())
+        for _ in range(30):
+            asyncio.run(main())
         print("returned")
         """
     )

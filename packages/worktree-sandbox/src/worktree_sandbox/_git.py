@@ -215,7 +215,7 @@ def find_rg() -> str | None:
     return shutil.which("rg")
 
 
-def kill_group(proc: asyncio.subprocess.Process) -> None:
+def kill_group(proc: Child) -> None:
     if proc.returncode is not None:
         return
     with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -228,24 +228,101 @@ class ChildTimeout(Exception):
     """A child process ran past its deadline and was killed."""
 
 
-async def start_child(*argv: str, **kwargs: Any) -> asyncio.subprocess.Process:
-    """`asyncio.create_subprocess_exec(*argv, **kwargs)` that a cancellation cannot interrupt.
+class Child:
+    """A child process started by `start_child`, with the parts of `asyncio.subprocess.Process`
+    the sandbox uses: `pid`, `returncode`, `wait()`, `kill()`, and `stdin`, `stdout`, `stderr`
+    streams (None where the stream is not a pipe)."""
 
-    Cancelling the creation itself can leave the caller waiting forever (CPython 3.11: the
-    transport waits for pipes that never connect before it reports the exit), which kept
-    `asyncio.run` from returning after a tree was left open. So the creation runs to its end
-    whatever happens to the caller; when the caller is cancelled meanwhile, the child it
-    started is killed (its process group when it has one), and the cancellation goes on.
+    def __init__(
+        self,
+        popen: subprocess.Popen[bytes],
+        stdin: asyncio.StreamWriter | None,
+        stdout: asyncio.StreamReader | None,
+        stderr: asyncio.StreamReader | None,
+    ) -> None:
+        self._popen = popen
+        self.stdin = stdin
+        self.stdout = stdout
+        self.stderr = stderr
+
+    @property
+    def pid(self) -> int:
+        return self._popen.pid
+
+    @property
+    def returncode(self) -> int | None:
+        """The exit status once the child has exited (asked of the system each time)."""
+        return self._popen.poll()
+
+    async def wait(self) -> int:
+        """The exit status, once the child exits. Polled (from 0.5 ms, doubling up to 50 ms):
+        the sandbox waits after reading a child's output to its end, when it has all but
+        exited, and a poll is cancelled like any sleep."""
+        delay = 0.0005
+        while (code := self._popen.poll()) is None:
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 0.05)
+        return code
+
+    def kill(self) -> None:
+        self._popen.kill()
+
+
+async def start_child(
+    *argv: str,
+    stdin: int | None = None,
+    stdout: int | None = None,
+    stderr: int | None = None,
+    limit: int = 1 << 16,
+    **kwargs: Any,
+) -> Child:
+    """Start `argv` as `asyncio.create_subprocess_exec` would, in a way no cancellation can
+    leave hanging.
+
+    asyncio's subprocess transport (CPython 3.11) finishes its start in a task of its own; when
+    that task is cancelled, as `asyncio.run` cancels every task at its end (which a tree left
+    open meets) or as a cancelled caller's can be, the transport's exit callbacks stay queued
+    forever and whoever waits for the child hangs: `asyncio.run` never returned. So the child
+    is started with `subprocess.Popen` (what the transport runs too) and its pipes are
+    connected to streams here, in the caller's task; when that task is cancelled meanwhile, the
+    pipes are closed, the child is killed (its process group when it has one) and reaped, and
+    the cancellation goes on.
     """
-    start = asyncio.ensure_future(asyncio.create_subprocess_exec(*argv, **kwargs))
+    loop = asyncio.get_running_loop()
+    popen = subprocess.Popen(argv, stdin=stdin, stdout=stdout, stderr=stderr, **kwargs)
+    transports: list[asyncio.BaseTransport] = []
     try:
-        return await asyncio.shield(start)
-    except asyncio.CancelledError:
+        writer = None
+        if popen.stdin is not None:
+            w_transport, protocol = await loop.connect_write_pipe(
+                lambda: asyncio.StreamReaderProtocol(asyncio.StreamReader()), popen.stdin
+            )
+            transports.append(w_transport)
+            writer = asyncio.StreamWriter(w_transport, protocol, None, loop)
+        readers: list[asyncio.StreamReader | None] = []
+        for pipe in (popen.stdout, popen.stderr):
+            if pipe is None:
+                readers.append(None)
+                continue
+            reader = asyncio.StreamReader(limit=limit)
+            r_transport, _ = await loop.connect_read_pipe(
+                functools.partial(asyncio.StreamReaderProtocol, reader), pipe
+            )
+            transports.append(r_transport)
+            readers.append(reader)
+    except BaseException:
+        for transport in transports:
+            transport.close()
+        for pipe in (popen.stdin, popen.stdout, popen.stderr):
+            if pipe is not None:
+                with contextlib.suppress(OSError):
+                    pipe.close()
+        child = Child(popen, None, None, None)
+        kill_group(child)
         with contextlib.suppress(BaseException):
-            proc = await asyncio.shield(start)
-            kill_group(proc)
-            await asyncio.wait_for(proc.wait(), 2.0)
+            await asyncio.wait_for(asyncio.shield(child.wait()), 2.0)
         raise
+    return Child(popen, writer, readers[0], readers[1])
 
 
 @dataclass(frozen=True)
@@ -373,10 +450,10 @@ class CatFileBatch:
 
     def __init__(self, git_dir: Path) -> None:
         self._git_dir = git_dir
-        self._proc: asyncio.subprocess.Process | None = None
+        self._proc: Child | None = None
         self._lock = asyncio.Lock()
 
-    async def _ensure(self) -> asyncio.subprocess.Process:
+    async def _ensure(self) -> Child:
         if self._proc is None or self._proc.returncode is not None:
             self._proc = await start_child(
                 "git",
