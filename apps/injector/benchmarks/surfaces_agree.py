@@ -13,8 +13,8 @@ surfaces:
 
 Each surface's files and scores are compared with the committed predictions, and the gate's
 decision (the shipped calibration, the default threshold, applied by `codegrep.gating.apply`
-to each surface's files and scores) with the one on the committed predictions. Prints a table per surface, writes every
-instance's answers to `-o` as JSON. Not a timed test.
+to each surface's files and scores) with the one on the committed predictions. Prints a table
+per surface, writes every instance's answers to `-o` as JSON. Not a timed test.
 
     uv run --all-packages --extra serve python apps/injector/benchmarks/surfaces_agree.py \\
         -i ../shared/data/swebench/lite.jsonl --mirrors MIRRORS -o bench-out/surfaces.json
