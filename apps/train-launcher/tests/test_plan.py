@@ -18,6 +18,7 @@ from train_launcher import (
     build_plan,
     load_config,
 )
+from train_launcher.errors import ConfigError
 from train_launcher.cli import app
 from train_launcher.estimate import PAPER_SECONDS_PER_STEP, model_size
 from typer.testing import CliRunner
@@ -77,7 +78,6 @@ def test_the_paper_plan_holds_the_paper_runs_flags(tmp_path: Path, b200_node: No
         "--vllm_mode": "colocate",
         "--vllm_gpu_memory_utilization": "0.45",
         "--vllm_enable_lora": "true",
-        "--vllm_max_lora_rank": "32",
         "--sleep_level": "1",
         "--offload_optimizer": "true",
         "--offload_model": "true",
@@ -102,6 +102,8 @@ def test_the_paper_plan_holds_the_paper_runs_flags(tmp_path: Path, b200_node: No
     }
     assert {k: flags.get(k) for k in expected} == expected
     assert "--resume_from_checkpoint" not in grpo.argv
+    # colocate: ms-swift gives vLLM --lora_rank and ignores --vllm_max_lora_rank
+    assert "--vllm_max_lora_rank" not in grpo.argv
     assert grpo.env["CUDA_VISIBLE_DEVICES"] == "0,1,2,3,4,5,6,7"
     assert grpo.env["NPROC_PER_NODE"] == "8"
     assert "NNODES" not in grpo.env
@@ -195,6 +197,53 @@ def test_server_mode_runs_swift_rollout_on_gpus_of_its_own(
     assert "--sleep_level" not in trainer.argv
     assert trainer.env["CUDA_VISIBLE_DEVICES"] == "0,1,2,3,4,5"
     assert trainer.env["NPROC_PER_NODE"] == "6"
+    # `swift rollout` builds its own vLLM engine and reads --vllm_max_lora_rank
+    assert s["--vllm_max_lora_rank"] == "32"
+
+
+def _eval_batch(plan: NodePlan) -> int:
+    (grpo,) = _trainers(plan)
+    return int(_pairs(grpo.argv)["--per_device_eval_batch_size"])
+
+
+def test_the_single_gpu_eval_batch_meets_ms_swifts_rule(tmp_path: Path) -> None:
+    """ms-swift (swift/rlhf_trainers/args_mixin.py, `_init_generation_batch_params`, from
+    `GRPOConfig.__post_init__`) raises unless eval batch x processes is a multiple of
+    num_generations. The plan wrote the train batch (4) on one GPU with 8 generations."""
+    path = CONFIGS / "single-gpu.yaml"
+    config = load_config(path, [f"base_dir={tmp_path}", "data.fetch=[]"])
+    plan = build_plan(config, path, node=NodeInfo(gpus=(), gpu_probe="no GPU here"))
+    assert config.trainer_world_size == 1
+    assert config.train.num_generations == 8
+    assert _eval_batch(plan) == 8  # the smallest size >= the train batch (4) that meets it
+
+
+@pytest.mark.parametrize(
+    ("sets", "expected"),
+    [
+        ((), 4),  # 8 processes: 4 x 8 is a multiple of 8
+        (("cluster.gpus_per_node=2", "train.gradient_accumulation_steps=8"), 4),  # 4 x 2
+        (("cluster.gpus_per_node=3", "train.num_generations=6"), 4),  # 4 x 3 = 12
+        (("cluster.gpus_per_node=3",), 8),  # 4 x 3 = 12 is not a multiple of 8; 8 x 3 is
+        (("cluster.gpus_per_node=1",), 8),
+        (("train.per_device_eval_batch_size=2",), 2),  # given, and 2 x 8 meets it
+    ],
+)
+def test_the_eval_batch_is_chosen_by_the_rule(
+    tmp_path: Path, b200_node: NodeInfo, sets: tuple[str, ...], expected: int
+) -> None:
+    config, path = _paper(tmp_path, *sets)
+    batch = _eval_batch(build_plan(config, path, node=b200_node))
+    assert batch == expected
+    assert (batch * config.trainer_world_size) % config.train.num_generations == 0
+
+
+def test_an_eval_batch_that_breaks_the_rule_is_a_config_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as caught:
+        _paper(tmp_path, "cluster.gpus_per_node=1", "train.per_device_eval_batch_size=4")
+    text = "\n".join(caught.value.lines())
+    assert "train.per_device_eval_batch_size" in text
+    assert "multiple of 8 generations" in text
 
 
 def test_the_cpu_plan_uses_no_gpu_and_no_vllm(

@@ -19,6 +19,7 @@ This module is not for building commands (`plan`) or probing the node (`node`).
 from __future__ import annotations
 
 import difflib
+import math
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -294,6 +295,13 @@ class TrainSection(_Section):
     learning_rate: float = Field(1e-5, gt=0.0, description="Our choice.")
     max_steps: int = Field(2000, ge=1, description="Paper: a 2000-step budget.")
     per_device_train_batch_size: int = Field(4, ge=1)
+    per_device_eval_batch_size: int | None = Field(
+        None,
+        ge=1,
+        description="Validation prompts' completions per device. None: chosen by ms-swift's "
+        "rule (this x trainer processes must be a multiple of num_generations): the train "
+        "batch when it meets the rule, else the smallest size above it that does.",
+    )
     gradient_accumulation_steps: int = Field(2, ge=1)
     max_completion_length: int = Field(2048, ge=1, description="Tokens per turn.")
     max_length: int = Field(32768, ge=256)
@@ -454,6 +462,18 @@ class RunConfig(_Section):
         return max(1, self.trainer_gpus_per_node) * self.cluster.nodes
 
     @property
+    def eval_batch_size(self) -> int:
+        """`--per_device_eval_batch_size`: the configured one, else the train batch when
+        batch x trainer processes is a multiple of `num_generations` (ms-swift's rule:
+        `GRPOArgumentsMixin._init_generation_batch_params` in swift/rlhf_trainers/args_mixin.py,
+        reached from `GRPOConfig.__post_init__`), else the smallest size above it that is."""
+        t = self.train
+        if t.per_device_eval_batch_size is not None:
+            return t.per_device_eval_batch_size
+        step = t.num_generations // math.gcd(t.num_generations, self.trainer_world_size)
+        return -(-t.per_device_train_batch_size // step) * step
+
+    @property
     def completions_per_step(self) -> int:
         t = self.train
         return (
@@ -507,7 +527,8 @@ def _cross_checks(config: RunConfig) -> list[ConfigProblem]:
                 f"{t.per_device_train_batch_size} per device x {config.trainer_world_size} "
                 f"trainer processes x {t.gradient_accumulation_steps} accumulation steps = "
                 f"{per_gen * t.gradient_accumulation_steps} completions per step, not a "
-                f"multiple of {t.num_generations} generations",
+                f"multiple of {t.num_generations} generations (ms-swift's rule: "
+                "generation_batch_size must be divisible by num_generations)",
             )
     elif (t.per_device_train_batch_size * t.gradient_accumulation_steps) % t.num_generations:
         bad(
@@ -515,6 +536,15 @@ def _cross_checks(config: RunConfig) -> list[ConfigProblem]:
             f"{t.per_device_train_batch_size} per device x {t.gradient_accumulation_steps} "
             f"accumulation steps is not a multiple of {t.num_generations} generations",
         )
+    if t.per_device_eval_batch_size is not None:
+        world = config.trainer_world_size
+        if (t.per_device_eval_batch_size * world) % t.num_generations:
+            bad(
+                "train.per_device_eval_batch_size",
+                f"{t.per_device_eval_batch_size} per device x {world} trainer processes is not a "
+                f"multiple of {t.num_generations} generations (ms-swift's rule for the "
+                "validation batch; leave it unset to have it chosen)",
+            )
     outputs = [f.output for f in config.data.fetch]
     for i, out_path in enumerate(outputs):
         if outputs.index(out_path) != i:

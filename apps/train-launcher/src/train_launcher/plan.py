@@ -430,8 +430,10 @@ def _vllm_args(config: RunConfig) -> dict[str, Value]:
             "--vllm_gpu_memory_utilization": r.gpu_memory_utilization,
             "--vllm_tensor_parallel_size": r.tensor_parallel_size,
             "--vllm_max_model_len": r.max_model_len,
+            # colocate: ms-swift gives vLLM `max_lora_rank=args.lora_rank`
+            # (swift/rlhf_trainers/rollout_mixin.py, _prepare_vllm_engine) and never reads
+            # --vllm_max_lora_rank, so it is not written; `swift rollout` reads it (below)
             "--vllm_enable_lora": True if lora else None,
-            "--vllm_max_lora_rank": config.lora.rank if lora else None,
             "--sleep_level": r.sleep_level,
         }
     return {
@@ -483,7 +485,8 @@ def _grpo_stage(config: RunConfig, layout: Layout, node_rank: int | None) -> Sta
             "--deepspeed": t.deepspeed if config.uses_gpu else None,
             "--num_generations": t.num_generations,
             "--per_device_train_batch_size": t.per_device_train_batch_size,
-            "--per_device_eval_batch_size": t.per_device_train_batch_size,
+            # ms-swift: eval batch x processes a multiple of num_generations (RunConfig)
+            "--per_device_eval_batch_size": config.eval_batch_size,
             "--gradient_accumulation_steps": t.gradient_accumulation_steps,
             "--max_completion_length": t.max_completion_length,
             "--max_length": t.max_length,
