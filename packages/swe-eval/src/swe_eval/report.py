@@ -14,6 +14,7 @@ from enum import StrEnum
 
 from codegrep_records import RowProblem
 
+from swe_eval._markdown import md_cell
 from swe_eval.metrics import PairedDifference, SystemSummary
 
 __all__ = [
@@ -85,8 +86,9 @@ def _diff_rows(diffs: Sequence[PairedDifference]) -> tuple[list[str], list[list[
 
 
 def _markdown(header: list[str], rows: list[list[str]]) -> str:
-    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    out += ["| " + " | ".join(r) + " |" for r in rows]
+    # Names come from the predictions files (`retriever`): every cell is escaped.
+    out = ["| " + " | ".join(map(md_cell, header)) + " |", "|" + "---|" * len(header)]
+    out += ["| " + " | ".join(map(md_cell, r)) + " |" for r in rows]
     return "\n".join(out) + "\n"
 
 
@@ -154,19 +156,22 @@ def render(
             )
         return buf.getvalue()
     if fmt is TableFormat.MARKDOWN:
-        parts = [f"**{title}**\n\n" if title else "", _markdown(header, rows)]
+        parts = [f"**{md_cell(title)}**\n\n" if title else "", _markdown(header, rows)]
         if diffs:
             parts += ["\n", _markdown(*_diff_rows(diffs))]
         return "".join(parts)
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
+    # Cells as `Text`: a name is shown as written, never read as rich markup ("[/bold]" in a
+    # `retriever` was a MarkupError traceback).
     console = Console(file=io.StringIO(), width=240, color_system=None)
-    table = Table(title=title)
+    table = Table(title=Text(title) if title else None)
     for h in header:
         table.add_column(h, overflow="fold")
     for r in rows:
-        table.add_row(*r)
+        table.add_row(*(Text(x) for x in r))
     console.print(table)
     if diffs:
         dh, dr = _diff_rows(diffs)
@@ -174,7 +179,7 @@ def render(
         for h in dh:
             dt.add_column(h)
         for r in dr:
-            dt.add_row(*r)
+            dt.add_row(*(Text(x) for x in r))
         console.print(dt)
     out = console.file
     assert isinstance(out, io.StringIO)

@@ -15,6 +15,7 @@ from typing import Any
 from codegrep_records import RowProblem, dumps_json
 from pydantic import BaseModel, ConfigDict
 
+from swe_eval._markdown import md_cell
 from swe_eval.downstream.analysis import (
     CaseRow,
     ConfigSummary,
@@ -351,11 +352,8 @@ def _case_rows(cases: Sequence[CaseRow]) -> tuple[list[str], list[list[str]]]:
 
 
 def _markdown(header: list[str], rows: list[list[str]]) -> str:
-    def cell(x: str) -> str:
-        return x.replace("|", "\\|")
-
-    out = ["| " + " | ".join(map(cell, header)) + " |", "|" + "---|" * len(header)]
-    out += ["| " + " | ".join(map(cell, r)) + " |" for r in rows]
+    out = ["| " + " | ".join(map(md_cell, header)) + " |", "|" + "---|" * len(header)]
+    out += ["| " + " | ".join(map(md_cell, r)) + " |" for r in rows]
     return "\n".join(out) + "\n"
 
 
@@ -421,10 +419,10 @@ def render_report(
         return dumps_json(payload, indent=2) + "\n"
     sections = _sections(report)
     if fmt is DownstreamFormat.MARKDOWN:
-        parts = [f"**{report.title}**\n\n" if report.title else ""]
+        parts = [f"**{md_cell(report.title)}**\n\n" if report.title else ""]
         for name, header, rows in sections:
             parts += [f"*{name}*\n\n", _markdown(header, rows), "\n"]
-        parts += [f"- {line}\n" for line in _footer(report)]
+        parts += [f"- {md_cell(line)}\n" for line in _footer(report)]
         return "".join(parts)
     from rich.console import Console
     from rich.table import Table
