@@ -205,7 +205,11 @@ def test_dynamic_sampling_logs_the_rollouts_it_sets_aside(
 
     def batch(tag: str) -> list[Any]:
         info = {"num_turns": 2, "tool_calls_per_turn": [1, 0], "answer_files": ["a"]}
-        return [SimpleNamespace(rollout_infos=info, extra={"instance_id": tag}) for _ in range(4)]
+        # ms-swift gives every sample a request_id (`chatcmpl-<uuid4>`); the trainer matches by it
+        return [
+            SimpleNamespace(rollout_infos=info, extra={"instance_id": tag}, request_id=f"{tag}-{i}")
+            for i in range(4)
+        ]
 
     first, second, third = batch("first"), batch("second"), batch("third")
     resamples = iter([second, third])

@@ -44,6 +44,7 @@ import asyncio
 import atexit
 import math
 import os
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -94,6 +95,17 @@ def _env_int(name: str, default: int | None) -> int | None:
 
 
 register_swift_orms(orms)
+
+
+def _sample_key(sample: Any) -> str:
+    """A sample's identity across ranks and pickling: ms-swift's per-sample `request_id`."""
+    return str(getattr(sample, "request_id", "") or "")
+
+
+def _sample_view(sample: Any) -> tuple[str, dict[str, Any], Any]:
+    """What the set-aside log needs of a sample: its key, its rollout infos, its instance."""
+    extra = getattr(sample, "extra", None) or {}
+    return _sample_key(sample), dict(sample.rollout_infos or {}), extra.get("instance_id")
 
 
 class CodegrepToolsScheduler(MultiTurnScheduler):  # type: ignore[misc]
@@ -249,22 +261,46 @@ class CodegrepGRPOTrainer(GRPOTrainer):  # type: ignore[misc]
             kept, kept_rewards = super()._dynamic_sampling(samples, rewards_per_func)
         finally:
             del self._compute_rewards_per_func
-        if self.accelerator.is_main_process and len(drawn) > 1:
-            trained = {id(s) for s in gather_object(list(kept))}
-            for batch, rewards in drawn:
-                everyone = gather_object(list(batch))
-                aside = [i for i, s in enumerate(everyone) if id(s) not in trained]
-                if aside:
-                    self._log_set_aside([everyone[i] for i in aside], rewards[aside])
+        # ms-swift's resampling loop and its stop are decided on gathered (global) rewards, so
+        # every rank drew the same number of batches: each enters the same gathers below
+        if len(drawn) > 1:
+            self._log_drawn_not_trained(drawn, kept)
         return kept, kept_rewards
 
-    def _log_set_aside(self, samples: list[Any], rewards_per_func: torch.Tensor) -> None:
-        infos = [RolloutInfo.from_infos(dict(s.rollout_infos or {})) for s in samples]
-        ids = [s.extra.get("instance_id") for s in samples]
+    def _log_drawn_not_trained(
+        self, drawn: list[tuple[list[Any], torch.Tensor]], kept: list[Any]
+    ) -> None:
+        """Log the drawn rollouts that are not among `kept` (this rank's trained samples).
+
+        `gather_object` is a collective (torch's `all_gather_object` under a process group):
+        every rank calls it, in the same order, and rank 0 writes. Samples are matched by the
+        `request_id` ms-swift gives each one (`chatcmpl-<uuid4>`, `_add_prompt_id_to_inputs`),
+        which survives the pickling of a gather, as object identity does not; counted as a
+        multiset, so a trajectory split into several samples (`dynamic_num_samples`) matches
+        sample for sample. Only what the log needs crosses ranks, not the conversations.
+        """
+        trained = Counter(gather_object([_sample_key(s) for s in kept]))
+        for batch, rewards in drawn:
+            everyone = gather_object([_sample_view(s) for s in batch])
+            aside = []
+            for i, (key, _, _) in enumerate(everyone):
+                if trained[key] > 0:
+                    trained[key] -= 1
+                else:
+                    aside.append(i)
+            if aside and self.accelerator.is_main_process:
+                self._log_set_aside(
+                    [everyone[i][1] for i in aside], [everyone[i][2] for i in aside], rewards[aside]
+                )
+
+    def _log_set_aside(
+        self, rollout_infos: list[dict[str, Any]], ids: list[Any], rewards_per_func: torch.Tensor
+    ) -> None:
+        infos = [RolloutInfo.from_infos(i) for i in rollout_infos]
         scales = advantage_scales(
             infos, reward=self.codegrep_reward, zero_unanswered=self.codegrep_zero_unanswered
         )
-        zeros = torch.zeros(len(samples), dtype=rewards_per_func.dtype)
+        zeros = torch.zeros(len(infos), dtype=rewards_per_func.dtype)
         self._write_rollout_log(
             infos, ids, scales, rewards_per_func, zeros, path=self.codegrep_set_aside_log
         )
