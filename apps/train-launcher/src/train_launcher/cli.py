@@ -24,6 +24,7 @@ from train_launcher.estimate import Estimates, Finding, duration
 from train_launcher.launch import Event, launch
 from train_launcher.node import NodeInfo, probe_node
 from train_launcher.plan import NodeCommand, NodePlan, Stage, build_plan, stage_validity
+from train_launcher.swift_check import SwiftCheck, check_stages
 
 __all__ = ["app", "main"]
 
@@ -226,20 +227,32 @@ def plan(
         typer.Option(min=0, help="Only this node's commands (default: every node's)."),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")] = False,
+    check: Annotated[
+        bool,
+        typer.Option(
+            "--check",
+            help="Judge each training stage's command line with the installed ms-swift's own "
+            "argument classes at the configured world size; exit 2 when it cannot (ms-swift "
+            "not importable) or a rule is broken.",
+        ),
+    ] = False,
     overrides: SetOpt = None,
 ) -> None:
     """Print every stage's commands with their environment, the estimates and the checks.
 
-    Nothing is run or written. Exits 2 when a check finds an error (a missing input, too few
-    GPUs on this node, too little disk), after printing the plan.
+    Nothing is run; the trainer check writes only in a scratch folder of its own. Exits 2 when a
+    check finds an error (a missing input, too few GPUs on this node, too little disk, a rule of
+    ms-swift that a training stage's command line breaks), after printing the plan. Without
+    --check, the trainer check runs when ms-swift is importable, and says so when it is not.
 
-    Example: codegrep-train plan --config configs/paper-8xb200.yaml --node-rank 0
+    Example: codegrep-train plan --config configs/paper-8xb200.yaml --check
     """
     cfg = _load(config, overrides)
     try:
         built = build_plan(cfg, config, node=_node(cfg), node_rank=node_rank)
     except PlanError as exc:
         _bad_input(str(exc))
+    verdict = check_stages(cfg, built.stages)
     if as_json:
         data: dict[str, Any] = built.model_dump(mode="json")
         data["status"] = {
@@ -247,11 +260,24 @@ def plan(
             for s in built.stages
             for v in [stage_validity(s, cfg)]
         }
+        data["trainer_check"] = verdict.model_dump(mode="json")
         typer.echo(json.dumps(data, indent=2))
     else:
         _print_plan(built, cfg)
-    if built.errors:
-        _bad_input(*(f"{f.topic}: {f.message}" for f in built.errors))
+        typer.echo("")
+        typer.echo("\n".join(verdict.lines()))
+    errors = [f"{f.topic}: {f.message}" for f in built.errors]
+    if verdict.status == "failed" or (check and verdict.status == "cannot"):
+        errors += _check_errors(verdict)
+    if errors:
+        _bad_input(*errors)
+
+
+def _check_errors(verdict: SwiftCheck) -> list[str]:
+    """`trainer check: STAGE: FLAGS: RULE [SOURCE]`, or the one-line reason it cannot."""
+    if verdict.status == "cannot":
+        return [verdict.reason]
+    return [f"trainer check: {p}" for p in verdict.problems]
 
 
 def _default_rank() -> int:
@@ -280,6 +306,7 @@ def _printer(dry_run: bool) -> Any:
             "wait": "waiting",
             "server": "server starting",
             "elsewhere": "not on this node",
+            "check": "trainer check",
         }
         typer.echo(f"{head}: {words[e.kind]}" + (f" ({e.message})" if e.message else ""))
 
@@ -351,6 +378,7 @@ def launch_command(
             force=force,
             wait_timeout=timeout,
             on_event=_printer(dry_run),
+            check=lambda stages: check_stages(cfg, stages),
         )
     except PlanError as exc:
         _bad_input(str(exc))

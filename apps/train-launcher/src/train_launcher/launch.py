@@ -59,6 +59,7 @@ from train_launcher.plan import (
     select_stages,
     stage_validity,
 )
+from train_launcher.swift_check import TRAIN_STAGES, SwiftCheck
 
 __all__ = [
     "Event",
@@ -70,8 +71,20 @@ __all__ = [
 ]
 
 EventKind = Literal[
-    "start", "done", "skip", "fail", "wait", "would-run", "would-skip", "server", "elsewhere"
+    "start",
+    "done",
+    "skip",
+    "fail",
+    "wait",
+    "would-run",
+    "would-skip",
+    "server",
+    "elsewhere",
+    "check",
 ]
+
+#: `check([stage])`: the trainer's own verdict on a training stage (`swift_check.check_stages`).
+StageCheckFn = Callable[[Sequence[Stage]], SwiftCheck]
 
 
 @dataclass(frozen=True)
@@ -433,11 +446,15 @@ def launch(
     on_event: Callable[[Event], None] = lambda event: None,
     sleep: Callable[[float], None] = time.sleep,
     clock: Callable[[], float] = time.monotonic,
+    check: StageCheckFn | None = None,
 ) -> LaunchResult:
     """Run the selected stages in order (see the module docstring); what ran and was skipped.
 
     Raises `PlanError` (bad selection, missing inputs, errors found by the checks unless
-    `force`) before anything runs, and `StageFailed` when a stage fails.
+    `force`) before anything runs, and `StageFailed` when a stage fails. With `check`
+    (`codegrep-train launch` passes `swift_check.check_stages`), a training stage (`sft`,
+    `grpo`) about to start is first judged by it: a stage it refuses is not started
+    (`PlanError`, unless `force`); one it cannot judge starts, with a `check` event saying so.
     """
     layout = Layout(config.output_dir)
     plan = build_plan(config, config_file, node=node, node_rank=node_rank)
@@ -488,6 +505,8 @@ def launch(
                     total=total,
                     sleep=sleep,
                     clock=clock,
+                    check=check,
+                    force=force,
                 )
     return result
 
@@ -509,6 +528,8 @@ def _one_stage(
     total: int,
     sleep: Callable[[float], None],
     clock: Callable[[], float],
+    check: StageCheckFn | None = None,
+    force: bool = False,
 ) -> None:
     mine = tuple(c for c in stage.commands if c.node_rank == node_rank)
     validity = stage_validity(stage, config)
@@ -542,6 +563,15 @@ def _one_stage(
             raise PlanError(f"{required} was not ready within {wait_timeout:g} s")
     if stage.late:
         raise PlanError(f"stage {stage.name} cannot run yet: it needs {', '.join(stage.late)}")
+    if check is not None and stage.name in TRAIN_STAGES:
+        verdict = check([stage])
+        if verdict.status == "failed" and not force:
+            raise PlanError(
+                f"stage {stage.name} not started: the trainer's own check refused its command "
+                "line: " + "; ".join(verdict.problems) + " (--force runs anyway)"
+            )
+        said = verdict.reason if verdict.status == "cannot" else verdict.status
+        on_event(Event("check", stage.name, index, total, said))
     message = validity.reason
     if stage.resume_from is not None:
         message = f"resuming from {stage.resume_from}"
