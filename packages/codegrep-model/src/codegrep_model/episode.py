@@ -418,8 +418,14 @@ class Episode:
 
     # ------------------------------------------------------------------ feeding
 
-    def on_reply(self, reply: PolicyReply, *, model_s: float = 0.0) -> None:
-        """The policy's reply to the last `AskPolicy`; `model_s` is how long it took."""
+    def on_reply(self, reply: PolicyReply, *, model_s: float = 0.0, cut: bool = False) -> None:
+        """The policy's reply to the last `AskPolicy`; `model_s` is how long it took.
+
+        `cut`: the reply stopped at its length limit (finish reason `length`). It ends the
+        rollout, as ms-swift's multi-turn loop ends one on such a reply (`MultiTurnScheduler.
+        check_finished`): its calls do not run, and it is read as a last reply is read (an
+        answer when it holds one and no call; else no answer, and the record says it was cut).
+        """
         if self._status is not None or self._pending is not None:
             raise EpisodeError("the episode is not waiting for a reply")
         self._model_s += model_s
@@ -438,6 +444,9 @@ class Episode:
             if cap is not None and self._completion_tokens > cap:
                 self._spent_reply(reply, model_s)
                 return
+        if cut:
+            self._cut_reply(reply, model_s)
+            return
         if self._exploring():
             self._explore_reply(reply, model_s)
         else:
@@ -495,6 +504,40 @@ class Episode:
             )
         )
         self._end_overflow("completion_budget")
+
+    def _cut_reply(self, reply: PolicyReply, model_s: float) -> None:
+        """A reply cut at its length limit: recorded, its calls refused; it ends the rollout,
+        answered when it holds an answer and no call."""
+        why = "the reply was cut at its length limit"
+        attempt = len(self._turns) - self._cfg.exploration_turns
+        kind: Literal["explore", "answer", "rescue"] = (
+            "explore" if attempt < 0 else "answer" if attempt == 0 else "rescue"
+        )
+        self._messages.append(
+            ChatMessage(role="assistant", content=reply.content, tool_calls=reply.tool_calls)
+        )
+        self._turns.append(
+            TurnRecord(
+                index=len(self._turns) + 1,
+                kind=kind,
+                content=reply.content,
+                calls=tuple(
+                    ToolCallRecord(call=c, status="refused", error=why) for c in reply.tool_calls
+                ),
+                model_s=model_s,
+                usage=reply.usage,
+            )
+        )
+        self._observations = ()
+        if not reply.tool_calls and self._take_answer(reply.content):
+            return
+        if self._cfg.strict:
+            self._parsed = rewards.ParsedAnswer(None, f"no answer: {why}")
+            self._answer = None
+            self._status = "unanswered"
+        else:
+            self._answer = _fallback(self._turns, self._cfg.fallback_max_files)
+            self._status = "fallback"
 
     def _end_overflow(self, cause: OverflowCause) -> None:
         """End the rollout for its token budget: no answer in strict mode (the reward sees none,

@@ -334,3 +334,32 @@ async def test_a_rollout_past_its_completion_budget_ends_with_overflow(
         assert entry.completion_tokens == 1200
     finally:
         hooks.close()
+
+
+async def test_a_reply_cut_at_the_length_limit_ends_the_rollout(
+    hooks: EpisodeHooks, sandbox: Any
+) -> None:
+    """ms-swift ends a rollout on a reply with finish reason `length` (its `check_finished`);
+    the hooks' `done` overrides that check, so they end it too: the cut call block is neither
+    run nor answered as a malformed call, and the record says why there is no answer."""
+    uuid = await started(hooks, sandbox.rows()[0])
+    first = await hooks.turn(uuid, THREE, None, current_turn=1)
+    assert not first.done
+    cut = block("read", {"path": "shop/cart.py"}) + '\n<tool_call>\n{"name": "grep", "argu'
+    out = await hooks.turn(uuid, cut, None, current_turn=2, length_cut=True)
+    assert out.done
+    assert out.messages == ()
+    assert out.executed_calls == 0
+    infos = out.rollout_infos
+    assert infos["tool_calls_per_turn"] == [3, 0]
+    assert infos[INFO_EPISODE_STATUS] == "unanswered"
+    assert infos["answer_files"] is None
+    assert infos["answer_error"] == "no answer: the reply was cut at its length limit"
+    assert hooks.live == 0
+    # a reply that holds a whole answer before the cut is read as a last reply is read
+    uuid = await started(hooks, sandbox.rows()[0], "u2")
+    await hooks.turn(uuid, THREE, None, current_turn=1)
+    out = await hooks.turn(uuid, ANSWER + "\nThe cart", None, current_turn=2, length_cut=True)
+    assert out.done
+    assert out.rollout_infos["answer_files"] == ["shop/cart.py"]
+    assert out.rollout_infos[INFO_EPISODE_STATUS] == "answered"

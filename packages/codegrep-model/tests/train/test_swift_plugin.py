@@ -77,12 +77,16 @@ def request(row: dict[str, Any], uuid: str) -> RolloutInferRequest:
     )
 
 
+class Cut(str):
+    """A scripted reply that stopped at the length limit (finish reason `length`)."""
+
+
 def choice(reply: str | tuple[str, list[Any]]) -> ChatCompletionResponseChoice:
     content, tool_calls = (reply, None) if isinstance(reply, str) else reply
     return ChatCompletionResponseChoice(
         index=0,
-        message=ChatMessage(role="assistant", content=content, tool_calls=tool_calls),
-        finish_reason="stop",
+        message=ChatMessage(role="assistant", content=str(content), tool_calls=tool_calls),
+        finish_reason="length" if isinstance(reply, Cut) else "stop",
     )
 
 
@@ -176,6 +180,31 @@ def test_rollouts_through_ms_swifts_own_loop(plugin: ModuleType, sandbox: Any) -
         messages=[outs[u].messages for u in names],
     )
     assert rewards == [1.0, 0.0, 0.0]  # hasty: c̄ = 0, so v3's mask zeroes a right answer
+    assert scheduler.hooks.live == 0
+    scheduler.hooks.close()
+
+
+def test_a_reply_cut_at_the_length_limit_ends_the_rollout(plugin: ModuleType, sandbox: Any) -> None:
+    """ms-swift's loop ends a rollout whose reply stopped at --max_completion_length
+    (`check_finished`), unless the scheduler's `done` says otherwise: the scheduler ends it
+    too, so the cut call is not answered as malformed and the episode does not go on; the
+    rollout's last choice keeps finish reason `length`, which `--overlong_filter` reads."""
+    scheduler = plugin.CodegrepToolsScheduler(max_turns=4)
+    row = sandbox.rows()[0]
+    partial = Cut('<tool_call>\n{"name": "grep", "arguments": {"pattern": "def add')
+    script = {"cut": [THREE, partial, THREE, ANSWER], "whole": [THREE, THREE, THREE, ANSWER]}
+    outs = drive(scheduler, [request(row, u) for u in script], script)
+
+    cut = outs["cut"]
+    assert cut.rollout_infos["num_turns"] == 2
+    assert cut.rollout_infos["tool_calls_per_turn"] == [3, 0]
+    assert cut.rollout_infos["episode_status"] == "unanswered"
+    assert cut.rollout_infos["answer_error"] == "no answer: the reply was cut at its length limit"
+    assert cut.response.choices[0].finish_reason == "length"
+    assert [m["role"] for m in cut.messages][-2:] == ["user", "assistant"]
+    assert not any("Malformed tool call" in str(m["content"]) for m in cut.messages)
+    assert outs["whole"].rollout_infos["num_turns"] == 4
+    assert outs["whole"].rollout_infos["answer_files"] == ["shop/cart.py"]
     assert scheduler.hooks.live == 0
     scheduler.hooks.close()
 

@@ -459,12 +459,15 @@ class EpisodeHooks:
         *,
         current_turn: int | None = None,
         completion_tokens: int | None = None,
+        length_cut: bool = False,
     ) -> TurnOutcome:
         """Feed one assistant reply, run its calls, and say what follows. `completion_tokens`:
         the reply's length in the trainer's tokens (its token ids), counted against the budget;
-        None: the episode counts its text."""
+        None: the episode counts its text. `length_cut`: the reply stopped at the trainer's
+        per-round length limit (finish reason `length`); it ends the rollout (`done`), as
+        ms-swift's own `check_finished` would, its calls not run (`Episode.on_reply(cut=True)`)."""
         return await self.host.run(
-            self._turn(uuid, content, tool_calls, current_turn, completion_tokens)
+            self._turn(uuid, content, tool_calls, current_turn, completion_tokens, length_cut)
         )
 
     def take_messages(self, uuid: str) -> list[dict[str, str]]:
@@ -563,6 +566,7 @@ class EpisodeHooks:
         tool_calls: Sequence[object] | None,
         current: int | None,
         completion_tokens: int | None = None,
+        length_cut: bool = False,
     ) -> TurnOutcome:
         live = self._live.get(uuid)
         if live is None:
@@ -583,13 +587,14 @@ class EpisodeHooks:
             replaced = hermes_text(await live.replace.reply(action.request))
             content, tool_calls = replaced, None
             completion_tokens = None  # the model's count is not the replacing text's
+            length_cut = False  # nor is its cut: the replacing text is whole
         reply = policy_reply(content, tool_calls, id_prefix=f"{uuid}_t{turn}")
         if completion_tokens:
             reply = PolicyReply(
                 reply.content, reply.tool_calls, Usage(completion_tokens=completion_tokens)
             )
         before = len(episode.messages)
-        episode.on_reply(reply)
+        episode.on_reply(reply, cut=length_cut)
         follow = episode.next_action()
         if isinstance(follow, RunCalls):
             t0 = time.perf_counter()

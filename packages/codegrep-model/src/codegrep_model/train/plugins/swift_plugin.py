@@ -171,6 +171,9 @@ class CodegrepToolsScheduler(MultiTurnScheduler):  # type: ignore[misc]
             message.tool_calls,
             current_turn=current_turn,
             completion_tokens=len(ids) if ids else None,
+            # `done` overrides ms-swift's check_finished, which ends a rollout on a reply cut
+            # at --max_completion_length: the episode ends it the same way
+            length_cut=getattr(response_choice, "finish_reason", None) == "length",
         )
         if out.replaced_content is not None:
             self._replace_reply(infer_request, response_choice, out.replaced_content)
