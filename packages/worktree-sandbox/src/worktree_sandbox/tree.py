@@ -9,7 +9,10 @@ pool's `Runtime`. Not for: storage or grep engines (see `commit_tree`, `director
 
 from __future__ import annotations
 
+import asyncio
 import json
+import re
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -189,7 +192,7 @@ class Tree(ABC):
         self._check_open()
         return await self.runtime.run(
             self._key("glob", args),
-            lambda deadline: self._glob(args),
+            lambda deadline: self._glob(args, deadline),
             lambda kind, msg: _error(kind, msg, GlobResult),
         )
 
@@ -209,7 +212,7 @@ class Tree(ABC):
             lambda kind, msg: _error(kind, msg, GrepResult),
         )
 
-    async def _glob(self, args: GlobArgs) -> GlobResult:
+    async def _glob(self, args: GlobArgs, deadline: float) -> GlobResult:
         limits = self.runtime.limits
         try:
             root, scope = await self._scope(args.path)
@@ -221,7 +224,7 @@ class Tree(ABC):
         except GlobSyntaxError as exc:
             return _error(ToolErrorKind.INVALID_PATTERN, str(exc), GlobResult)
         cut = len(root) + 1 if root else 0
-        matched = [f for f in scope if regex.match(f[cut:])]
+        matched = await _glob_filter(regex, scope, cut, deadline)
         if not matched:
             where = f" under '{root}'" if root else ""
             return GlobResult(text=f"No files match '{args.pattern}'{where}.", total_paths=0)
@@ -375,7 +378,7 @@ class Tree(ABC):
                 if args.glob is not None:
                     regex = compile_glob(args.glob)
                     cut = len(root) + 1 if root and root in (await self._directories()) else 0
-                    scope = [f for f in scope if regex.match(f[cut:] if cut else f)]
+                    scope = await _glob_filter(regex, scope, cut, deadline)
                 targets = await self._regular(scope)
                 if not targets:
                     return GrepResult(
@@ -463,6 +466,35 @@ class Tree(ABC):
             if st is not None and st.kind == "file":
                 out.append(p)
         return out
+
+
+_GLOB_CHUNK = 64  # paths matched between two looks at the clock
+_GLOB_SLICE_S = 0.005  # the longest the event loop is kept before others get a turn
+
+
+async def _glob_filter(
+    regex: re.Pattern[str], paths: list[str], cut: int, deadline: float
+) -> list[str]:
+    """The `paths` whose part after `cut` characters `regex` (a compiled glob) matches.
+
+    One match is linear in the path (see `_globs`), yet a hostile tree and pattern still make
+    a long list slow: the loop is given back every few milliseconds, so that other calls and a
+    server's `/health` keep being answered, and the call stops at its deadline
+    (TimeoutError, which `Runtime.run` answers as a timeout).
+    """
+    if len(paths) <= _GLOB_CHUNK:
+        return [f for f in paths if regex.match(f, cut)]
+    out: list[str] = []
+    mark = time.perf_counter()
+    for i in range(0, len(paths), _GLOB_CHUNK):
+        out += [f for f in paths[i : i + _GLOB_CHUNK] if regex.match(f, cut)]
+        now = time.perf_counter()
+        if now > deadline:
+            raise TimeoutError
+        if now - mark > _GLOB_SLICE_S:
+            await asyncio.sleep(0)
+            mark = time.perf_counter()
+    return out
 
 
 def _explain(tool: str, exc: Exception) -> str:
