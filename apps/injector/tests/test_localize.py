@@ -66,7 +66,7 @@ def test_localize_reads_stdin_and_prints_reasons(repo: Path) -> None:
     assert res.exit_code == 0, res.output
     first = res.output.splitlines()[0]
     assert first.startswith("billing/invoice.py")
-    assert re.search(r"billing/invoice\.py +0\.\d\d +defines", first)  # the score column
+    assert re.search(r"billing/invoice\.py\t0\.\d\d\tdefines", first)  # the score column
     assert "lexical:" in res.output
 
 
@@ -91,7 +91,29 @@ def test_names_open_through_the_cache_and_a_pool_can_be_given(
         app, [*argv, "--json", "--cache", str(tmp_path / "cache"), "--source", source], input=ISSUE
     )
     assert res.exit_code == 0, res.output
-    assert json.loads(res.output)["files"] == ["billing/invoice.py"]
+    answer = json.loads(res.stdout)
+    assert answer["files"] == ["billing/invoice.py"]
+    # the first use clones, said on stderr (stdout stays one JSON object), its time apart
+    clone_dir = tmp_path / "cache" / "repos" / "acme__billing-repo.git"
+    lines = res.stderr.splitlines()
+    assert lines[0] == f"cloning acme/billing-repo into {clone_dir} (the first time only; " + (
+        "later runs reuse the clone)"
+    )
+    assert re.fullmatch(r"cloned acme/billing-repo in \d+\.\d s", lines[1])
+    assert answer["clone_s"] > 0
+    # the second use has the clone: nothing said, no clone time
+    res = CliRunner().invoke(
+        app, [*argv, "--json", "--cache", str(tmp_path / "cache"), "--source", source], input=ISSUE
+    )
+    assert res.exit_code == 0, res.output
+    assert res.stderr == ""
+    assert json.loads(res.stdout)["clone_s"] == 0.0
+    # the human output says the clone time apart from the search's
+    res = CliRunner().invoke(
+        app, [*argv, "--cache", str(tmp_path / "cache2"), "--source", source], input=ISSUE
+    )
+    assert res.exit_code == 0, res.output
+    assert re.search(r"lexical: 3 turns, \d+ calls, \d+\.\d\d s, cloned in \d+\.\d s", res.stdout)
 
     async def served() -> list[list[str]]:
         cache = BareRepoCache(tmp_path / "cache", source)

@@ -190,11 +190,14 @@ def test_inject_markdown_prints_only_the_block(repo: Path) -> None:
     assert code == 0, stderr
     assert json.loads(stdout)["candidate_files"] == files
     assert stdout.count("\n") == 1
-    # ungated: every file, and nothing on stderr
+    # ungated: every file, and stderr says it was not gated (`serve` gates by default: the
+    # same request's `injected` differs, and each output says which it did)
     code, stdout, stderr = _localize(repo, "--inject", "openhands")
     assert code == 0, stderr
     assert stdout == render(files, "openhands")  # exactly the text, no blank line after
-    assert stderr == ""
+    assert stderr.startswith("not gated: every file found is listed")
+    assert "`codegrep serve` gates by default" in stderr
+    assert stderr.count("\n") == 1
 
 
 @pytest.mark.parametrize(

@@ -184,6 +184,21 @@ def test_retriever_mismatch_rules() -> None:
     assert r.mismatch("openai:m") == "the calibration measured retriever 'lexical', not 'openai:m'"
 
 
+def test_retriever_definitions_mode_must_match_when_both_are_known() -> None:
+    ts = Retriever(name="lexical", version="0.1.0", definitions="tree-sitter")
+    assert ts.mismatch("lexical", "0.1.0", "tree-sitter") is None
+    assert ts.mismatch("lexical", "0.1.0") is None  # the run's mode unknown
+    assert Retriever(name="lexical").mismatch("lexical", None, "regex") is None  # not recorded
+    said = ts.mismatch("lexical", "0.1.0", "regex")
+    assert said is not None
+    assert "measured with definitions read by tree-sitter, this run reads them by regex" in said
+    assert "symbols extra is not installed here" in said
+    # not recorded: the key is not written, so older calibrations are written again unchanged
+    assert "definitions" not in Retriever(name="lexical").model_dump()
+    assert ts.model_dump()["definitions"] == "tree-sitter"
+    assert Retriever.model_validate_json(ts.model_dump_json()) == ts
+
+
 def test_bad_inputs() -> None:
     with pytest.raises(GateInputError, match="2 score"):
         gate(FILES, [0.1, 0.2], CAL)
@@ -211,3 +226,13 @@ def test_decision_records_the_calibration_and_round_trips() -> None:
         "level": 0.95,
     }
     assert type(d).model_validate_json(d.model_dump_json()) == d
+
+
+def test_data_described_without_counting_its_instances_twice() -> None:
+    counted = "out-of-fold answers (331 instances, 16 Python repositories)"
+    assert DataRef(name=counted, instances=331).describe() == counted
+    chosen = DataRef(name=counted, instances=331, selection="only those with a prediction")
+    assert chosen.describe() == counted + " (only those with a prediction)"
+    assert chosen.describe().count("331 instances") == 1
+    lite = DataRef(name="SWE-bench Lite", instances=300, selection="without a/b")
+    assert lite.describe() == "SWE-bench Lite (300 instances, without a/b)"

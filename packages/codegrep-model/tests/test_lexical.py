@@ -487,3 +487,60 @@ def test_the_engine_hands_the_history_only_to_policies_that_use_it(
     (log,) = yes.logs
     assert isinstance(log, HistoryLog)
     assert [c.message for c in log.commits] == ["init"]
+
+
+def test_answer_gives_line_ranges_of_the_definitions_it_matched(geo: Path) -> None:
+    issue = "`Polygon.area` returns a negative value for clockwise points"
+    rec = localize(geo, issue)
+    assert rec.answer is not None
+    assert rec.answer.files[0] == "geo/shapes.py"
+    # the class Polygon spans lines 3-9 (its method `area` inside it is not repeated); Circle's
+    # `area` is a definition of an issue name too, outside Polygon: its own span
+    assert rec.answer.line_ranges["geo/shapes.py"] == ((3, 9), (15, 16))
+    # a prediction carries them, as it carries a model's
+    assert prediction_from_rollout(rec).line_ranges == rec.answer.line_ranges
+    # the answer itself is what it was without them
+    plain = localize(geo, issue, LexicalPolicy(LexicalConfig(line_ranges=False)))
+    assert plain.answer is not None
+    assert plain.answer.line_ranges == {}
+    assert (plain.answer.files, plain.answer.scores) == (rec.answer.files, rec.answer.scores)
+
+
+def test_ranking_gives_the_best_files_beyond_the_answer(geo: Path) -> None:
+    issue = "`Polygon.area` returns a negative value for clockwise points"
+    ranked = localize(geo, issue, LexicalPolicy(LexicalConfig(ranking=5)))
+    plain = localize(geo, issue)
+    assert ranked.answer is not None
+    assert plain.answer is not None
+    assert plain.answer.ranking is None  # only when asked for
+    assert (ranked.answer.files, ranked.answer.scores) == (plain.answer.files, plain.answer.scores)
+    ranking = ranked.answer.ranking
+    assert ranking is not None
+    assert 1 < len(ranking) <= 5
+    n = len(plain.answer.files)
+    # the answer's files first, with the same scores, then more, best first
+    answered = zip(plain.answer.files, plain.answer.scores or (), strict=True)
+    assert list(ranking[:n]) == list(answered)
+    scores = [s for _, s in ranking]
+    assert scores == sorted(scores, reverse=True)
+    assert len({p for p, _ in ranking}) == len(ranking)
+    with pytest.raises(ValueError, match="ranking"):
+        LexicalConfig(ranking=-1)
+
+
+def test_a_stray_ranking_in_a_reply_costs_nothing() -> None:
+    from codegrep_model import parse_answer
+
+    text = (
+        '{"files": ["a.py", "b.py"], "scores": [0.9, 0.5], '
+        '"ranking": [["a.py", 0.9], ["./c.py", 0.4], ["a.py", 0.3], ["d.py", 2], [1, 0.2], "e"]}'
+    )
+    answer = parse_answer(text)
+    assert answer is not None
+    assert answer.files == ("a.py", "b.py")
+    assert answer.scores == (0.9, 0.5)
+    # repeated paths, scores outside [0, 1] and entries that are not pairs are left out
+    assert answer.ranking == (("a.py", 0.9), ("c.py", 0.4))
+    stray = parse_answer('{"files": ["a.py"], "ranking": "x"}')
+    assert stray is not None
+    assert stray.ranking is None

@@ -24,7 +24,9 @@ __all__ = ["calibrate", "retriever_of"]
 def retriever_of(name: str, predictions_file: Path | None = None) -> Retriever:
     """The `Retriever` a calibration names: its name, the version of the package that
     implements it (codegrep-model for the policies), and the rollout config that the batch
-    runners write beside their predictions (`PREDICTIONS.meta.json`), when there is one.
+    runners write beside their predictions (`PREDICTIONS.meta.json`), when there is one, with
+    the definitions mode the rollouts ran in (`definitions`, which the gate checks a run
+    against).
 
     A meta file that is there but cannot be read (not JSON, nested too deeply, `1e999`, not
     UTF-8, a list) raises `RecordFileError` naming it: the calibration would otherwise record
@@ -37,13 +39,18 @@ def retriever_of(name: str, predictions_file: Path | None = None) -> Retriever:
 
     package, version = retriever_version(name)
     config: dict[str, object] = {}
+    definitions: str | None = None  # the mode the predictions ran in, when the meta says
     if predictions_file is not None:
         meta = predictions_file.with_name(predictions_file.name + ".meta.json")
         if os.path.lexists(meta):
             data = read_json_object(meta)
             if isinstance(data.get("config"), dict):
                 config = {"rollout": data["config"]}
-    return Retriever(name=name, version=version, package=package, config=config)
+            if data.get("definitions") in ("tree-sitter", "regex"):
+                definitions = str(data["definitions"])
+    return Retriever(
+        name=name, version=version, package=package, config=config, definitions=definitions
+    )
 
 
 def _load(

@@ -15,22 +15,29 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 from codegrep_cli import fail, grep_engine_option, output_option, timeout_option, version_option
-from codegrep_model import DEFAULT_MAX_ISSUE_BYTES
 
 from codegrep._cli_options import _ApiKeyOption, _BaseUrlOption, _ModelOption, _PolicyOption
 from codegrep.calibrate_cli import calibrate
-from codegrep.errors import InjectorError
-from codegrep.localize_job import DEFAULT_TIMEOUT_S, LocalizeJob, run_localize_job
 from codegrep.serve_cli import serve
 
 if TYPE_CHECKING:
     from codegrep_gate import GateConfig, GateDecision
+
+    from codegrep.localize import Localization
+
+# The search and its dependencies are imported when a command runs, not here: `--version` and
+# `--help` import typer and this package's command modules only (tests/test_cli.py times it).
+DEFAULT_TIMEOUT_S = 120.0  # codegrep.localize_job.DEFAULT_TIMEOUT_S (a test holds them equal)
+DEFAULT_MAX_ISSUE_BYTES = 262_144  # codegrep_model.DEFAULT_MAX_ISSUE_BYTES (likewise)
 
 app = typer.Typer(
     no_args_is_help=True,
     help="CodeGrep: the files an issue needs, for a coding agent.\n\n"
     "Example: codegrep localize --repo . --issue issue.md\n\n"
     "Exit codes: 0 done; 1 the policy failed; 2 bad input.",
+    # Piped (not a terminal), help is click's plain text: rich's panels cut long words with
+    # "…" at 80 columns, which a reader of `codegrep localize --help | less` cannot undo.
+    rich_markup_mode="rich" if sys.stdout.isatty() else None,
 )
 
 GATE_DEFAULT = 0.45  # codegrep_gate.GateConfig's default: the paper's neutral precision
@@ -138,13 +145,35 @@ def localize(
         int | None, typer.Option(min=0, help="Inject at most this many files.")
     ] = None,
     grep_engine: Annotated[str | None, grep_engine_option()] = None,
+    paths: Annotated[
+        bool,
+        typer.Option(
+            "--paths",
+            help="Print one path a line and nothing else: the files to inject (the gate's, "
+            "when gated), or the --top N best.",
+        ),
+    ] = False,
+    top: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="Also give the policy's N best files with their scores, the answer's first "
+            "and beyond it (`top` in --json; a table, or N paths with --paths).",
+        ),
+    ] = None,
 ) -> None:
     """Find the files ISSUE needs in REPO and print them with a reason each.
 
     Example:
       codegrep localize --repo . --issue apps/injector/examples/issue.md
       echo "KeyError in Session.get" | codegrep localize --repo ~/src/app --issue - --json
+      codegrep localize --repo . --issue issue.md --paths --top 10
     """
+    from codegrep.errors import InjectorError
+    from codegrep.localize_job import LocalizeJob, run_localize_job
+
+    if paths and (as_json or inject is not None):
+        raise fail(f"--paths and {'--json' if as_json else '--inject'}: choose one output")
     job = LocalizeJob(
         repo=repo,
         issue=issue,
@@ -164,6 +193,8 @@ def localize(
         inject=inject,
         max_files=max_files,
         grep_engine=grep_engine,
+        top=top,
+        progress=lambda line: typer.echo(line, err=True),
     )
     try:
         outcome = run_localize_job(job)
@@ -178,14 +209,18 @@ def localize(
         )
     if as_json:
         typer.echo(json.dumps(data))
+    elif paths:
+        if result.status != "error":
+            chosen = [t["path"] for t in data["top"]] if top is not None else gated.injected
+            for path in chosen:
+                typer.echo(path)
     elif inject is not None:
         # stdout is only what to inject (nothing when nothing passed); the why goes to stderr.
-        if gated.decision is not None:
-            typer.echo(gated.decision.summary, err=True)
+        typer.echo(gated.decision.summary if gated.decision is not None else _NOT_GATED, err=True)
         if gated.injection:  # as rendered: the text styles end with a newline, json does not
             typer.echo(gated.injection, nl=not gated.injection.endswith("\n"))
     elif result.status != "error":
-        _print_human(result, gated.decision)
+        _print_human(result, gated.decision, data.get("top"), data["clone_s"])
     if result.status == "error":
         raise fail(f"the search failed: {result.record.error}", code=1)
 
@@ -255,46 +290,85 @@ def _is_number(text: str) -> bool:
     return True
 
 
-def _print_human(result: object, decision: GateDecision | None = None) -> None:
-    from rich.console import Console
-    from rich.table import Table
-    from rich.text import Text
+_NOT_GATED = (
+    "not gated: every file found is listed (--gate injects only files of measured precision; "
+    "`codegrep serve` gates by default)"
+)
 
-    from codegrep.localize import Localization
 
-    assert isinstance(result, Localization)
-    console = Console()
-    table = Table(show_header=False, box=None, pad_edge=False)
-    table.add_column(style="bold cyan", no_wrap=True)
-    scored = bool(result.files) and all(f.score is not None for f in result.files)
-    if scored:
-        table.add_column(justify="right", style="dim")
-    table.add_column()
+def _print_human(
+    result: Localization,
+    decision: GateDecision | None = None,
+    top: list[dict[str, object]] | None = None,
+    clone_s: float = 0.0,
+) -> None:
+    """The answer for a person: a table on a terminal; piped, one line a file (path, score and
+    reason separated by tabs, never wrapped), so `cut -f1` or `awk '{print $1}'` reads paths
+    first; then the summary lines."""
     by_path = {d.path: d for d in decision.files} if decision is not None else {}
-    for f in result.files:  # Text: a path like pages/[slug].tsx is not markup
+    rows: list[tuple[str, str | None, str]] = []
+    for f in result.files:
         reason = f.reason
         d = by_path.get(f.path)
         if d is not None:
             verdict = "inject" if d.kept else "drop"
             reason = f"{verdict}: precision {d.precision.fmt()} ({d.bin}); {f.reason}"
+        rows.append((f.path, None if f.score is None else f"{f.score:.2f}", reason))
+    note = " (fallback answer)" if result.status == "fallback" else ""
+    cloned = f", cloned in {clone_s:.1f} s" if clone_s else ""
+    footer = [
+        f"{result.policy}: {result.turns} turns, {result.tool_calls} calls, "
+        f"{result.latency_s:.2f} s{note}{cloned}",
+        decision.summary if decision is not None else _NOT_GATED,
+    ]
+    answered = {f.path for f in result.files}
+    more = [
+        (str(t["path"]), "" if t["score"] is None else f"{float(str(t['score'])):.2f}")
+        for t in top or []
+        if t["path"] not in answered
+    ]
+    if not sys.stdout.isatty():
+        scored = all(score is not None for _, score, _ in rows)
+        for path, score, reason in rows:
+            cells = [path, score or "", reason] if scored else [path, reason]
+            typer.echo("\t".join(" ".join(x.split()) for x in cells))
+        if not rows:
+            typer.echo("no file found")
+        for path, score in more:
+            typer.echo(f"{path}\t{score}\tnot in the answer: one of the --top {len(top or [])}")
+        for text in footer:
+            typer.echo(text)
+        return
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    console = Console()
+    table = Table(show_header=False, box=None, pad_edge=False)
+    table.add_column(style="bold cyan", no_wrap=True)
+    scored = bool(rows) and all(score is not None for _, score, _ in rows)
+    if scored:
+        table.add_column(justify="right", style="dim")
+    table.add_column()
+    for path, score, reason in rows:  # Text: a path like pages/[slug].tsx is not markup
         if scored:
-            table.add_row(Text(f.path), f"{f.score:.2f}", Text(reason))
+            table.add_row(Text(path), score, Text(reason))
         else:
-            table.add_row(Text(f.path), Text(reason))
-    if result.files:
+            table.add_row(Text(path), Text(reason))
+    if rows:
         console.print(table)
     else:
         console.print("no file found")
-    note = " (fallback answer)" if result.status == "fallback" else ""
-    console.print(
-        Text(
-            f"{result.policy}: {result.turns} turns, {result.tool_calls} calls, "
-            f"{result.latency_s:.2f} s{note}",
-            style="dim",
-        )
-    )
-    if decision is not None:
-        console.print(Text(decision.summary))
+    if more:
+        extra = Table(show_header=False, box=None, pad_edge=False, title_justify="left")
+        extra.add_column(style="cyan", no_wrap=True)
+        extra.add_column(justify="right", style="dim")
+        for path, score in more:
+            extra.add_row(Text(path), score)
+        console.print(Text(f"beyond the answer (--top {len(top or [])}):", style="dim"))
+        console.print(extra)
+    console.print(Text(footer[0], style="dim"))
+    console.print(Text(footer[1]))
 
 
 # The other commands live in their own modules; they are attached here, in the order `--help`

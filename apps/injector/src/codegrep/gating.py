@@ -61,13 +61,20 @@ def calibration_for(
     """The calibration to gate `policy_name` with, by codegrep-gate's one rule
     (`codegrep_gate.choose_calibration`: the file at `path`, else the one shipped for it; only
     `lexical` has one, a served model needs its own file, from `codegrep calibrate`), checked
-    against the policy's version. Raises `CalibrationChoiceError` naming the flag when it
+    against the policy's version and this process's definitions mode
+    (`codegrep_model.definitions_mode`). Raises `CalibrationChoiceError` naming the flag when it
     cannot be read, was measured on another retriever or version, or (with `required`) when
     there is none; returns None when there is none and it is not required."""
+    from codegrep_model import definitions_mode
+
     where = f"--calibration {path}" if path is not None else "the shipped calibration"
     try:
         choice = choose_calibration(
-            policy_name, path, version=retriever_version(policy_name)[1], required=required
+            policy_name,
+            path,
+            version=retriever_version(policy_name)[1],
+            required=required,
+            definitions=definitions_mode(),
         )
     except CalibrationFileError as exc:
         raise CalibrationChoiceError(f"{where}: {exc}") from exc

@@ -8,8 +8,10 @@ a caller that serves many requests passes its own long-lived pool.
 
 from __future__ import annotations
 
+import asyncio
 import re
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from codegrep_model import (
@@ -72,6 +74,7 @@ async def localize(
     pool: TreePool | None = None,
     folders: bool = True,
     grep_engine: str | None = None,
+    progress: Callable[[str], None] | None = None,
 ) -> Localization:
     """Files of `repo` that `issue` needs, most important first, each with a reason.
 
@@ -81,11 +84,22 @@ async def localize(
     ``folders=False``: `repo` is a repository name, never a folder of this machine, even when
     one of that name exists (what a server must assume of a request's text). `grep_engine`:
     the pool's grep engine by its `worktree_sandbox.GREP_ENGINES` name (None: the default).
+
+    A bare repository (a folder with git's objects and no working tree) needs `commit`: as a
+    folder it has no files to search. Without `pool`, a repository name not cloned yet is
+    cloned first, said to `progress` (one line before, one after), and its seconds are the
+    answer's `clone_s`, apart from `latency_s`.
     """
     started = time.perf_counter()
     chosen = policy or LexicalPolicy()
     name = str(repo)
     local = Path(name).expanduser()
+    if folders and commit is None and _is_bare(local):
+        raise RepositoryInputError(
+            f"{name} is a bare git repository (no working tree to search): give --commit "
+            "(a commit, branch or tag; --commit HEAD for its HEAD)"
+        )
+    clone_s = 0.0
     try:
         instance = Instance(
             instance_id="localize",
@@ -102,10 +116,19 @@ async def localize(
             record = await _run(pool, name, commit, chosen, instance, config, folders)
         else:
             root = (cache_dir or _DEFAULT_CACHE_DIR).expanduser()
+            cache: BareRepoCache | None = None
+            if commit is not None and not (folders and local.is_dir()):
+                # a repository name: cloned (or fetched) before the search, its time apart
+                cache = clone_cache(root, source)
+                clone_s = await _prepare(cache, name, commit, progress)
+                started = time.perf_counter()
             # No checkout: this one rollout is served from git objects, nothing is written.
             limits = SandboxLimits(grep_engine=grep_engine)
+            made = cache
             async with TreePool(
-                lambda: clone_cache(root, source), limits=limits, materialize="never"
+                made if made is not None else (lambda: clone_cache(root, source)),
+                limits=limits,
+                materialize="never",
             ) as own:
                 record = await _run(own, name, commit, chosen, instance, config, folders)
     except CommitRequiredError as exc:
@@ -128,7 +151,47 @@ async def localize(
         tokens=record.usage.total_tokens,
         latency_s=time.perf_counter() - started,
         record=record,
+        ranking=tuple((p, s) for p, s in answer.ranking) if answer and answer.ranking else None,
+        clone_s=clone_s,
     )
+
+
+def _is_bare(folder: Path) -> bool:
+    """Whether `folder` is a bare git repository: git's HEAD, objects and refs, no `.git`."""
+    try:
+        return (
+            (folder / "HEAD").is_file()
+            and (folder / "objects").is_dir()
+            and (folder / "refs").is_dir()
+            and not (folder / ".git").exists()
+        )
+    except OSError:
+        return False
+
+
+async def _prepare(
+    cache: BareRepoCache, name: str, commit: str, progress: Callable[[str], None] | None
+) -> float:
+    """Clone `name` into `cache` (or fetch `commit`) when needed, saying so; the seconds it
+    took (0 when the clone already had the commit). A name the cache refuses is left to the
+    pool, which says what is wrong with it."""
+    try:
+        BareRepoCache.check_repo_name(name)
+    except SandboxError:
+        return 0.0
+    if cache.lookup(name, commit) is not None:
+        return 0.0
+    first = not cache.has(name)
+    if progress is not None:
+        what = "cloning" if first else f"fetching {commit} of"
+        progress(
+            f"{what} {name} into {cache.git_dir(name)}"
+            + (" (the first time only; later runs reuse the clone)" if first else "")
+        )
+    prepared = await asyncio.to_thread(cache.ensure, name, [commit])
+    if progress is not None:
+        progress(f"{'cloned' if first else 'fetched'} {name} in {prepared.seconds:.1f} s")
+    return prepared.seconds
 
 
 def clone_cache(root: Path, source: str) -> BareRepoCache:

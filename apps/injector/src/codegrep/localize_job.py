@@ -13,7 +13,8 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -58,6 +59,8 @@ class LocalizeJob:
     inject: str | None = None  # a style of `codegrep_gate.RENDER_STYLES`
     max_files: int | None = None
     grep_engine: str | None = None  # a `worktree_sandbox.GREP_ENGINES` name; None: the default
+    top: int | None = None  # also give the policy's `top` best files with their scores
+    progress: Callable[[str], None] | None = None  # told of a clone before the search
 
 
 @dataclass(frozen=True)
@@ -113,18 +116,21 @@ def _check(job: LocalizeJob, spec: PolicySpec) -> tuple[Calibration | None, str]
 
 
 async def _search(job: LocalizeJob, spec: PolicySpec, text: str) -> Localization:
-    from codegrep_model import RolloutConfig, policy_from_spec
+    from codegrep_model import LexicalPolicy, RolloutConfig, policy_from_spec
     from codegrep_model.local_policy import episode_for
 
     from codegrep.localize import localize
 
     # The lexical policy is localize's default (None): the one a server builds too.
     policy: Policy | None = None
-    if spec.kind != "lexical":
+    if spec.kind != "lexical" or job.top:
         try:
             policy = policy_from_spec(spec, api_key=job.api_key, timeout_s=job.timeout_s)
         except PolicySpecError as exc:
             raise JobInputError(str(exc)) from exc
+    if job.top and isinstance(policy, LexicalPolicy):
+        # its ranking beside the answer (`LexicalConfig.ranking`); the answer is the same
+        policy.config = replace(policy.config, ranking=job.top)
     try:
         return await localize(
             job.repo,
@@ -137,6 +143,7 @@ async def _search(job: LocalizeJob, spec: PolicySpec, text: str) -> Localization
             cache_dir=job.cache,
             source=job.source,
             grep_engine=job.grep_engine,
+            progress=job.progress,
         )
     finally:
         close = getattr(policy, "aclose", None)  # a served model's connections
@@ -165,7 +172,7 @@ def run_localize_job(job: LocalizeJob) -> LocalizeOutcome:
         max_files=job.max_files,
         inject=cast("RenderStyle | None", job.inject),  # one of INJECT_STYLES: checked
     )
-    data = LocalizeResponse.of(result, gated).model_dump(mode="json")
+    data = LocalizeResponse.of(result, gated, top=job.top).model_dump(mode="json")
     for flag, path, body in (
         ("-o", job.output, json.dumps(data, indent=2)),
         ("--rollout", job.rollout, result.record.model_dump_json(indent=2)),

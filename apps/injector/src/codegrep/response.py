@@ -18,7 +18,20 @@ from pydantic import BaseModel, Field
 
 from codegrep.gating import Gated
 
-__all__ = ["LOCALIZE_RESPONSE_SCHEMA_VERSION", "Localization", "LocalizeResponse", "LocalizedFile"]
+
+def _definitions_mode() -> str:
+    from codegrep_model import definitions_mode
+
+    return definitions_mode()
+
+
+__all__ = [
+    "LOCALIZE_RESPONSE_SCHEMA_VERSION",
+    "Localization",
+    "LocalizeResponse",
+    "LocalizedFile",
+    "RankedFile",
+]
 
 #: The layout of `LocalizeResponse`; a response without `schema_version` is version 1.
 LOCALIZE_RESPONSE_SCHEMA_VERSION = 1
@@ -41,12 +54,22 @@ class Localization:
     tokens: int
     latency_s: float
     record: RolloutRecord
+    # the policy's best files with their scores beyond the answer (`Answer.ranking`), if any
+    ranking: tuple[tuple[str, float], ...] | None = None
+    clone_s: float = 0.0  # seconds spent cloning or fetching before the search
 
     def to_json(self) -> dict[str, object]:
         """This answer, ungated, as the one response record (`LocalizeResponse`) that
         `localize --json`, the HTTP server and MCP give."""
         ungated = Gated([f.path for f in self.files], None, None)
         return LocalizeResponse.of(self, ungated).model_dump(mode="json")
+
+
+class RankedFile(BaseModel):
+    """One of the policy's best files (`LocalizeResponse.top`)."""
+
+    path: str
+    score: float | None = Field(description="The policy's confidence; null if it gives none.")
 
 
 class LocalizeResponse(BaseModel):
@@ -91,11 +114,37 @@ class LocalizeResponse(BaseModel):
     injection: str | None = Field(
         default=None, description="`injected` rendered in the style asked (`inject`)."
     )
+    top: list[RankedFile] | None = Field(
+        default=None,
+        description="The policy's N best files with their scores, the answer's first and "
+        "beyond it, when asked for (`localize --top N`); a policy that ranks no further "
+        "(a served model) gives its answer's files.",
+    )
+    definitions: str = Field(
+        default_factory=lambda: _definitions_mode(),
+        description="How the search read definitions: 'tree-sitter' (worktree-sandbox's "
+        "symbols extra, which the app requires) or 'regex'; the lexical policy's scores, and "
+        "so the gate, differ between the two.",
+    )
+    clone_s: float = Field(
+        default=0.0,
+        description="Seconds spent cloning or fetching the repository before the search "
+        "(not in `latency_s`).",
+    )
 
     @classmethod
-    def of(cls, result: Localization, gated: Gated, *, queue_s: float = 0.0) -> Self:
-        """The record of one localization and what `gating.apply` made of it."""
+    def of(
+        cls, result: Localization, gated: Gated, *, queue_s: float = 0.0, top: int | None = None
+    ) -> Self:
+        """The record of one localization and what `gating.apply` made of it; with `top`, the
+        policy's `top` best files."""
         answer = result.record.answer
+        ranked: list[RankedFile] | None = None
+        if top is not None:
+            pairs: tuple[tuple[str, float | None], ...] = result.ranking or tuple(
+                (f.path, f.score) for f in result.files
+            )
+            ranked = [RankedFile(path=p, score=s) for p, s in pairs[:top]]
         line_ranges = answer.line_ranges if answer is not None else {}
         given = [f.score for f in result.files]
         return cls(
@@ -116,4 +165,6 @@ class LocalizeResponse(BaseModel):
             gate=gated.decision,
             injected=gated.injected,
             injection=gated.injection,
+            top=ranked,
+            clone_s=round(result.clone_s, 3),
         )

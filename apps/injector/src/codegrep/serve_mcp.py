@@ -16,7 +16,7 @@ the calling model can read them. Not for: the rules themselves, which are the se
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
 from pydantic import Field, ValidationError
 
@@ -64,7 +64,6 @@ def invalid_arguments(exc: ValidationError) -> str:
 def build_mcp_server(service: LocalizeService) -> MCPServer:
     """An `MCPServer` whose one tool calls `service`; the caller runs and closes both."""
     from mcp.server.mcpserver import MCPServer
-    from mcp.server.mcpserver.exceptions import ToolError
     from mcp.types import CallToolResult, TextContent, ToolAnnotations
 
     from codegrep import __version__
@@ -119,17 +118,26 @@ def build_mcp_server(service: LocalizeService) -> MCPServer:
             int | None, Field(ge=1, le=100, description="Inject at most this many files.")
         ] = None,
     ) -> LocalizeResponse:
+        # A refusal is the tool's result with is_error and the reason as its text, returned:
+        # raised, the SDK would prefix "Error executing tool localize_files: " to it.
         try:
             request = LocalizeRequest(
                 repo=repo, issue=issue, commit=commit, gate=gate, inject=inject,
                 max_files=max_files,
             )  # fmt: skip
         except ValidationError as exc:
-            raise ToolError(invalid_arguments(exc)) from None
+            return _refusal(invalid_arguments(exc))
         try:
             return await service.localize(request)
         except ServiceError as exc:
-            raise ToolError(" ".join(str(exc).split())) from None
+            return _refusal(" ".join(str(exc).split()))
+
+    def _refusal(text: str) -> LocalizeResponse:
+        # the SDK passes a CallToolResult through as the tool's result (`convert_result`)
+        return cast(
+            "LocalizeResponse",
+            CallToolResult(content=[TextContent(type="text", text=text)], is_error=True),
+        )
 
     server.add_tool(
         localize_files,

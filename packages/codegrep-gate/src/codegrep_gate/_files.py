@@ -140,6 +140,7 @@ def choose_calibration(
     *,
     version: str | None = None,
     required: bool = True,
+    definitions: str | None = None,
 ) -> CalibrationChoice | None:
     """The calibration that gates `retriever` (at `version`): the one rule every gate follows
     (`codegrep localize --gate`, `codegrep serve`, swe-eval's downstream plan).
@@ -148,7 +149,7 @@ def choose_calibration(
     predictions that name no retriever (`retriever` None), the lexical policy's, which is then
     assumed to fit them. A retriever with no shipped calibration and no file has none: a
     `GateError` saying how to make one (or None when not `required`). The choice is then checked
-    against `retriever` and `version` (`Retriever.mismatch`): `CalibrationMismatchError` with
+    against `retriever`, `version` and `definitions` (`Retriever.mismatch`): `CalibrationMismatchError` with
     the reason alone, so the caller names its own flag. A file that cannot be read is the
     `CalibrationFileError` of `load_calibration` (it names the file).
     """
@@ -167,7 +168,7 @@ def choose_calibration(
             )
         choice = CalibrationChoice(shipped_calibration(name), f"shipped:{name}")
     if retriever is not None:
-        problem = choice.calibration.retriever.mismatch(retriever, version)
+        problem = choice.calibration.retriever.mismatch(retriever, version, definitions)
         if problem is not None:
             raise CalibrationMismatchError(problem)
     return choice

@@ -18,7 +18,15 @@ from bisect import bisect_right
 from itertools import pairwise
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 __all__ = [
     "Bin",
@@ -186,6 +194,21 @@ class Retriever(_Model):
     config: dict[str, Any] = Field(
         default_factory=dict, description="What else identifies it (rollout config, model)."
     )
+    definitions: str | None = Field(
+        default=None,
+        description="How the retriever read definitions when measured: 'tree-sitter' "
+        "(worktree-sandbox's symbols extra) or 'regex' (`codegrep_model.definitions_mode`); "
+        "None: not recorded. The lexical policy's scores differ between the two.",
+    )
+
+    @model_serializer(mode="wrap")
+    def _without_unrecorded_mode(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """No `definitions` key when it is not recorded: a calibration written without it is
+        written again byte for byte."""
+        data = handler(self)
+        if isinstance(data, dict) and data.get("definitions") is None:
+            data.pop("definitions", None)
+        return data
 
     def describe(self) -> str:
         """`lexical 0.1.0 (codegrep-model)`."""
@@ -196,11 +219,16 @@ class Retriever(_Model):
             out += f" ({self.package})"
         return out
 
-    def mismatch(self, name: str, version: str | None = None) -> str | None:
-        """Why this calibration does not fit retriever `name` at `version`; None when it does.
+    def mismatch(
+        self, name: str, version: str | None = None, definitions: str | None = None
+    ) -> str | None:
+        """Why this calibration does not fit retriever `name` at `version`, reading definitions
+        the `definitions` way; None when it does.
 
         Names must be equal. Versions are compared on major.minor, and only when both are
-        known: within a 0.x minor a retriever's behaviour is meant to stay put.
+        known: within a 0.x minor a retriever's behaviour is meant to stay put. The definitions
+        modes too must be equal when both are known: the same retriever scores differently
+        with and without the syntax tree.
         """
         if name != self.name:
             return f"the calibration measured retriever {self.name!r}, not {name!r}"
@@ -208,6 +236,13 @@ class Retriever(_Model):
             return (
                 f"the calibration measured {self.describe()}, not {name} {version} "
                 "(major.minor differ); calibrate this version"
+            )
+        if definitions and self.definitions and definitions != self.definitions:
+            return (
+                f"the calibration was measured with definitions read by {self.definitions}, "
+                f"this run reads them by {definitions} (worktree-sandbox's symbols extra is "
+                f"{'not ' if definitions == 'regex' else ''}installed here); install the same "
+                "or calibrate in this mode"
             )
         return None
 
@@ -261,8 +296,12 @@ class DataRef(_Model):
     )
 
     def describe(self) -> str:
-        """`SWE-bench Lite (300 instances)`."""
+        """`SWE-bench Lite (300 instances)`, `Lite (299 instances, without a/b)`; a name that
+        already counts its instances (`out-of-fold answers (331 instances, 16 Python
+        repositories)`) is not counted again (every reason of the gate says this)."""
         chosen = f", {self.selection}" if self.selection else ""
+        if re.search(rf"\b{self.instances} instances\b", self.name):
+            return f"{self.name} ({self.selection})" if self.selection else self.name
         return f"{self.name} ({self.instances} instances{chosen})"
 
 

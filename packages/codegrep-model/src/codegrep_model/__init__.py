@@ -24,6 +24,7 @@ from codegrep_model.engine import (
     DEFAULT_MAX_ISSUE_BYTES,
     RolloutConfig,
     ToolTree,
+    definitions_mode,
     rollout_stats,
     run_rollout,
 )
@@ -138,6 +139,7 @@ __all__ = [
     "__version__",
     "base_url_problem",
     "call",
+    "definitions_mode",
     "normalize_path",
     "openai_tools",
     "parse_answer",

@@ -50,6 +50,34 @@ class Answer(BaseModel):
         "what each policy means by it is its own (see LexicalPolicy), none is calibrated.",
     )
 
+    ranking: tuple[tuple[str, Score], ...] | None = Field(
+        default=None,
+        description="Optional: the policy's best files with their scores, best first, the "
+        "answer's and beyond it (more candidates for a caller that wants them; LexicalPolicy "
+        "with `LexicalConfig.ranking`). Never scored.",
+    )
+
+    @field_validator("ranking", mode="before")
+    @classmethod
+    def _ranking(cls, v: Any) -> Any:
+        """[[path, score], ...]; entries that are not a path and a score in [0, 1] are left
+        out (a model's stray ranking costs it nothing), as are repeated paths."""
+        if not isinstance(v, list | tuple):
+            return None
+        out: list[tuple[str, float]] = []
+        seen: set[str] = set()
+        for item in v:
+            if not (isinstance(item, list | tuple) and len(item) == 2):
+                continue
+            path, score = item
+            if not isinstance(path, str) or type(score) not in (int, float):
+                continue
+            p = normalize_path(path)
+            if p and p not in seen and 0.0 <= score <= 1.0:  # NaN fails both
+                seen.add(p)
+                out.append((p, float(score)))
+        return out
+
     @field_validator("reasons", mode="before")
     @classmethod
     def _reasons(cls, v: Any) -> Any:
@@ -210,26 +238,38 @@ def _find_reasons(text: str) -> dict[str, str]:
 
 
 def _with_scores(answer: Answer, text: str) -> Answer:
-    """`answer` with the scores the reply gives beside the same files, if it gives any.
+    """`answer` with the scores (and `ranking`) the reply gives beside the same files, if it
+    gives any.
 
     The files always come from the parse above: scores that are malformed, out of [0, 1] or that
     do not line up with those files are dropped, never a reason to reject the answer.
     """
-    if "scores" not in text:  # models' replies: nothing to look for, nothing parsed twice
+    if "scores" not in text and "ranking" not in text:  # models' replies: nothing to look for
         return answer
     for blob in _candidates(text):
         data = _load(blob)
-        if not isinstance(data, dict) or data.get("scores") is None:
+        if not isinstance(data, dict) or (data.get("scores") is None and "ranking" not in data):
             continue
         files = data.get("files", data.get("locations", data.get("paths")))
         if files is None:
             continue
+        update: dict[str, Any] = {}
         try:
-            probe = Answer.model_validate({"files": files, "scores": data["scores"]})
-        except ValueError:
+            probe = Answer.model_validate({"files": files, "scores": data.get("scores")})
+        except ValueError:  # scores that do not fit: the ranking may still
+            try:
+                probe = Answer.model_validate({"files": files})
+            except ValueError:
+                continue
+        if probe.files != answer.files:
             continue
-        if probe.files == answer.files:
-            return answer.model_copy(update={"scores": probe.scores})
+        if probe.scores is not None:
+            update["scores"] = probe.scores
+        # the ranking (beside the answer, never part of it) with the same files only
+        ranking = Answer.model_validate({"files": [], "ranking": data.get("ranking")}).ranking
+        if ranking:
+            update["ranking"] = ranking
+        return answer.model_copy(update=update) if update else answer
     return answer
 
 

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 import codegrep_records as records
 
 from codegrep_model.budget import TokenCounter
-from codegrep_model.engine import RolloutConfig, ToolTree, run_rollout
+from codegrep_model.engine import RolloutConfig, ToolTree, definitions_mode, run_rollout
 from codegrep_model.errors import BatchInputError, BatchStoppedError, PolicySpecError
 from codegrep_model.policy import Policy
 from codegrep_model.prompts import PromptSet
@@ -243,6 +243,9 @@ async def run_batch(
     meta = {
         "schema_version": BATCH_META_SCHEMA_VERSION,
         "policy": policy.name,
+        # the definition index the rollouts had (`engine.definitions_mode`): a calibration
+        # measured on these predictions records it
+        "definitions": definitions_mode(),
         "config": (config or RolloutConfig()).model_dump(),
         "total": summary.total,
         "skipped": summary.skipped,

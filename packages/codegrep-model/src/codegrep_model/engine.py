@@ -71,6 +71,15 @@ def _symbol_index() -> SymbolIndex | None:
     return SymbolIndex() if _symbols_available() else None
 
 
+def definitions_mode() -> str:
+    """How a rollout of this process reads definitions: "tree-sitter" (worktree-sandbox's
+    `symbols` extra installed: the engine offers policies the tree's definition index) or
+    "regex" (without it: only the lexical policy's regular expressions). The lexical policy's
+    scores differ between the two, so a calibration records the mode it was measured in and
+    every answer says which ran."""
+    return "tree-sitter" if _symbol_index() is not None else "regex"
+
+
 def definition_lookup(tree: object) -> DefinitionLookup | None:
     """The definitions of `tree`'s files for a policy's requests, when the tree is a
     worktree_sandbox tree and tree-sitter is installed."""

@@ -80,6 +80,10 @@ def _reason(evidence: list[str]) -> str:
     return "; ".join(parts) or "its path matches the issue's words"
 
 
+async def _none() -> tuple[()]:
+    return ()
+
+
 def _escape(text: str) -> str:
     return "".join("\\" + c if c in _META else c for c in text)
 
@@ -127,10 +131,21 @@ class LexicalConfig:
     # Files whose commit messages match the issue best (BM25, `codegrep_model._history`) join
     # the ranker's candidates, at most this many, when the tree has a history.
     history_candidates: int = 5
+    # The answer's `ranking`: the best this many files with their scores, the answer's first
+    # and beyond it (more candidates for a caller that wants them: `codegrep localize --top`);
+    # 0: none. It never changes which files are answered.
+    ranking: int = 0
+    # The answer's `line_ranges`: each answered file's definitions of the issue's names (the
+    # syntax tree's spans where the tree has a definition index, else the line the regular
+    # expression matched), at most `max_line_ranges` a file.
+    line_ranges: bool = True
+    max_line_ranges: int = 8
 
     def __post_init__(self) -> None:
         if not self.score_half > 0:
             raise ValueError(f"score_half must be positive, not {self.score_half}")
+        if self.ranking < 0 or self.max_line_ranges < 0:
+            raise ValueError("ranking and max_line_ranges must be >= 0")
 
 
 @dataclass(frozen=True)
@@ -212,15 +227,60 @@ class LexicalPolicy:
             calls = self._confirm_calls(ev.score, ev.def_lines, idents, request.max_calls)
             if calls:
                 return PolicyReply(content=None, tool_calls=calls)
+        ranking: list[tuple[str, float]]
         if self.ranker is None:
             files = self._choose(ev.score)
             confidence = [self._confidence(ev.score[f]) for f in files]
+            ranked = sorted(
+                (f for f in ev.score if ev.score[f] > 0), key=lambda f: (-ev.score[f], f)
+            )[: self.config.ranking]
+            ranking = [(f, self._confidence(ev.score[f])) for f in ranked]
         else:
-            files, confidence = self._choose_ranked(self._candidates(ev), self.ranker)
+            cands = self._candidates(ev)
+            files, confidence = self._choose_ranked(cands, self.ranker)
+            top = self.config.ranking
+            ranking = self._ranking(cands, self.ranker, top) if top else []
         reasons = {f: _reason(ev.why[f]) for f in files}
-        return PolicyReply(
-            content=json.dumps({"files": files, "scores": confidence, "reasons": reasons})
-        )
+        answer: dict[str, object] = {"files": files, "scores": confidence, "reasons": reasons}
+        if self.config.line_ranges:
+            answer["line_ranges"] = await self._line_ranges(request, files, idents, ev.def_lines)
+        if self.config.ranking:
+            answer["ranking"] = [[f, p] for f, p in ranking]
+        return PolicyReply(content=json.dumps(answer))
+
+    async def _line_ranges(
+        self,
+        request: PolicyRequest,
+        files: list[str],
+        idents: dict[str, float],
+        def_lines: dict[str, int],
+    ) -> dict[str, list[list[int]]]:
+        """file -> [[first, last], ...]: the answered files' definitions of the issue's names,
+        outermost first by line (a method inside a matched class is the class's span); from the
+        tree's definition index where it has the file's language, else the line of the first
+        definition the regular expression matched; files with neither have none."""
+        lookup = request.definitions
+        parsed: list[object] = [()] * len(files)
+        if lookup is not None:
+            parsed = list(
+                await asyncio.gather(
+                    *(lookup(f) if language_of(f) is not None else _none() for f in files),
+                    return_exceptions=True,
+                )
+            )
+        out: dict[str, list[list[int]]] = {}
+        for f, defs in zip(files, parsed, strict=True):
+            spans: list[tuple[int, int]] = []
+            if not isinstance(defs, BaseException) and isinstance(defs, tuple | list):
+                found = sorted({(d.line, d.end_line) for d in defs if d.name in idents})
+                for a, b in found:
+                    if not any(x <= a and b <= y for x, y in spans):
+                        spans.append((a, b))
+            if not spans and f in def_lines:
+                spans = [(def_lines[f], def_lines[f])]
+            if spans:
+                out[f] = [[a, b] for a, b in spans[: self.config.max_line_ranges]]
+        return out
 
     async def candidates(self, request: PolicyRequest) -> list[Candidate]:
         """The candidate files of the answer this request would get, best heuristic score
@@ -313,6 +373,16 @@ class LexicalPolicy:
         probs = [p for p, _, _ in scored]
         n = ranker.cut.take(probs)
         return [c.path for _, _, c in scored[:n]], [round(p, 4) for p in probs[:n]]
+
+    @staticmethod
+    def _ranking(cands: list[Candidate], ranker: Ranker, top: int) -> list[tuple[str, float]]:
+        """The first `top` files of the ranker's order with their probabilities (4 places),
+        the answer's and beyond: the order `_choose_ranked` cuts."""
+        scored = sorted(
+            ((ranker.probability(c.features), i, c) for i, c in enumerate(cands)),
+            key=lambda t: (-t[0], t[1]),
+        )
+        return [(c.path, round(p, 4)) for p, _, c in scored[:top]]
 
     def _clues(self, issue: str) -> IssueClues:
         clues = self._parsed.get(issue)
