@@ -20,6 +20,7 @@ import pytest
 from codegrep_model import (
     AskPolicy,
     CharEstimate,
+    ChatMessage,
     Episode,
     Instance,
     PolicyReply,
@@ -40,7 +41,10 @@ from codegrep_model.budget import (
     cut_marker,
     fit_texts,
     message_text,
+    tools_block_tokens,
 )
+from codegrep_model.local_policy import hermes_system
+from codegrep_model.tools import openai_tools
 from codegrep_model.train import RolloutLogEntry, advantage_scale, overflow_rate, read_rollout_log
 from worktree_sandbox import ReadResult
 
@@ -76,10 +80,19 @@ def start(budget: TokenBudget | None, counter: TokenCounter | None) -> Episode:
     return Episode.start(ISSUE, FILES, policy="hand", config=config, counter=counter)
 
 
+def counted_text(message: ChatMessage, first: bool) -> str:
+    """A message as a trainer's template shows it: the system message with the tool schemas
+    (ms-swift's hermes agent template, as `hermes_system` writes it), the others as they are."""
+    text = message_text(message)
+    return hermes_system(text, openai_tools()) if first and message.role == "system" else text
+
+
 def prompt_tokens(counter: TokenCounter, overhead: int = 8) -> int:
-    """The tokens of the system and user prompts, as the episode counts them."""
+    """The tokens of the system and user prompts, the tool schemas included."""
     probe = start(TokenBudget(max_length=None, max_completion_tokens=None), counter)
-    return sum(counter.count(message_text(m)) + overhead for m in probe.messages)
+    return sum(
+        counter.count(counted_text(m, i == 0)) + overhead for i, m in enumerate(probe.messages)
+    )
 
 
 def feed_results(episode: Episode, texts: dict[str, str]) -> None:
@@ -139,8 +152,30 @@ def counter(request: pytest.FixtureRequest) -> TokenCounter:
 
 
 def recount(episode: Episode, counter: TokenCounter, overhead: int = 8) -> int:
-    """The conversation's tokens, counted here from its messages."""
-    return sum(counter.count(message_text(m)) + overhead for m in episode.messages)
+    """The conversation's tokens, counted here from its messages and the tool schemas."""
+    return sum(
+        counter.count(counted_text(m, i == 0)) + overhead for i, m in enumerate(episode.messages)
+    )
+
+
+def test_the_tool_schemas_count_in_the_rollout(counter: TokenCounter) -> None:
+    """A trainer's rows carry a `tools` column, so the template writes the schemas into the
+    system message of every encoding (some 2,100 characters for grep/glob/read): the budget
+    counts them, or a rollout's last reply loses that much of its room."""
+    episode = start(TokenBudget(), counter)
+    system = episode.messages[0].content or ""
+    block = counter.count(hermes_system(system, openai_tools())) - counter.count(system)
+    assert len(hermes_system(system, openai_tools())) - len(system) > 2000
+    assert block > 0
+    messages_only = sum(counter.count(message_text(m)) + 8 for m in episode.messages)
+    assert episode.rollout_tokens == messages_only + block == recount(episode, counter)
+    # a template of the trainer's own counts instead (the ms-swift plugin passes its template)
+    assert tools_block_tokens(system, openai_tools(), counter, lambda s, t: s + " x" * 10) > 0
+    fixed = Episode.start(
+        ISSUE, FILES, policy="hand", config=episode.config, counter=counter, tools_tokens=7
+    )
+    assert fixed.rollout_tokens == messages_only + 7
+    assert tools_block_tokens(system, [], counter) == 0
 
 
 def test_fit_texts_keeps_what_fits_and_marks_what_it_cuts(counter: TokenCounter) -> None:

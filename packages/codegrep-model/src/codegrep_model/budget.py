@@ -12,6 +12,10 @@ the `Episode` (episode.py) keeps the count and enforces them:
 - after each reply, the model's tokens are summed over the rollout; past
   `max_completion_tokens` the rollout ends with overflow `completion_budget` (no answer).
 
+The conversation's count includes the tool schemas, which the chat template writes into the
+system message of every turn (`tools_block_tokens`: ms-swift's hermes agent template adds some
+2,100 characters for the three tools).
+
 Tokens are counted with a `TokenCounter`: `TokenizerCounter` wraps the tokenizer the trainer uses
 (a `transformers` tokenizer or a `tokenizers.Tokenizer`); `CharEstimate` (characters / 3, rounded
 up) stands in only where no tokenizer is at hand. Not here: the trainer's own guard, and anything
@@ -22,8 +26,8 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
-from typing import Literal, Protocol, runtime_checkable
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from grpo_rewards import (
     INFO_COMPLETION_TOKENS,
@@ -45,12 +49,14 @@ __all__ = [
     "OVERFLOW_CAUSES",
     "CharEstimate",
     "OverflowCause",
+    "SystemWithTools",
     "TokenBudget",
     "TokenCounter",
     "TokenizerCounter",
     "cut_marker",
     "fit_texts",
     "message_text",
+    "tools_block_tokens",
 ]
 
 #: Why a rollout overflowed: its conversation would pass `max_length`, or the model's output
@@ -159,6 +165,33 @@ def message_text(message: ChatMessage) -> str:
         body = json.dumps({"name": call.name, "arguments": call.arguments}, ensure_ascii=False)
         parts.append(f"<tool_call>\n{body}\n</tool_call>")
     return "\n".join(parts)
+
+
+#: A chat template's system message with the tools: (system text, tool schemas) -> text.
+SystemWithTools = Callable[[str, Sequence[Mapping[str, Any]]], str]
+
+
+def tools_block_tokens(
+    system: str,
+    tools: Sequence[Mapping[str, Any]],
+    counter: TokenCounter,
+    render: SystemWithTools | None = None,
+) -> int:
+    """The tokens a chat template adds to the prompt for the tool schemas: the system message
+    as `render` writes it with `tools`, less the system message alone; 0 without tools.
+
+    `render` is the trainer's template (the ms-swift plugin passes its template's own
+    `_get_system`); default: ms-swift 4.6's hermes agent template, as
+    `codegrep_model.local_policy.hermes_system` writes it (held to ms-swift's encoding token
+    for token by the training tier).
+    """
+    if not tools:
+        return 0
+    if render is None:
+        from codegrep_model.local_policy import hermes_system  # here: it imports the episode
+
+        render = hermes_system
+    return max(0, counter.count(render(system, tools)) - counter.count(system))
 
 
 def cut_marker(shown_lines: int, total_lines: int) -> str:

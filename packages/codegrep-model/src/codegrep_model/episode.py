@@ -52,6 +52,7 @@ from codegrep_model.budget import (
     TokenCounter,
     fit_texts,
     message_text,
+    tools_block_tokens,
 )
 from codegrep_model.errors import EpisodeError
 from codegrep_model.policy import Observation, PolicyReply, PolicyRequest
@@ -195,6 +196,7 @@ class Episode:
         issue_bytes: int,
         issue_cut_to: int | None,
         counter: TokenCounter | None = None,
+        tools_tokens: int | None = None,
     ) -> None:
         # Use `start`; this only stores what it is given.
         self._cfg = config
@@ -221,6 +223,7 @@ class Episode:
         # the token budget's ledger (config.budget): counted only when there is a budget
         self._counter: TokenCounter = counter or CharEstimate()
         self._message_tokens: list[int] = []  # per message, template overhead included
+        self._tools_tokens = tools_tokens  # the template's tool schemas; None: counted here
         self._completion_tokens = 0
         self._overflow: OverflowCause | None = None
         self._results_cut = 0
@@ -237,10 +240,14 @@ class Episode:
         config: RolloutConfig | None = None,
         prompts: PromptSet | None = None,
         counter: TokenCounter | None = None,
+        tools_tokens: int | None = None,
     ) -> Episode:
         """A new episode for `instance` on a tree holding `repo_files`; `policy` names the
         policy in the record. The issue is cut to `config.max_issue_bytes` here. `counter`
-        counts tokens for `config.budget` (the trainer's tokenizer; default: `CharEstimate`)."""
+        counts tokens for `config.budget` (the trainer's tokenizer; default: `CharEstimate`).
+        `tools_tokens`: the tokens the trainer's chat template adds to the prompt for the tool
+        schemas (`budget.tools_block_tokens` with its template); None: counted with ms-swift's
+        hermes agent template's text."""
         cfg = config or RolloutConfig()
         ps = prompts or PromptSet.load()
         issue, issue_bytes, issue_cut_to = _cut_issue(
@@ -263,6 +270,7 @@ class Episode:
             issue_bytes=issue_bytes,
             issue_cut_to=issue_cut_to,
             counter=counter,
+            tools_tokens=tools_tokens,
         )
         episode._messages = [
             ChatMessage(
@@ -330,11 +338,16 @@ class Episode:
 
     @property
     def rollout_tokens(self) -> int:
-        """The conversation's tokens so far, as `config.budget` counts them."""
+        """The conversation's tokens so far, as `config.budget` counts them: every message, and
+        the tool schemas the chat template writes into the system message (a trainer's rollout
+        offers the tools on every turn)."""
         overhead = self._cfg.budget.message_overhead_tokens if self._cfg.budget else 0
         for m in self._messages[len(self._message_tokens) :]:
             self._message_tokens.append(self._counter.count(message_text(m)) + overhead)
-        return sum(self._message_tokens)
+        if self._tools_tokens is None:
+            system = self._messages[0].content or "" if self._messages else ""
+            self._tools_tokens = tools_block_tokens(system, self._tools, self._counter)
+        return sum(self._message_tokens) + self._tools_tokens
 
     @property
     def completion_tokens(self) -> int:

@@ -22,9 +22,12 @@ pytest.importorskip(
 )
 
 from codegrep_model import LexicalPolicy, run_rollout  # noqa: E402
+from codegrep_model.budget import TokenizerCounter  # noqa: E402
 from codegrep_model.datasets import CHATML_TURN_BREAK, TRAINING_CONFIG, sft_rows  # noqa: E402
 from codegrep_model.train import TrainingSetupError, swift_plugin_path  # noqa: E402
 from swift import get_processor, get_template  # noqa: E402
+from swift.infer_engine.protocol import RolloutInferRequest  # noqa: E402
+from swift.rollout import invoke_async_hook  # noqa: E402
 from swift.utils import import_external_file  # noqa: E402
 from worktree_sandbox import BareRepoCache, TreePool  # noqa: E402
 
@@ -149,6 +152,45 @@ async def test_kept_sft_rows_do_not_encode(sandbox: Any, template: Any) -> None:
     assert "tool_response" in {m["role"] for m in row["messages"]}
     with pytest.raises(AssertionError, match="response_role"):
         template.encode(row)
+
+
+def test_the_budget_counts_the_tool_schemas_as_the_template_encodes_them(
+    sandbox: Any, template: Any
+) -> None:
+    """The rows' `tools` column makes ms-swift's template write the schemas into the system
+    message of every encoding of a rollout: the scheduler's budget counts them with that
+    template and its tokenizer, to the token."""
+    plugin: ModuleType = import_external_file(str(swift_plugin_path()))
+    scheduler = plugin.CodegrepToolsScheduler(
+        max_turns=4, template=template, tokenizer=template.tokenizer
+    )
+    row = sandbox.rows()[0]
+    tools = json.loads(row["tools"])
+    prompt = [dict(m) for m in row["messages"]]
+    request = RolloutInferRequest(
+        messages=[dict(m) for m in prompt],
+        tools=tools,
+        data_dict={k: v for k, v in row.items() if k not in ("messages", "tools")},
+        uuid="b",
+    )
+    answer = '{"files": ["shop/cart.py"]}'
+    try:
+        invoke_async_hook(scheduler.on_trajectory_start([request]))
+        out = invoke_async_hook(scheduler.hooks.turn("b", answer, None, current_turn=1))
+    finally:
+        scheduler.hooks.close()
+    counter = TokenizerCounter(template.tokenizer)
+    texts = [m["content"] for m in prompt] + [answer]
+    messages_only = sum(counter.count(t) + 8 for t in texts)
+    template.set_mode("pt")
+    try:
+        with_tools = template.encode({"messages": prompt, "tools": tools})["input_ids"]
+        without = template.encode({"messages": prompt})["input_ids"]
+    finally:
+        template.set_mode("train")
+    schemas = len(with_tools) - len(without)
+    assert schemas > 300  # some 2,100 characters of JSON schemas and instructions
+    assert out.rollout_infos["rollout_tokens"] == messages_only + schemas
 
 
 def test_a_malformed_follow_up_stops_training() -> None:

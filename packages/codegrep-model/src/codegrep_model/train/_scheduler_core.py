@@ -49,7 +49,13 @@ from grpo_rewards import INFO_EPISODE_STATUS, INFO_TEST_POLICY, RolloutInfo
 from worktree_sandbox import BareRepoCache, SandboxLimits, TreePool
 
 from codegrep_model._hermes import split_hermes
-from codegrep_model.budget import TokenBudget, TokenCounter
+from codegrep_model.budget import (
+    CharEstimate,
+    SystemWithTools,
+    TokenBudget,
+    TokenCounter,
+    tools_block_tokens,
+)
 from codegrep_model.datasets import (
     CHATML_TURN_BREAK,
     TRAINING_CONFIG,
@@ -402,7 +408,9 @@ class EpisodeHooks:
     on every turn (a random tiny model makes no tool calls, so a CPU test gets real calls this
     way). ``budget``: the rollout's token limits (`TRAINING_BUDGET` by default; None: none),
     counted with ``counter`` (set it to the trainer's tokenizer, `TokenizerCounter`; None: the
-    character estimate `CharEstimate`).
+    character estimate `CharEstimate`); the row's tool schemas count as ``tools_system`` (the
+    trainer's template: the system message with the tools) writes them, by default as ms-swift's
+    hermes agent template does.
     """
 
     def __init__(
@@ -416,9 +424,11 @@ class EpisodeHooks:
         test_override: PolicyOverride | None = None,
         budget: TokenBudget | None = TRAINING_BUDGET,
         counter: TokenCounter | None = None,
+        tools_system: SystemWithTools | None = None,
     ) -> None:
         self.config = config.model_copy(update={"budget": budget})
         self.counter = counter
+        self.tools_system = tools_system
         self.prompts = prompts or PromptSet.load()
         self.max_turns = max_turns
         self.host = host or SandboxHost()
@@ -427,11 +437,19 @@ class EpisodeHooks:
         self._live: dict[str, _Live] = {}
         self._started: dict[str, int] = {}  # rollouts started per instance (alternate override)
 
-    def set_budget(self, budget: TokenBudget | None, counter: TokenCounter | None) -> None:
+    def set_budget(
+        self,
+        budget: TokenBudget | None,
+        counter: TokenCounter | None,
+        *,
+        tools_system: SystemWithTools | None = None,
+    ) -> None:
         """Hold the rollouts started from now on to `budget`, counted with `counter` (a trainer
-        knows its tokenizer and max_length only once it runs)."""
+        knows its tokenizer, template and max_length only once it runs); `tools_system`: the
+        template's system message with the tools, whose extra tokens the budget counts."""
         self.config = self.config.model_copy(update={"budget": budget})
         self.counter = counter
+        self.tools_system = tools_system
 
     @property
     def live(self) -> int:
@@ -519,6 +537,7 @@ class EpisodeHooks:
                 config=config,
                 prompts=self.prompts,
                 counter=self.counter,
+                tools_tokens=self._tools_tokens(messages, tools),
             )
             _check_prompts(messages, episode.messages, instance.instance_id)
         except BaseException:
@@ -532,6 +551,23 @@ class EpisodeHooks:
             if not (self.test_override.alternate and nth % 2):
                 replace = self.test_override.policy
         self._live[uuid] = _Live(episode=episode, tree=tree, lease=lease, replace=replace)
+
+    def _tools_tokens(
+        self, messages: Sequence[Mapping[str, Any]], tools: Sequence[object] | None
+    ) -> int | None:
+        """The row's tool schemas in the trainer's template, in tokens (what ms-swift adds to
+        the system message of every encoding of the rollout); None: the episode counts the
+        hermes template's text of its own tools."""
+        if self.config.budget is None or not tools or self.tools_system is None:
+            return None
+        system = messages[0].get("content") if messages else None
+        schemas = [t for t in tools if isinstance(t, Mapping)]
+        return tools_block_tokens(
+            system if isinstance(system, str) else "",
+            schemas,
+            self.counter or CharEstimate(),
+            self.tools_system,
+        )
 
     def _row_config(self, data_dict: Mapping[str, Any], uuid: str) -> RolloutConfig:
         """The row's episode shape (`rollout_config`, rendered into its prompt) under the hooks'

@@ -45,6 +45,7 @@ import atexit
 import math
 import os
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -52,7 +53,7 @@ from typing import Any
 # where they are not installed: either way their names are Any here.
 import torch  # type: ignore[import-not-found, import-untyped, unused-ignore]
 from accelerate.utils import gather_object  # type: ignore[import-not-found, import-untyped, unused-ignore]
-from codegrep_model.budget import CharEstimate, TokenBudget, TokenizerCounter
+from codegrep_model.budget import CharEstimate, SystemWithTools, TokenBudget, TokenizerCounter
 from codegrep_model.train import (
     CHATML_TURN_BREAK,
     ROLLOUT_LOG_ENV,
@@ -73,6 +74,7 @@ from grpo_rewards.swift_orm import register_swift_orms
 from swift.rewards import orms  # type: ignore[import-not-found, import-untyped, unused-ignore]
 from swift.rlhf_trainers.grpo_trainer import GRPOTrainer  # type: ignore[import-not-found, import-untyped, unused-ignore]
 from swift.rollout.multi_turn import MultiTurnScheduler, multi_turns  # type: ignore[import-not-found, import-untyped, unused-ignore]
+from swift.template import StdTemplateInputs  # type: ignore[import-not-found, import-untyped, unused-ignore]
 from swift.trainers import TrainerFactory  # type: ignore[import-not-found, import-untyped, unused-ignore]
 from swift.utils import get_logger  # type: ignore[import-not-found, import-untyped, unused-ignore]
 
@@ -150,7 +152,7 @@ class CodegrepToolsScheduler(MultiTurnScheduler):  # type: ignore[misc]
         except AttributeError:
             tokenizer = getattr(template, "tokenizer", None)
         counter = TokenizerCounter(tokenizer) if tokenizer is not None else CharEstimate()
-        self.hooks.set_budget(budget, counter)
+        self.hooks.set_budget(budget, counter, tools_system=_template_system(template))
         self._budget_set = True
         logger.info("codegrep: rollout token budget %s, counted by %s", budget, counter.name)
 
@@ -222,6 +224,25 @@ class CodegrepToolsScheduler(MultiTurnScheduler):  # type: ignore[misc]
             if tokenizer.eos_token_id is not None:
                 ids.append(tokenizer.eos_token_id)
             response_choice.token_ids = ids
+
+
+def _template_system(template: Any) -> SystemWithTools | None:
+    """The system message with the tools as the trainer's template writes it into every
+    encoding of a rollout (`Template._get_system`, which `_swift_encode` calls: the hermes agent
+    template's `_format_tools` for Qwen3); None without a template."""
+    get_system = getattr(template, "_get_system", None)
+    if get_system is None:
+        return None
+
+    def render(system: str, tools: Sequence[Mapping[str, Any]]) -> str:
+        inputs = StdTemplateInputs(
+            messages=[{"role": "user", "content": ""}],
+            system=system,
+            tools=[dict(t) for t in tools],
+        )
+        return str(get_system(inputs) or "")
+
+    return render
 
 
 multi_turns[SCHEDULER_NAME] = CodegrepToolsScheduler
