@@ -9,6 +9,8 @@
 #   3. the same launch again: the finished stages skipped, GRPO resumed from checkpoint-1, the
 #      evaluation of the last checkpoint, the summary;
 #   4. `codegrep-train monitor` on the run's real logs (verdict, monitor.png).
+# Before 2, `codegrep-train plan --check` must pass; each launch judges sft and grpo again before
+# starting them (a "trainer check" line).
 # Prints each part's wall time.
 #
 # Usage: apps/train-launcher/ci/cpu-launch.sh [BASE_DIR] (default /tmp/codegrep-cpu-smoke; wiped)
@@ -47,6 +49,15 @@ else
   python "$here/make-cpu-inputs.py" "$base" --self-contained
 fi
 t1=$(t)
+
+echo "== plan --check (the sft and grpo command lines judged by ms-swift's argument classes)"
+codegrep-train plan --check --config "$config" --set "base_dir=$base" >"$base/plan-check.out" 2>&1 \
+  && rc0=0 || rc0=$?
+sed -n '/^trainer check:/,$p' "$base/plan-check.out"
+if [[ $rc0 -ne 0 ]] || ! grep -q '^trainer check: passed' "$base/plan-check.out"; then
+  echo "plan --check did not pass (exit $rc0)" >&2; exit 1
+fi
+tc=$(t)
 
 echo "== launch (to be killed once grpo/checkpoint-1 is complete)"
 setsid "${launch[@]}" >"$base/launch1.out" 2>&1 &
@@ -122,7 +133,8 @@ codegrep-train monitor "$out/grpo" --config "$config" -o "$base/monitor" && rc3=
 t4=$(t)
 echo "monitor exit: $rc3 (0: no alarm, 1: an alarm); files: $(ls "$base/monitor" | tr '\n' ' ')"
 [[ $rc3 -le 1 && -f "$base/monitor/monitor.png" ]] || { echo "the monitor failed" >&2; fail=1; }
-echo "wall: inputs $((t1 - t0)) s, first launch until killed $((t2 - t1)) s," \
+echo "wall: inputs $((t1 - t0)) s, plan --check $((tc - t1)) s," \
+  "first launch until killed $((t2 - tc)) s," \
   "resumed launch $((t3 - t2)) s, monitor $((t4 - t3)) s, total $((t4 - t0)) s"
 if [[ $rc2 -ne 0 || $fail -ne 0 ]]; then
   echo "cpu launch FAILED (second launch exit $rc2, checks $fail)" >&2

@@ -18,8 +18,8 @@ from train_launcher import (
     build_plan,
     load_config,
 )
-from train_launcher.errors import ConfigError
 from train_launcher.cli import app
+from train_launcher.errors import ConfigError
 from train_launcher.estimate import PAPER_SECONDS_PER_STEP, model_size
 from typer.testing import CliRunner
 

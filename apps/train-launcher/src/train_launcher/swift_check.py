@@ -28,7 +28,7 @@ they are carried here, each with a test that pins it to ms-swift's source
   which ms-swift refuses with vLLM (`RLHFArguments._check_grpo`) and with DeepSpeed
   (`SftArguments._init_deepspeed`); and the visible GPUs must be a multiple of the processes;
 - colocate vLLM: `--vllm_tensor_parallel_size` must divide the trainer's processes
-  (`RolloutTrainerMixin.prepare_rollout`, swift/rlhf_trainers/rollout_mixin.py).
+  (`RolloutTrainerMixin._prepare_vllm`, swift/rlhf_trainers/rollout_mixin.py).
 """
 
 from __future__ import annotations
@@ -238,7 +238,7 @@ def carried_rules(stage: str, command: NodeCommand, config: RunConfig) -> list[S
                     flags=("--vllm_tensor_parallel_size",),
                     rule=f"vllm_tensor_parallel_size ({tp}) must divide world size ({world}) "
                     "evenly",
-                    where="swift/rlhf_trainers/rollout_mixin.py in prepare_rollout (colocate)",
+                    where="swift/rlhf_trainers/rollout_mixin.py in _prepare_vllm (colocate)",
                     carried=True,
                 )
             )
