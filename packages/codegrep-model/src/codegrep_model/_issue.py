@@ -30,9 +30,10 @@ _ERROR = re.compile(
     r"^\s*(?:[\w.]+\.)?(\w*(?:Error|Exception|Warning|Exit|Interrupt))(?::\s*(.+))?$", re.M
 )
 _SPAN = re.compile(r"`([^`\n]{1,200})`")
-_FENCE = re.compile(r"```[^\n]*\n(.*?)```", re.DOTALL)
 _IDENT = re.compile(r"(?<![\w.])([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)")
-_CALL = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*\(")
+# A call's name starts at the first letter or '_' of a run of word characters. Matched from the
+# run's start only: tried at every letter, a 250 KB run with no '(' after it took minutes.
+_CALL = re.compile(r"(?<![A-Za-z0-9_])[0-9]*([A-Za-z_][A-Za-z0-9_]*)\s*\(")
 _IMPORT = re.compile(r"^\s*(?:from\s+([\w.]+)\s+)?import\s+([\w., ()]+)", re.M)
 
 
@@ -49,6 +50,34 @@ class IssueClues:
     words: list[str] = field(default_factory=list)
     word_set: frozenset[str] = frozenset()
     title_names: frozenset[str] = frozenset()  # identifiers of the issue's first line
+
+
+def _fences(text: str) -> list[tuple[int, int, str]]:
+    """Fenced code as (start, end, body): a '```', the rest of its line, then everything up to
+    the next '```'. Found with `str.find`, once over the text: the regex this replaces
+    (r"```[^\\n]*\\n(.*?)```") scanned to the end again from every '`' of a line of them.
+    Once a fence finds no newline or no closing '```' after it, no later one can."""
+    out: list[tuple[int, int, str]] = []
+    pos = 0
+    while (start := text.find("```", pos)) >= 0:
+        newline = text.find("\n", start + 3)
+        close = text.find("```", newline + 1) if newline >= 0 else -1
+        if close < 0:
+            break
+        out.append((start, close + 3, text[newline + 1 : close]))
+        pos = close + 3
+    return out
+
+
+def _without(text: str, fences: list[tuple[int, int, str]]) -> str:
+    """`text` with each fence replaced by one space."""
+    parts: list[str] = []
+    pos = 0
+    for start, end, _ in fences:
+        parts += [text[pos:start], " "]
+        pos = end
+    parts.append(text[pos:])
+    return "".join(parts)
 
 
 def _is_name(tok: str) -> bool:
@@ -86,10 +115,11 @@ def extract_clues(text: str) -> IssueClues:
             if lit and lit not in clues.messages:
                 clues.messages.append(lit)
 
-    code = [m.group(1) for m in _FENCE.finditer(text)]
-    spans = [m.group(1) for m in _SPAN.finditer(_FENCE.sub(" ", text))]
+    fences = _fences(text)
+    code = [body for _, _, body in fences]
+    prose = _without(text, fences)
+    spans = [m.group(1) for m in _SPAN.finditer(prose)]
     code += [ln for ln in text.splitlines() if ln.lstrip().startswith((">>>", "In ["))]
-    prose = _FENCE.sub(" ", text)
     weights: dict[str, float] = {}
 
     def add(tok: str, w: float) -> None:
