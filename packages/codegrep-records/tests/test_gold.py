@@ -173,3 +173,20 @@ def test_lite_gold_matches_the_published_gold_files(shared_data: Path) -> None:
     for inst in loaded.records:
         bare = inst.model_copy(update={"patch": ""})
         assert set(bare.gold_files_for()) == published[inst.instance_id]
+
+
+def test_changelog_entries_count_unless_left_out() -> None:
+    from codegrep_records import is_changelog_path
+
+    entries = ["CHANGES.rst", "CHANGELOG.md", "HISTORY", "docs/whatsnew/v2.rst"]
+    entries += ["changelog.d/1234.bugfix.rst", "newsfragments/12.feature", "changes/9.misc"]
+    code = ["src/changes.py", "pkg/history.py", "news/feed.py", "src/a.py", "README.rst"]
+    assert [p for p in entries + code if is_changelog_path(p)] == entries
+    patch = "".join(
+        f"diff --git a/{p} b/{p}\n--- a/{p}\n+++ b/{p}\n@@ -1 +1 @@\n-a\n+b\n"
+        for p in ["src/a.py", "CHANGES.rst", "changelog.d/1.bugfix.rst"]
+    )
+    assert files_from_patch(patch) == ("src/a.py", "CHANGES.rst", "changelog.d/1.bugfix.rst")
+    assert files_from_patch(patch, GoldRule(exclude_changelogs=True)) == ("src/a.py",)
+    assert GoldRule().describe().endswith("changelogs counted")
+    assert GoldRule(exclude_changelogs=True).describe().endswith("changelogs left out")

@@ -209,3 +209,29 @@ def test_cut_reports_the_rows_it_skipped(files: dict[str, Path], tmp_path: Path)
     res = runner.invoke(app, ["cut", "-i", str(files["inst"]), "-p", str(files["good"])])
     assert res.exit_code == 0, res.output
     assert "1 prediction (good.jsonl) row(s) skipped" in " ".join(res.output.split())
+
+
+def test_changelog_entries_in_the_gold_are_a_choice_and_the_rule_is_said(tmp_path: Path) -> None:
+    # the fix touched code and its changelog entries; the prediction names the code only
+    patch = _patch("pkg/core.py") + _patch("CHANGES.rst") + _patch("changelog.d/12.bugfix.rst")
+    inst = tmp_path / "inst.jsonl"
+    inst.write_text(json.dumps({"instance_id": "o__r-1", "repo": "o/r", "patch": patch}) + "\n")
+    pred = tmp_path / "pred.jsonl"
+    pred.write_text(json.dumps({"instance_id": "o__r-1", "files": ["pkg/core.py"]}) + "\n")
+    argv = ["retrieval", "-i", str(inst), "-p", str(pred), "-f", "json", "--resamples", "0"]
+    counted = runner.invoke(app, argv)
+    left_out = runner.invoke(app, [*argv, "--exclude-changelogs"])
+    assert counted.exit_code == 0, counted.output
+    assert left_out.exit_code == 0, left_out.output
+
+    def recall(res: object) -> float:
+        data = json.loads(res.stdout)  # type: ignore[attr-defined]
+        return float(data["systems"][0]["metrics"]["recall"]["value"])
+
+    assert recall(counted) == pytest.approx(1 / 3)  # the default: as every published table
+    assert recall(left_out) == 1.0
+    # each table says which gold it scored against, on stderr
+    said = "gold: modified and deleted files (renamed: old path); not added files, not tests; "
+    assert said + "changelogs counted" in counted.stderr
+    assert "gold: modified and deleted files" in left_out.stderr
+    assert "changelogs left out" in left_out.stderr

@@ -16,6 +16,7 @@ from codegrep_records._gold import (
     GoldRule,
     PatchFile,
     files_from_patch,
+    is_changelog_path,
     is_test_path,
     parse_patch,
 )
@@ -97,6 +98,7 @@ __all__ = [
     "files_from_patch",
     "finite_json",
     "gold_from_instances",
+    "is_changelog_path",
     "is_test_path",
     "load_instances",
     "load_labels",

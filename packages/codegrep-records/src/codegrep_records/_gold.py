@@ -1,7 +1,7 @@
 """Gold files from a unified diff, and the rule that decides which of them count.
 
 A retriever runs at the base commit, so gold is "the files at the base commit that the fix
-touches". `GoldRule` answers the three questions a patch leaves open (the README has the table):
+touches". `GoldRule` answers the four questions a patch leaves open (the README has the table):
 
 - a new file: does not count by default (no retriever can name a file that does not exist yet);
   `GoldRule(include_added=True)` keeps it;
@@ -9,6 +9,8 @@ touches". `GoldRule` answers the three questions a patch leaves open (the README
   localizer for a coding agent is asked for the code to change); `exclude_tests=False` keeps it.
   A path is a test file when a directory in it is named `test` or `tests`, or its file name is
   `conftest.py`, `test_*.py`, `*_test.py` or `*_tests.py`;
+- a changelog entry (`CHANGES.rst`, `changelog.d/*`; `is_changelog_path`): counts by default,
+  as in every published figure; `exclude_changelogs=True` leaves it out;
 - a renamed file: counts under its *old* path by default, the one that exists at the base
   commit; `renames="new"` takes the path after the fix, `renames="both"` takes both.
 
@@ -31,6 +33,7 @@ __all__ = [
     "GoldRule",
     "PatchFile",
     "files_from_patch",
+    "is_changelog_path",
     "is_test_path",
     "parse_patch",
 ]
@@ -38,6 +41,11 @@ __all__ = [
 _GIT_HEADER = re.compile(r"^diff --git (?P<a>\S+|\"[^\"]+\") (?P<b>\S+|\"[^\"]+\")$")
 _TEST_NAME = re.compile(r"^(conftest\.py|test_.*\.py|.*_tests?\.py)$")
 _TEST_DIRS = frozenset({"test", "tests"})
+_CHANGELOG_NAMES = frozenset(
+    {"changes", "changelog", "history", "news", "release_notes", "release-notes"}
+)
+_CHANGELOG_DIRS = frozenset({"changelog.d", "changes", "newsfragments", "whatsnew"})
+_TEXT_EXTENSIONS = frozenset({"rst", "md", "txt", "markdown", "adoc", "feature", "bugfix", "misc"})
 # git's C-style quoting of a path with special characters: "a/caf\303\251.py"
 _ESCAPE = re.compile(r"\\([0-7]{1,3}|.)")
 _SIMPLE_ESCAPES = {"a": 7, "b": 8, "t": 9, "n": 10, "v": 11, "f": 12, "r": 13}
@@ -70,10 +78,30 @@ class GoldRule:
     include_added: bool = False
     exclude_tests: bool = True
     renames: Literal["old", "new", "both"] = "old"
+    # Changelog entries (`CHANGES.rst`, `changelog.d/1234.bugfix.rst`, `docs/whatsnew/...`):
+    # counted by default, as every published figure was; `True` leaves them out (no localizer
+    # is asked to find where the release notes go). See `is_changelog_path`.
+    exclude_changelogs: bool = False
 
     def __post_init__(self) -> None:
         if self.renames not in ("old", "new", "both"):
             raise ValueError(f"renames must be 'old', 'new' or 'both', not {self.renames!r}")
+
+    def describe(self) -> str:
+        """The rule in words, for a table's reader: `modified and deleted files (renamed:
+        old path); not added files, not tests; changelogs counted`."""
+        kinds = (
+            "modified, deleted and added files"
+            if self.include_added
+            else ("modified and deleted files")
+        )
+        left_out = [x for x, out in (("tests", self.exclude_tests),) if out]
+        if not self.include_added:
+            left_out.insert(0, "added files")
+        said = f"{kinds} (renamed: {self.renames} path)"
+        said += f"; not {', not '.join(left_out)}" if left_out else ""
+        said += "; changelogs left out" if self.exclude_changelogs else "; changelogs counted"
+        return said
 
     def paths(self, change: PatchFile) -> tuple[str, ...]:
         """The paths `change` contributes under this rule (none, one, or two for a rename)."""
@@ -85,11 +113,29 @@ class GoldRule:
                 candidates = (change.new_path,)
             elif self.renames == "both":
                 candidates = (change.path, change.new_path)
-        return tuple(p for p in candidates if p and not (self.exclude_tests and is_test_path(p)))
+        return tuple(
+            p
+            for p in candidates
+            if p
+            and not (self.exclude_tests and is_test_path(p))
+            and not (self.exclude_changelogs and is_changelog_path(p))
+        )
 
     def keeps(self, change: PatchFile) -> bool:
         """Whether `change` contributes any path under this rule."""
         return bool(self.paths(change))
+
+
+def is_changelog_path(path: str) -> bool:
+    """Whether `path` is a changelog entry: a text file (no extension, or .rst, .md, .txt, ...)
+    named CHANGES, CHANGELOG, HISTORY, NEWS or RELEASE_NOTES in any case, or one under a folder
+    named `changelog.d`, `changes`, `newsfragments` or `whatsnew` (towncrier's and Sphinx
+    projects' habits). Code is never one."""
+    parts = normalize_path(path).lower().split("/")
+    stem, dot, ext = parts[-1].partition(".")
+    if dot and ext.rsplit(".", 1)[-1] not in _TEXT_EXTENSIONS:
+        return False  # code (`src/changes.py`) is never a changelog entry
+    return stem in _CHANGELOG_NAMES or bool(_CHANGELOG_DIRS.intersection(parts[:-1]))
 
 
 def is_test_path(path: str) -> bool:

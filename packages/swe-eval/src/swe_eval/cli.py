@@ -259,6 +259,13 @@ def retrieval(
         bool, typer.Option(help="Count files the patch adds as gold.")
     ] = False,
     include_tests: Annotated[bool, typer.Option(help="Count test files as gold.")] = False,
+    exclude_changelogs: Annotated[
+        bool,
+        typer.Option(
+            help="Leave changelog entries (CHANGES.rst, changelog.d/*, whatsnew/*) out of the "
+            "gold (counted by default, as in every published table)."
+        ),
+    ] = False,
     repo: RepoOpt = None,
     exclude_repo: ExcludeRepoOpt = None,
     limit: LimitOpt = None,
@@ -281,7 +288,11 @@ def retrieval(
     skipped: list[RowProblem] = []
     chosen = _load_chosen(instances, repo, exclude_repo, limit, skipped)
     try:
-        rule = GoldRule(include_added=include_added, exclude_tests=not include_tests)
+        rule = GoldRule(
+            include_added=include_added,
+            exclude_tests=not include_tests,
+            exclude_changelogs=exclude_changelogs,
+        )
         gold = _gold(chosen, labels, rule, skipped)
         repos = {i.instance_id: i.repo for i in chosen}
         ks = _parse_ks(k)
@@ -309,6 +320,8 @@ def retrieval(
                 f"{s.name}: {s.no_gold} instance(s) without gold left out; "
                 f"{s.unknown} prediction(s) for unknown ids ignored"
             )
+    # which gold the table scores against, said beside every table (labels replace the rule)
+    say(f"gold: {f'the labels of {labels}' if labels is not None else rule.describe()}")
     emit(render(summaries, fmt, diffs=diffs, by_repo=by_repo, title=title, skipped=skipped), output)
     if html is not None:
         _write_retrieval_html(html, chosen, gold, systems, evals, summaries, title=title)
