@@ -162,7 +162,7 @@ def test_tool_error_is_a_result(chat_server: ChatServer, small_repo: Path) -> No
     assert rec.status == "answered"
 
 
-def test_turn_limit_and_answer_turn_without_tools(
+def test_turn_limit_and_answer_turn_with_no_call_to_make(
     chat_server: ChatServer, small_repo: Path
 ) -> None:
     chat_server.script = [
@@ -175,8 +175,13 @@ def test_turn_limit_and_answer_turn_without_tools(
     ]
     rec = run(chat_server, small_repo)
     assert len(chat_server.requests) == 4
-    assert all("tools" in r for r in chat_server.requests[:3])
-    assert "tools" not in chat_server.requests[3]
+    assert all(r["tool_choice"] == "auto" for r in chat_server.requests[:3])
+    # the answer turn shows the schemas as every turn of a training rollout does (ms-swift
+    # writes a row's tools into each encoding), with no call to make
+    answer_turn = chat_server.requests[3]
+    assert answer_turn["tools"] == chat_server.requests[0]["tools"]
+    assert answer_turn["tool_choice"] == "none"
+    assert "parallel_tool_calls" not in answer_turn
     reminders = [m["content"] for m in chat_server.requests[3]["messages"] if m["role"] == "user"][
         1:
     ]
@@ -310,6 +315,11 @@ def test_exploration_budget_is_configurable(
     chat_server.script = [chat_server.tool_reply(("grep", {"pattern": "Cart"}))] * turns + [
         chat_server.text_reply('{"files": ["shop/cart.py"]}')
     ]
-    rec = run(chat_server, small_repo, config=RolloutConfig(exploration_turns=turns))
+    rec = run(
+        chat_server,
+        small_repo,
+        config=RolloutConfig(exploration_turns=turns),
+        tools_on_answer_turn=False,
+    )
     assert rec.stats.turns == turns + 1
     assert "tools" not in chat_server.requests[-1]

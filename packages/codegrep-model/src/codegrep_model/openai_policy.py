@@ -16,6 +16,7 @@ from codegrep_model._hermes import split_hermes
 from codegrep_model.errors import EndpointError, EndpointTimeoutError
 from codegrep_model.policy import PolicyReply, PolicyRequest
 from codegrep_model.records import ToolCall, Usage
+from codegrep_model.tools import openai_tools
 
 if TYPE_CHECKING:
     import httpx
@@ -26,7 +27,13 @@ _RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
 
 
 class OpenAIPolicy:
-    """A served model behind `/v1/chat/completions`."""
+    """A served model behind `/v1/chat/completions`.
+
+    ``tools_on_answer_turn`` (default True): the answer turn, which offers no tool, still sends
+    the tool schemas, with ``tool_choice: "none"``, so that the chat template writes the system
+    prompt of that turn as on the others, as a trainer's rollout has it on every turn (ms-swift
+    writes a row's `tools` into every encoding). False: that turn sends no tools.
+    """
 
     def __init__(
         self,
@@ -41,6 +48,7 @@ class OpenAIPolicy:
         backoff_s: float = 0.5,
         extra_body: dict[str, Any] | None = None,
         client: httpx.AsyncClient | None = None,
+        tools_on_answer_turn: bool = True,
     ) -> None:
         import httpx  # deferred: `codegrep localize` with the lexical default never needs it
 
@@ -52,6 +60,7 @@ class OpenAIPolicy:
         self.max_retries = max_retries
         self.backoff_s = backoff_s
         self.extra_body = dict(extra_body or {})
+        self.tools_on_answer_turn = tools_on_answer_turn
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._client = client or httpx.AsyncClient(
             headers=headers, timeout=httpx.Timeout(timeout_s)
@@ -84,6 +93,12 @@ class OpenAIPolicy:
             body["tools"] = list(request.tools)
             body["tool_choice"] = "auto"
             body["parallel_tool_calls"] = True
+        elif self.tools_on_answer_turn:
+            # A trainer's rollout carries the tools on every turn, so the chat template writes
+            # the schemas into the system prompt of the answer turn too: the same prompt here,
+            # with no call to be made (tool_choice none; the episode drops calls on that turn)
+            body["tools"] = openai_tools()
+            body["tool_choice"] = "none"
         body.update(self.extra_body)
         return body
 

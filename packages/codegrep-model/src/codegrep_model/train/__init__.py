@@ -13,6 +13,9 @@
 The rows come from `codegrep_model.datasets` (`grpo_rows`: the prompts exactly as the episode
 renders them, which the scheduler checks, and the sandbox columns it needs).
 
+Serving a trained Qwen3 for evaluation: `qwen3_chat_template_path()` is the chat template that
+renders a conversation as training did (`vllm serve --chat-template`).
+
 The ms-swift side is a plugin file, `plugins/swift_plugin.py` (`swift_plugin_path()` gives its
 path) for `swift rlhf --external_plugins`: it registers the rewards (`codegrep_v1`, `codegrep_v2`,
 `codegrep_v3`, ... through `grpo_rewards.swift_orm`), the `codegrep_tools` scheduler and the
@@ -79,6 +82,7 @@ __all__ = [
     "overflow_rate",
     "override_policy_from_env",
     "policy_reply",
+    "qwen3_chat_template_path",
     "read_rollout_log",
     "set_aside_log",
     "swift_plugin_path",
@@ -92,3 +96,12 @@ ROLLOUT_LOG_ENV = "CODEGREP_ROLLOUT_LOG"
 def swift_plugin_path() -> Path:
     """The file to pass to `swift rlhf --external_plugins`."""
     return Path(__file__).resolve().parent / "plugins" / "swift_plugin.py"
+
+
+def qwen3_chat_template_path() -> Path:
+    """Qwen3's chat template as a trained checkpoint must be served with (`vllm serve ...
+    --chat-template` this file): each assistant turn keeps its `<think>` block, empty or not,
+    as ms-swift's qwen3 template encodes every turn of a rollout in training. Qwen3's own
+    template drops it from every turn before the last user message, which in an episode is
+    every earlier turn (the turn reminder is a user message)."""
+    return Path(__file__).resolve().parent.parent / "chat_templates" / "qwen3.jinja"
