@@ -211,11 +211,19 @@ def test_the_single_gpu_eval_batch_meets_ms_swifts_rule(tmp_path: Path) -> None:
     `GRPOConfig.__post_init__`) raises unless eval batch x processes is a multiple of
     num_generations. The plan wrote the train batch (4) on one GPU with 8 generations."""
     path = CONFIGS / "single-gpu.yaml"
-    config = load_config(path, [f"base_dir={tmp_path}", "data.fetch=[]"])
+    # the single-GPU config as it was: 4 per device, 8 generations for validation too
+    old = ["train.num_generations_eval=null", "train.per_device_train_batch_size=4"]
+    config = load_config(path, [f"base_dir={tmp_path}", "data.fetch=[]", *old])
     plan = build_plan(config, path, node=NodeInfo(gpus=(), gpu_probe="no GPU here"))
     assert config.trainer_world_size == 1
     assert config.train.num_generations == 8
     assert _eval_batch(plan) == 8  # the smallest size >= the train batch (4) that meets it
+    # as shipped: 2 generations per validation prompt (--num_generations_eval), batch 2
+    config = load_config(path, [f"base_dir={tmp_path}", "data.fetch=[]"])
+    plan = build_plan(config, path, node=NodeInfo(gpus=(), gpu_probe="no GPU here"))
+    (grpo,) = _trainers(plan)
+    assert _pairs(grpo.argv)["--num_generations_eval"] == "2"
+    assert _eval_batch(plan) == 2
 
 
 @pytest.mark.parametrize(
@@ -461,3 +469,102 @@ def test_sft_rows_carry_their_weight_into_the_loss(tmp_path: Path, b200_node: No
     flags = _pairs(_trainers(plan, "sft")[0].argv)
     assert flags["--loss_scale"] == "default"
     assert flags["--is_binary_loss_scale"] == "false"
+
+
+# --- the estimate as ms-swift trains (issue: offload, logits, host RAM) -----------------------
+
+
+def test_offload_optimizer_leaves_the_update_as_it_is(tmp_path: Path, b200_node: NodeInfo) -> None:
+    """ms-swift's --offload_optimizer moves Adam's moments out while vLLM generates and back
+    for the update (GRPOTrainer.offload_context): the update needs them either way."""
+    needs = []
+    for offload in ("true", "false"):
+        for tuner in ("lora", "full"):
+            config, path = _paper(
+                tmp_path, f"train.offload_optimizer={offload}", f"lora.tuner={tuner}"
+            )
+            gpu = build_plan(config, path, node=b200_node).estimates.gpu
+            assert gpu is not None
+            needs.append((tuner, gpu.trainer_need_gib, gpu.trainer_parts_gib["trainable"]))
+    assert needs[0] == needs[2]  # LoRA: the same with and without offload
+    assert needs[1] == needs[3]  # full fine-tuning too
+    # full fine-tuning of 14.77B on 8: bf16 gradients and fp32 master + m + v, ZeRO-3 split
+    assert needs[1][2] == pytest.approx(14.77e9 * 14 / 8 / 1024**3, rel=1e-3)
+
+
+def test_the_logits_at_the_cap_are_counted(tmp_path: Path) -> None:
+    """4 x 32768 x 151,936 x 2 B = 37 GiB of logits: the single-GPU run as it was (4 per
+    device) does not fit at max_length, and the plan says which length does."""
+    path = CONFIGS / "single-gpu.yaml"
+    config = load_config(
+        path,
+        [f"base_dir={tmp_path}", "data.fetch=[]", "train.per_device_train_batch_size=4"],
+    )
+    plan = build_plan(config, path, node=NodeInfo(gpus=(), gpu_probe="no GPU here"))
+    gpu = plan.estimates.gpu
+    assert gpu is not None
+    assert gpu.trainer_parts_gib["logits"] == pytest.approx(
+        4 * 32768 * 151936 * 2 / 1024**3, abs=0.01
+    )
+    assert gpu.trainer_need_gib > gpu.trainer_gib
+    assert gpu.fits_sequence_tokens is not None
+    assert 10000 < gpu.fits_sequence_tokens < 32768
+    (warn,) = [f for f in plan.findings if f.message.startswith("at max_length 32768 the update")]
+    assert warn.level == "warning"
+    assert f"sequences up to about {gpu.fits_sequence_tokens} tokens fit" in warn.message
+    # as shipped (2 per device): it fits, and so does validation's batch
+    config = load_config(path, [f"base_dir={tmp_path}", "data.fetch=[]"])
+    plan = build_plan(config, path, node=NodeInfo(gpus=(), gpu_probe="no GPU here"))
+    gpu = plan.estimates.gpu
+    assert gpu is not None
+    assert gpu.trainer_need_gib <= gpu.trainer_gib
+    assert gpu.validation_need_gib is not None
+    assert gpu.validation_need_gib <= gpu.trainer_gib
+    assert not [f for f in plan.findings if f.topic == "gpu memory"]
+
+
+def test_host_ram_for_the_sleeping_vllm_is_checked_against_the_node(
+    tmp_path: Path, b200_node: NodeInfo
+) -> None:
+    """Sleep level 1 keeps vLLM's weights in host RAM: 27.5 GiB a GPU, 220 GiB on 8."""
+    config, path = _paper(tmp_path)
+    plan = build_plan(config, path, node=b200_node)  # no RAM probed: cluster.host_memory_gib
+    host = plan.estimates.host
+    assert host is not None
+    assert host.parts_gib["vllm asleep (sleep_level 1)"] == pytest.approx(27.51 * 8, abs=0.1)
+    assert host.memory_gib == 2048
+    assert not [f for f in plan.errors if f.topic == "host memory"]
+    small = NodeInfo(gpus=b200_node.gpus, gpu_probe=b200_node.gpu_probe, memory_gib=256.0)
+    plan = build_plan(config, path, node=small)
+    (err,) = [f for f in plan.errors if f.topic == "host memory"]
+    assert "of 256 GiB (this node (/proc/meminfo))" in err.message
+    # sleep level 2 drops the weights instead of keeping them
+    config, path = _paper(tmp_path, "rollout.sleep_level=2")
+    host = build_plan(config, path, node=small).estimates.host
+    assert host is not None
+    assert "vllm asleep (sleep_level 1)" not in host.parts_gib
+    assert not [f for f in build_plan(config, path, node=small).errors if f.topic == "host memory"]
+
+
+def test_the_papers_time_is_the_papers_by_construction(tmp_path: Path, b200_node: NodeInfo) -> None:
+    config, path = _paper(tmp_path)
+    t = build_plan(config, path, node=b200_node).estimates.time
+    assert t is not None
+    assert t.by_construction
+    assert "the paper's own figure by construction" in t.rule
+    single = CONFIGS / "single-gpu.yaml"
+    config = load_config(single, [f"base_dir={tmp_path}", "data.fetch=[]"])
+    t = build_plan(config, single, node=b200_node).estimates.time
+    assert t is not None
+    assert not t.by_construction
+
+
+def test_the_host_memory_is_read_from_meminfo(tmp_path: Path) -> None:
+    from train_launcher.node import host_memory_gib
+
+    meminfo = tmp_path / "meminfo"
+    meminfo.write_text("MemTotal:       2113929216 kB\nMemFree:        1 kB\n")
+    assert host_memory_gib(meminfo) == pytest.approx(2016.0, abs=0.1)
+    meminfo.write_text("MemTotal: lots\n")
+    assert host_memory_gib(meminfo) is None
+    assert host_memory_gib(tmp_path / "absent") is None

@@ -164,6 +164,22 @@ def _estimate_lines(est: Estimates) -> list[str]:
             f"  gpu memory: {g.gpu_memory_gib:g} GiB per GPU ({g.memory_from}){vllm}; trainer "
             f"needs ~{g.trainer_need_gib:g} of {g.trainer_gib:g} GiB{evals}"
         )
+        if g.trainer_parts_gib:
+            parts = ", ".join(f"{k} {v:g}" for k, v in g.trainer_parts_gib.items())
+            fits = (
+                ""
+                if g.fits_sequence_tokens is None
+                else f"; sequences up to {g.fits_sequence_tokens} tokens fit"
+            )
+            out.append(f"    the update, GiB per GPU: {parts}{fits}")
+            if g.validation_need_gib is not None:
+                out.append(f"    validation's batch at max_length: ~{g.validation_need_gib:g} GiB")
+            out.append(f"    rule: {g.rule}")
+    if est.host is not None:
+        h = est.host
+        have = "" if h.memory_gib is None else f" of {h.memory_gib:g} GiB"
+        parts = ", ".join(f"{k} {v:g}" for k, v in h.parts_gib.items())
+        out.append(f"  host memory: ~{h.need_gib:g} GiB per node{have} ({h.memory_from}): {parts}")
     if est.time is not None:
         t = est.time
         out.append(
@@ -171,6 +187,8 @@ def _estimate_lines(est: Estimates) -> list[str]:
             f"max_steps, {duration(t.hours_at_paper_stop * 3600)} at the paper's stop (897/2000)"
         )
         out.append(f"    rule: {t.rule}")
+        if t.by_construction:
+            out.append("    (the paper's own 27 h / 897 steps: by construction, not a prediction)")
         out.append(
             f"  with evaluation: {duration(t.total_hours_at_max_steps * 3600)} at max_steps, "
             f"{duration(t.total_hours_at_paper_stop * 3600)} at the paper's stop"

@@ -252,6 +252,12 @@ class ClusterSection(_Section):
     gpu_memory_gib: float = Field(
         180.0, gt=0.0, description="Memory of one GPU of the target nodes, GiB (B200: 180)."
     )
+    host_memory_gib: float | None = Field(
+        None,
+        gt=0.0,
+        description="Host RAM of one target node, GiB, for the host-memory check when `plan` "
+        "runs off the node (on a GPU node its /proc/meminfo is read). None: not checked.",
+    )
     master_addr: str = Field("127.0.0.1", description="Node 0's address (several nodes).")
     master_port: int = Field(29500, ge=1, le=65535)
 
@@ -291,6 +297,12 @@ class EarlyStopping(_Section):
 
 class TrainSection(_Section):
     num_generations: int = Field(8, ge=2, description="Generations per prompt. Our choice.")
+    num_generations_eval: int | None = Field(
+        None,
+        ge=1,
+        description="Generations per validation prompt (ms-swift --num_generations_eval); "
+        "None: num_generations. Fewer make validation cheaper and its batch smaller.",
+    )
     max_turns: int = Field(4, ge=1, description="Paper: 3 exploration turns + 1 answer turn.")
     learning_rate: float = Field(1e-5, gt=0.0, description="Our choice.")
     max_steps: int = Field(2000, ge=1, description="Paper: a 2000-step budget.")
@@ -465,13 +477,20 @@ class RunConfig(_Section):
     def eval_batch_size(self) -> int:
         """`--per_device_eval_batch_size`: the configured one, else the train batch when
         batch x trainer processes is a multiple of `num_generations` (ms-swift's rule:
-        `GRPOArgumentsMixin._init_generation_batch_params` in swift/rlhf_trainers/args_mixin.py,
-        reached from `GRPOConfig.__post_init__`), else the smallest size above it that is."""
+        `RolloutTrainerArgumentsMixin._init_generation_batch_params` in
+        swift/rlhf_trainers/args_mixin.py, from `GRPOConfig.__post_init__`; with
+        `num_generations_eval` when set), else the smallest size above it that is."""
         t = self.train
         if t.per_device_eval_batch_size is not None:
             return t.per_device_eval_batch_size
-        step = t.num_generations // math.gcd(t.num_generations, self.trainer_world_size)
+        step = self.eval_generations // math.gcd(self.eval_generations, self.trainer_world_size)
         return -(-t.per_device_train_batch_size // step) * step
+
+    @property
+    def eval_generations(self) -> int:
+        """Completions per validation prompt (ms-swift: num_generations_eval or
+        num_generations)."""
+        return self.train.num_generations_eval or self.train.num_generations
 
     @property
     def completions_per_step(self) -> int:
@@ -538,11 +557,11 @@ def _cross_checks(config: RunConfig) -> list[ConfigProblem]:
         )
     if t.per_device_eval_batch_size is not None:
         world = config.trainer_world_size
-        if (t.per_device_eval_batch_size * world) % t.num_generations:
+        if (t.per_device_eval_batch_size * world) % config.eval_generations:
             bad(
                 "train.per_device_eval_batch_size",
                 f"{t.per_device_eval_batch_size} per device x {world} trainer processes is not a "
-                f"multiple of {t.num_generations} generations (ms-swift's rule for the "
+                f"multiple of {config.eval_generations} generations (ms-swift's rule for the "
                 "validation batch; leave it unset to have it chosen)",
             )
     outputs = [f.output for f in config.data.fetch]

@@ -20,24 +20,49 @@ Every figure is a documented rule, not a measurement of the run:
   12 bytes per parameter of optimizer state. One checkpoint per `save_steps` up to `max_steps`
   (or `save_total_limit`).
 - **GPU memory (colocate).** vLLM gets `gpu_memory_utilization` of each GPU and must hold the
-  weights / tensor parallel size x 1.15 (the rest is KV cache). The trainer needs the weights
-  / trainer processes with ZeRO-3 (all of them without), the LoRA adapter with its gradient and
-  Adam moments (none of the moments on the GPU with optimizer offload), and 15% of the GPU for
-  activations; it has the GPU less vLLM's share with `sleep_level: 0`, 95% of it when vLLM
-  sleeps during training. In server mode the rollout GPUs hold the weights at 90% use and the
-  trainer has whole GPUs. The evaluation server needs weights / its tensor parallel size at 90%.
+  weights / tensor parallel size x 1.15 (the rest is KV cache). The update (the trainer's step,
+  vLLM asleep) needs, per GPU: the weights / trainer processes with ZeRO-3 (all of them
+  without); the trainable states: a LoRA adapter in fp32 with its gradient and Adam's two
+  moments (16 bytes a parameter), or for full fine-tuning bf16 gradients and fp32 master
+  weights and moments (2 + 12 bytes), split by ZeRO-2/-1 as DeepSpeed splits them. ms-swift's
+  `--offload_optimizer` / `--offload_model` move those to the host only while vLLM generates and
+  back for the update (`GRPOTrainer.offload_context`, swift/rlhf_trainers/grpo_trainer.py), so
+  they count here; DeepSpeed's own `zero*_offload` keeps the optimizer on the host. Then the
+  logits of one micro-batch at the cap, per_device_train_batch_size x max_length x vocabulary
+  x 2 bytes (4 x 32768 x 151,936 x 2 B = 37 GiB for Qwen3), the activations (with gradient
+  checkpointing each layer's input, layers x hidden x 2 bytes a token, plus one layer
+  recomputed at 34 x hidden bytes a token, Korthikanti et al. 2022 with flash attention;
+  without it 34 x hidden bytes a token a layer), and 5% of the GPU for the CUDA context and
+  fragmentation. It has the GPU less vLLM's share with `sleep_level: 0`, 95% of it when vLLM
+  sleeps. Validation computes the loss without gradients: its batch (`eval_batch_size`) of
+  logits and one layer's activations at a time. Where either does not fit at max_length, the
+  longest sequence that does is said. In
+  server mode the rollout GPUs hold the weights at 90% use and the trainer has whole GPUs. The
+  evaluation server needs weights / its tensor parallel size at 90%.
+- **Host RAM (a node).** 8 GiB per GPU process (rough: Python, torch, CUDA context); at
+  `sleep_level: 1` vLLM keeps its weights in host RAM while asleep (weights / tensor parallel
+  per GPU: 27.5 GiB a GPU for Qwen3-14B; level 2 drops them); `--offload_model` moves each
+  process's weights (its ZeRO-3 shard) out during the rollout, with a full fine-tune's
+  reference model; `--offload_optimizer` moves Adam's moments (8 bytes a trainable parameter,
+  its ZeRO shard; with DeepSpeed the host buffers stay allocated, `offload_optimizer` in
+  swift/rlhf_trainers/rollout_mixin.py); DeepSpeed's own offload keeps optimizer (and ZeRO-3
+  parameters) there. Summed, a bound (the sleeping vLLM and the offloaded trainer alternate
+  within a step), and checked against the node's `/proc/meminfo` on a GPU node, else
+  `cluster.host_memory_gib`; above 90% of it is an error.
 - **Time per step.** The paper's run: 27 h for 897 steps on 8 B200 = 108.4 s per step, taken as
   `PAPER_COMPLETIONS_PER_STEP` (64) completions of Qwen3-14B; scaled linearly by completions
   per step, by parameters, by 8 / the run's GPUs (trainer and rollout) and by the GPU's speed
-  relative to a B200 (`GPU_SPEED`). On CPU: 1.75 s per completion (a tiny Qwen3 on 2 cores:
-  7 s per 4-completion step, integration notes).
+  relative to a B200 (`GPU_SPEED`). For the paper's own run every factor is 1: the figure is
+  the paper's by construction, not a prediction (`TimeEstimate.by_construction`). On CPU:
+  1.75 s per completion (a tiny Qwen3 on 2 cores: 7 s per 4-completion step, integration
+  notes).
 - **Evaluation time.** At the same seconds per completion as a training step (generation
   dominates a GRPO step): ms-swift's validation every `eval_steps`, `train.val_limit` prompts x
-  `num_generations` completions each (the whole split when there is no cap: 5% of the
-  instances); and each checkpoint evaluation (`evaluation.checkpoints`: every `save_steps`, or
-  the last), one greedy rollout for each of `evaluation.limit` held-out instances on a server
-  of `evaluation.tensor_parallel_size` GPUs, so x GPUs / that size. Both are added to the
-  training hours in the totals.
+  `num_generations_eval` (else `num_generations`) completions each (the whole split when there
+  is no cap: 5% of the instances); and each checkpoint evaluation (`evaluation.checkpoints`:
+  every `save_steps`, or the last), one greedy rollout for each of `evaluation.limit` held-out
+  instances on a server of `evaluation.tensor_parallel_size` GPUs, so x GPUs / that size. Both
+  are added to the training hours in the totals.
 """
 
 from __future__ import annotations
@@ -66,6 +91,7 @@ __all__ = [
     "Estimates",
     "Finding",
     "GpuEstimate",
+    "HostEstimate",
     "ModelSize",
     "RepoSize",
     "TimeEstimate",
@@ -130,6 +156,7 @@ class _Arch:
     heads: int
     kv_heads: int
     head_dim: int
+    vocab: int = 151936  # every Qwen3 (config.json vocab_size)
 
 
 #: Qwen3 dense models (their config.json).
@@ -162,6 +189,9 @@ class ModelSize(_Record):
     weights_gib: float | None
     lora_params_m: float | None
     source: str
+    hidden: int | None = None
+    layers: int | None = None
+    vocab: int | None = None
 
 
 class RepoSize(_Record):
@@ -194,6 +224,20 @@ class GpuEstimate(_Record):
     trainer_gib: float
     trainer_need_gib: float
     eval_need_gib: float | None
+    trainer_parts_gib: dict[str, float] = {}
+    fits_sequence_tokens: int | None = None
+    validation_need_gib: float | None = None
+    rule: str = ""
+
+
+class HostEstimate(_Record):
+    """Host RAM of one node: what ms-swift keeps there (sleep level, offload) and the node's."""
+
+    need_gib: float
+    parts_gib: dict[str, float]
+    memory_gib: float | None
+    memory_from: str
+    rule: str = ""
 
 
 class TimeEstimate(_Record):
@@ -206,6 +250,7 @@ class TimeEstimate(_Record):
     total_hours_at_max_steps: float = 0.0
     total_hours_at_paper_stop: float = 0.0
     eval_rule: str = ""
+    by_construction: bool = False
 
 
 class Estimates(_Record):
@@ -213,6 +258,7 @@ class Estimates(_Record):
     disk: DiskEstimate | None
     gpu: GpuEstimate | None
     time: TimeEstimate | None
+    host: HostEstimate | None = None
 
 
 # --- model ----------------------------------------------------------------------------------
@@ -233,7 +279,7 @@ def _arch_from_config(path: Path) -> _Arch | None:
     per_layer = hidden * heads * head_dim * 2 + hidden * kv * head_dim * 2 + 3 * hidden * inter
     tied = bool(cfg.get("tie_word_embeddings", False))
     params = layers * per_layer + vocab * hidden * (1 if tied else 2)
-    return _Arch(params / 1e9, hidden, layers, inter, heads, kv, head_dim)
+    return _Arch(params / 1e9, hidden, layers, inter, heads, kv, head_dim, vocab)
 
 
 def _lora_params(arch: _Arch, rank: int, targets: Iterable[str]) -> float:
@@ -303,6 +349,9 @@ def model_size(config: RunConfig) -> ModelSize:
         weights_gib=_sig(weights_gib),
         lora_params_m=_sig(lora_m),
         source=source,
+        hidden=None if arch is None else arch.hidden,
+        layers=None if arch is None else arch.layers,
+        vocab=None if arch is None or not arch.vocab else arch.vocab,
     )
 
 
@@ -410,6 +459,52 @@ def _disk(config: RunConfig, size: ModelSize, eval_instances: Path | None) -> Di
 # --- GPU memory -----------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class _Zero:
+    """The DeepSpeed ZeRO stage of `train.deepspeed` and whether its config offloads."""
+
+    stage: int
+    offload: bool  # DeepSpeed's own offload: optimizer (and ZeRO-3 params) on the host
+
+    @classmethod
+    def of(cls, config: RunConfig) -> _Zero:
+        name = config.train.deepspeed if config.uses_gpu else None
+        if not name:
+            return cls(0, False)
+        found = re.fullmatch(r"zero([0-3])(_offload)?", name)
+        if found:
+            return cls(int(found.group(1)), bool(found.group(2)))
+        try:
+            z = read_json_object(Path(name)).get("zero_optimization") or {}
+            stage = int(z.get("stage") or 0)
+            device = (z.get("offload_optimizer") or {}).get("device")
+        except (RecordError, ValueError, TypeError, AttributeError):
+            return cls(0, False)
+        return cls(stage, device == "cpu")
+
+
+def _shards(config: RunConfig, zero: _Zero) -> tuple[int, int, int]:
+    """How many ways the parameters, gradients and optimizer states are split (ZeRO 3/2/1)."""
+    n = config.trainer_world_size
+    return (n if zero.stage >= 3 else 1, n if zero.stage >= 2 else 1, n if zero.stage >= 1 else 1)
+
+
+def _trainable_gib(config: RunConfig, size: ModelSize, zero: _Zero) -> float:
+    """What the update holds on each GPU besides the weights: the trainable parameters' own
+    copy (LoRA, fp32), their gradients and Adam's states. ms-swift's --offload_optimizer moves
+    the states to the host only while vLLM generates and back for the update
+    (`GRPOTrainer.offload_context`), so they count here; DeepSpeed's own offload
+    (`zero*_offload`) keeps them on the host."""
+    p_shard, g_shard, o_shard = _shards(config, zero)
+    if config.lora.tuner == "lora":
+        t = (size.lora_params_m or 0.0) * 1e6
+        own, grads, states = t * 4 / p_shard, t * 4 / g_shard, t * 8 / o_shard
+    else:
+        t = (size.params_b or 0.0) * 1e9
+        own, grads, states = 0.0, t * 2 / g_shard, t * 12 / o_shard  # fp32 master + m + v
+    return (own + grads + (0.0 if zero.offload else states)) / GIB
+
+
 def _gpu(
     config: RunConfig, size: ModelSize, node: NodeInfo
 ) -> tuple[GpuEstimate | None, list[Finding]]:
@@ -447,21 +542,75 @@ def _gpu(
             )
     else:
         trainer_has = mem * 0.95
-    shards = config.trainer_world_size if (t.deepspeed or "").startswith("zero3") else 1
-    need = w / shards + mem * 0.15
-    if config.lora.tuner == "lora":
-        lora = (size.lora_params_m or 0.0) * 1e6
-        need += lora * (4 + 4 + (0 if t.offload_optimizer else 8)) / GIB
+    zero = _Zero.of(config)
+    p_shard, _, _ = _shards(config, zero)
+    batch, length = t.per_device_train_batch_size, t.max_length
+    parts: dict[str, float] = {
+        "weights": w / p_shard,
+        "trainable": _trainable_gib(config, size, zero),
+        "overhead": mem * 0.05,
+    }
+    fixed = sum(parts.values())
+    per_token: float | None = None
+    if size.hidden and size.layers and size.vocab:
+        h, layers = size.hidden, size.layers
+        act = (layers * h * 2 + h * 34) if t.gradient_checkpointing else layers * h * 34
+        per_token = (size.vocab * 2 + act) / GIB
+        parts["logits"] = batch * length * size.vocab * 2 / GIB
+        parts["activations"] = batch * length * act / GIB
+        rule = (
+            f"weights / {p_shard} (ZeRO-{zero.stage}) + trainable states + logits "
+            f"({batch} x {length} tokens x {size.vocab} x 2 B) + activations ("
+            + (
+                "checkpointed: layers x hidden x 2 B + one layer's 34 x hidden B"
+                if t.gradient_checkpointing
+                else "34 x hidden B per layer"
+            )
+            + " per token) + 5% overhead, at max_length"
+        )
     else:
-        params = (size.params_b or 0.0) * 1e9
-        need += params * (2 + (0 if t.offload_optimizer else 12)) / shards / GIB
+        parts["activations"] = mem * 0.15
+        rule = "weights + trainable states + 15% of the GPU (architecture unknown)"
+    need = sum(parts.values())
+    fits: int | None = None
+    if per_token is not None:
+        fits = max(0, int((trainer_has - fixed) / per_token / batch))
+    validates = t.early_stopping is not None and (
+        config.data.val_fraction > 0 or bool(config.data.val_repos)
+    )
+    eval_micro: float | None = None
+    if validates and size.hidden and size.vocab:
+        # validation computes the loss without gradients: its batch's logits and one layer's
+        # activations at a time (ms-swift's eval batch, RunConfig.eval_batch_size)
+        eb = config.eval_batch_size
+        eval_token = (size.vocab * 2 + size.hidden * 34) / GIB
+        eval_micro = fixed + eb * length * eval_token
+        if eval_micro > trainer_has:
+            eval_fits = max(0, int((trainer_has - fixed) / eval_token / eb))
+            findings.append(
+                Finding(
+                    level="warning",
+                    topic="gpu memory",
+                    message=f"at max_length {length} validation ({eb} completions per device) "
+                    f"may need {eval_micro:.0f} GiB per GPU of about {trainer_has:.0f} GiB; "
+                    f"sequences up to about {eval_fits} tokens fit: lower "
+                    "train.num_generations_eval or train.max_length",
+                )
+            )
     if need > trainer_has:
+        longest = (
+            ""
+            if fits is None
+            else (f"; sequences up to about {fits} tokens fit ({batch} per device)")
+        )
         findings.append(
             Finding(
                 level="warning",
                 topic="gpu memory",
-                message=f"the trainer may need {need:.0f} GiB per GPU and has about "
-                f"{trainer_has:.0f} GiB: consider ZeRO-3, offload, a smaller vLLM share or batch",
+                message=f"at max_length {length} the update may need {need:.0f} GiB per GPU "
+                f"and has about {trainer_has:.0f} GiB (logits {parts.get('logits', 0):.0f}, "
+                f"activations {parts['activations']:.0f}){longest}: lower "
+                "train.max_length or the batch, or use ZeRO-3",
             )
         )
     eval_need: float | None = None
@@ -486,6 +635,90 @@ def _gpu(
         trainer_gib=round(trainer_has, 1),
         trainer_need_gib=round(need, 1),
         eval_need_gib=None if eval_need is None else round(eval_need, 1),
+        trainer_parts_gib={k: round(v, 2) for k, v in parts.items()},
+        fits_sequence_tokens=None if fits is None else min(fits, length),
+        validation_need_gib=None if eval_micro is None else round(eval_micro, 1),
+        rule=rule,
+    )
+    return est, findings
+
+
+#: Each GPU process's own host memory (Python, torch, CUDA context, vLLM's engine): rough.
+HOST_GIB_PER_PROCESS = 8.0
+
+
+def _host(
+    config: RunConfig, size: ModelSize, node: NodeInfo
+) -> tuple[HostEstimate | None, list[Finding]]:
+    """Host RAM of one node (see the module docstring). Counted together, a bound: the vLLM
+    weights asleep (the update) and the trainer offloaded (the rollout) alternate in a step."""
+    if not config.uses_gpu or size.weights_gib is None:
+        return None, []
+    w = size.weights_gib
+    r, t = config.rollout, config.train
+    zero = _Zero.of(config)
+    p_shard, _, o_shard = _shards(config, zero)
+    procs = config.trainer_gpus_per_node
+    parts: dict[str, float] = {"processes": HOST_GIB_PER_PROCESS * procs}
+    if r.engine == "vllm" and not config.server_mode and r.sleep_level == 1:
+        # level 1 keeps the weights in host RAM while asleep; level 2 drops them
+        parts["vllm asleep (sleep_level 1)"] = w / r.tensor_parallel_size * procs
+    lora = config.lora.tuner == "lora"
+    if t.offload_model:
+        model = w / p_shard * procs
+        if not lora and t.beta > 0:
+            model *= 2  # the reference model, offloaded with it
+        parts["offload_model (rollout)"] = model
+    trainable = (size.lora_params_m or 0.0) * 1e6 if lora else (size.params_b or 0.0) * 1e9
+    if t.offload_optimizer and not zero.offload:
+        parts["offload_optimizer (Adam m, v)"] = trainable * 8 / o_shard * procs / GIB
+    if zero.offload:
+        parts["DeepSpeed offload (optimizer)"] = trainable * 12 / o_shard * procs / GIB
+        if zero.stage >= 3:
+            parts["DeepSpeed offload (parameters)"] = w / p_shard * procs
+    need = sum(parts.values())
+    if node.has_gpu and node.memory_gib is not None:
+        have: float | None = node.memory_gib
+        memory_from = "this node (/proc/meminfo)"
+    elif config.cluster.host_memory_gib is not None:
+        have = config.cluster.host_memory_gib
+        memory_from = "cluster.host_memory_gib"
+    else:
+        have, memory_from = None, "unknown (set cluster.host_memory_gib)"
+    findings: list[Finding] = []
+    what = ", ".join(f"{k} {v:.0f}" for k, v in parts.items())
+    if have is None:
+        findings.append(
+            Finding(
+                level="info",
+                topic="host memory",
+                message=f"about {need:.0f} GiB of host RAM per node ({what}); not checked: "
+                "set cluster.host_memory_gib, or run plan on the node",
+            )
+        )
+    else:
+        level: Level = "error" if need > have * 0.9 else "info"
+        findings.append(
+            Finding(
+                level=level,
+                topic="host memory",
+                message=f"about {need:.0f} GiB of host RAM per node ({what}) of {have:.0f} GiB "
+                f"({memory_from})"
+                + (
+                    ": lower rollout.sleep_level to 2 or turn offload off"
+                    if level == "error"
+                    else ""
+                ),
+            )
+        )
+    est = HostEstimate(
+        need_gib=round(need, 1),
+        parts_gib={k: round(v, 2) for k, v in parts.items()},
+        memory_gib=None if have is None else round(have, 1),
+        memory_from=memory_from,
+        rule="processes x 8 GiB + vLLM's weights asleep at sleep level 1 + what "
+        "--offload_model/--offload_optimizer move out during the rollout (+ DeepSpeed's own "
+        "offload), summed (a bound)",
     )
     return est, findings
 
@@ -511,6 +744,7 @@ def _time(
     findings: list[Finding] = []
     t = config.train
     completions = config.completions_per_step
+    by_construction = False
     if not config.uses_gpu:
         per_step = CPU_SECONDS_PER_COMPLETION * completions
         rule = f"{CPU_SECONDS_PER_COMPLETION} s per completion on CPU x {completions} completions"
@@ -541,6 +775,14 @@ def _time(
             f"{PAPER_COMPLETIONS_PER_STEP} completions x {params:.2f}/{PAPER_PARAMS_B} params x "
             f"{PAPER_GPUS}/{gpus} GPUs / {speed} ({kind} vs B200)"
         )
+        factors = (completions / PAPER_COMPLETIONS_PER_STEP, params / PAPER_PARAMS_B)
+        by_construction = (
+            all(math.isclose(f, 1.0, rel_tol=1e-3) for f in factors)
+            and gpus == PAPER_GPUS
+            and speed == 1.0
+        )
+        if by_construction:
+            rule += ": every factor is 1, so this is the paper's own figure by construction"
     hours = per_step * t.max_steps / 3600
     stop = hours * 897 / 2000
     val_h, ckpt_h, eval_rule = _eval_time(config, per_step / completions, instances, held_out)
@@ -555,6 +797,7 @@ def _time(
             total_hours_at_max_steps=round(hours + val_h + ckpt_h, 3),
             total_hours_at_paper_stop=round((hours + val_h + ckpt_h) * 897 / 2000, 3),
             eval_rule=eval_rule,
+            by_construction=by_construction,
         ),
         findings,
     )
@@ -578,9 +821,10 @@ def _eval_time(
         if prompts is None:
             parts.append("validation: unknown (the split's size is unknown; set train.val_limit)")
         else:
-            val_h = runs * prompts * t.num_generations * per_completion / 3600
+            gens = config.eval_generations
+            val_h = runs * prompts * gens * per_completion / 3600
             parts.append(
-                f"validation: {runs} x {prompts} prompts x {t.num_generations} generations x "
+                f"validation: {runs} x {prompts} prompts x {gens} generations x "
                 f"{per_completion:.2f} s = {duration(val_h * 3600)}"
             )
     ckpt_h = 0.0
@@ -732,6 +976,8 @@ def estimate(
     findings += _disk_findings(config, disk, node)
     gpu, gpu_findings = _gpu(config, size, node)
     findings += gpu_findings
+    host, host_findings = _host(config, size, node)
+    findings += host_findings
     counted = _instance_commits([config.data.instances], config.data.limit)
     instances = sum(n for n, _ in counted.values()) or None
     held_out: int | None = None
@@ -763,4 +1009,4 @@ def estimate(
                 f"({time.eval_rule or 'no evaluation'})",
             )
         )
-    return Estimates(model=size, disk=disk, gpu=gpu, time=time), findings
+    return Estimates(model=size, disk=disk, gpu=gpu, time=time, host=host), findings

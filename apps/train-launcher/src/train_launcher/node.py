@@ -14,7 +14,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["GpuInfo", "NodeInfo", "existing_parent", "free_bytes", "probe_gpus", "probe_node"]
+__all__ = [
+    "GpuInfo",
+    "NodeInfo",
+    "existing_parent",
+    "free_bytes",
+    "host_memory_gib",
+    "probe_gpus",
+    "probe_node",
+]
 
 NVIDIA_SMI_QUERY = (
     "nvidia-smi",
@@ -41,6 +49,7 @@ class NodeInfo:
     gpus: tuple[GpuInfo, ...] = ()
     gpu_probe: str = "not probed"
     free: dict[str, int] = field(default_factory=dict)
+    memory_gib: float | None = None  # host RAM (MemTotal of /proc/meminfo); None: unknown
 
     @property
     def has_gpu(self) -> bool:
@@ -105,12 +114,26 @@ def free_bytes(path: Path) -> int | None:
         return None
 
 
+def host_memory_gib(meminfo: Path = Path("/proc/meminfo")) -> float | None:
+    """This machine's RAM in GiB (`MemTotal`), or None where it cannot be read."""
+    try:
+        for line in meminfo.read_text(encoding="ascii", errors="replace").splitlines()[:64]:
+            name, _, rest = line.partition(":")
+            if name == "MemTotal":
+                kib = rest.split()[0]
+                return int(kib) / 1024**2 if kib.isdigit() and len(kib) < 16 else None
+    except (OSError, IndexError):
+        return None
+    return None
+
+
 def probe_node(paths: Iterable[Path] = ()) -> NodeInfo:
-    """The GPUs here and the free bytes where each of `paths` is (or would be)."""
+    """The GPUs here, this machine's RAM and the free bytes where each of `paths` is (or
+    would be)."""
     gpus, said = probe_gpus()
     free: dict[str, int] = {}
     for p in paths:
         n = free_bytes(p)
         if n is not None:
             free[str(p)] = n
-    return NodeInfo(gpus=gpus, gpu_probe=said, free=free)
+    return NodeInfo(gpus=gpus, gpu_probe=said, free=free, memory_gib=host_memory_gib())

@@ -484,6 +484,7 @@ def _grpo_stage(config: RunConfig, layout: Layout, node_rank: int | None) -> Sta
             "--offload_model": t.offload_model if config.uses_gpu else None,
             "--deepspeed": t.deepspeed if config.uses_gpu else None,
             "--num_generations": t.num_generations,
+            "--num_generations_eval": t.num_generations_eval,
             "--per_device_train_batch_size": t.per_device_train_batch_size,
             # ms-swift: eval batch x processes a multiple of num_generations (RunConfig)
             "--per_device_eval_batch_size": config.eval_batch_size,

@@ -65,8 +65,8 @@ def test_the_single_gpu_config_passes_with_the_eval_batch_of_the_rule(tmp_path: 
     assert verdict.status == "passed", verdict.lines()
     (grpo,) = verdict.stages
     assert grpo.built["world_size"] == 1
-    assert grpo.built["per_device_eval_batch_size"] == 8
-    assert grpo.built["generation_batch_size"] == 16
+    assert grpo.built["per_device_eval_batch_size"] == 2  # num_generations_eval 2
+    assert grpo.built["generation_batch_size"] == 16  # 2 per device x 1 x 8 accumulation
     assert grpo.built["sleep_level"] == 1
 
 
@@ -110,7 +110,10 @@ def test_three_generations_on_the_paper_config_is_refused(tmp_path: Path) -> Non
 def test_the_old_single_gpu_eval_batch_is_refused_by_ms_swift(tmp_path: Path) -> None:
     """Defect 1 as the node met it: the train batch (4) as the eval batch on one process."""
     config = _load(
-        "single-gpu.yaml", tmp_path, "train.extra_args=[--per_device_eval_batch_size, '4']"
+        "single-gpu.yaml",
+        tmp_path,
+        "train.num_generations_eval=null",
+        "train.extra_args=[--per_device_eval_batch_size, '4']",
     )
     plan = build_plan(config, CONFIGS / "single-gpu.yaml", node=NodeInfo())
     verdict = check_stages(config, plan.stages)
