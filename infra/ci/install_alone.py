@@ -18,6 +18,11 @@ console script, runs the README's ```python blocks (readme_examples.py; blocks m
 `<!-- no-run: reason -->` are skipped), and, where the package has a cheap extra, a command that
 uses it. One uv cache is shared, bytecode is not compiled, torch is never installed.
 
+Then the two installs a user types in a checkout (`--no-user-paths` skips them): the README's
+light path to the main job, `uv tool install ./apps/injector` (its size on disk is printed, and
+`codegrep localize` must read definitions with tree-sitter), and `pip install` of
+worktree-sandbox from source with its workspace siblings named as paths beside it.
+
 Prints a PASS/FAIL table with timings; exit status 1 on any failure, 2 on bad usage.
 Standard library only.
 """
@@ -144,6 +149,19 @@ USES: dict[str, list[tuple[str, list[str]]]] = {
 
 SIBLINGS: set[str] = set()  # the workspace's distributions (canonical names)
 
+# The README's light path to the main job, as a user types it in a checkout (the app alone, in
+# its own venv: `uv tool install`), and the documented way to pip-install a package from a
+# checkout (its workspace siblings named as paths beside it: pip knows no workspace, and the
+# siblings are on no index until released). Both are checked as typed, not from the wheels.
+LIGHT_APP = "apps/injector"
+PIP_FROM_SOURCE = ("worktree-sandbox",)
+ISSUE = "Refunds fail: `Invoice.add_line(-5)` raises ValueError: negative amounts not allowed\n"
+APP_FILES = {
+    "billing/invoice.py": "class Invoice:\n    def add_line(self, amount):\n"
+    "        if amount < 0:\n            raise ValueError('negative amounts not allowed')\n",
+    "billing/tax.py": "def vat_rate(country):\n    return 0.19\n",
+}
+
 
 @dataclass
 class Result:
@@ -153,6 +171,7 @@ class Result:
     smoke_s: float = 0.0
     steps: list[tuple[str, bool]] = field(default_factory=list)
     versions: dict[str, str] = field(default_factory=dict)  # the direct requirements installed
+    size_mb: float | None = None  # the install's size on disk (the light path)
     log: list[str] = field(default_factory=list)
 
     @property
@@ -266,11 +285,121 @@ def check(
     return result
 
 
+def sibling_closure(member: release.Member, by_key: dict[str, release.Member]) -> list[str]:
+    """`member` and the workspace siblings it needs (run-time dependencies, recursively),
+    dependencies first: the paths `pip install` must be given from a checkout."""
+    order: list[str] = []
+
+    def visit(m: release.Member) -> None:
+        for extra, req in release.sibling_requirements(m, by_key):
+            if extra is None and req.name not in order:
+                visit(by_key[req.name])
+        if m.key not in order:
+            order.append(m.key)
+
+    visit(member)
+    return order
+
+
+def tree_bytes(folder: Path) -> int:
+    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file() and not p.is_symlink())
+
+
+def check_light(work: Path) -> Result:
+    """`uv tool install ./apps/injector` as the README says, in its own tool folder; then
+    `codegrep --version` and `codegrep localize --json` on a small repository, which must
+    read definitions with tree-sitter (the app requires worktree-sandbox's `symbols`)."""
+    result = Result("codegrep", "light")
+    tools, bins = work / "tools", work / "tool-bin"
+    shutil.rmtree(tools, ignore_errors=True)
+    env = {**os.environ, "UV_TOOL_DIR": str(tools), "UV_TOOL_BIN_DIR": str(bins)}
+    started = time.perf_counter()
+    ok = sh_env(["uv", "tool", "install", str(ROOT / LIGHT_APP)], result, env)
+    result.install_s = time.perf_counter() - started
+    result.steps.append(("install", ok))
+    if not ok:
+        return result
+    result.size_mb = tree_bytes(tools) / 1e6
+    started = time.perf_counter()
+    exe = str(bins / "codegrep")
+    result.steps.append(("--version", sh_env([exe, "--version"], result, env)))
+    repo = Path(tempfile.mkdtemp(prefix="light-repo-", dir=work))
+    for rel, text in APP_FILES.items():
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text(text)
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    out = subprocess.run(
+        [exe, "localize", "--repo", str(repo), "--issue", "-", "--json"],
+        input=ISSUE,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    result.log.append(f"$ codegrep localize --json  # exit {out.returncode}")
+    result.log.append((out.stdout + out.stderr).rstrip())
+    try:
+        answer = json.loads(out.stdout)
+        used = answer["files"][:1] == ["billing/invoice.py"] and (
+            answer["definitions"] == "tree-sitter"
+        )
+    except (ValueError, KeyError, TypeError):
+        used = False
+    result.steps.append(("localize", out.returncode == 0 and used))
+    result.smoke_s = time.perf_counter() - started
+    return result
+
+
+def check_pip_source(member: release.Member, work: Path, python: str, cutoff: str | None) -> Result:
+    """`pip install` of `member` from the checkout, its siblings given as paths beside it
+    (the way its README documents), in a fresh venv with pip; then import and --help."""
+    result = Result(member.name, "pip-source")
+    by_key = {m.key: m for m in release.discover(ROOT)}
+    venv = work / "venvs" / f"{member.key}-pip-source"
+    shutil.rmtree(venv, ignore_errors=True)
+    py = str(venv / "bin" / "python")
+    started = time.perf_counter()
+    ok = sh(["uv", "venv", "--quiet", "--seed", "--python", python, str(venv)], result)
+    if ok and cutoff is not None:  # pip's own spelling of the index cutoff (the venv's config)
+        (venv / "pip.conf").write_text(f"[install]\nuploaded-prior-to = {cutoff}\n")
+    paths = [str(by_key[k].path) for k in sibling_closure(member, by_key)]
+    ok = ok and sh([py, "-m", "pip", "install", "--quiet", *paths], result, timeout=900)
+    result.install_s = time.perf_counter() - started
+    result.steps.append(("install", ok))
+    if not ok:
+        return result
+    started = time.perf_counter()
+    module = member.name.replace("-", "_")
+    result.steps.append(("import", sh([py, "-c", f"import {module}"], result)))
+    helps = [sh([str(venv / "bin" / s), "--help"], result) for s in member.scripts]
+    if helps:
+        result.steps.append(("--help", all(helps)))
+    result.smoke_s = time.perf_counter() - started
+    return result
+
+
+def sh_env(argv: list[str], result: Result, env: dict[str, str], timeout: float = 900) -> bool:
+    """`sh` with an environment of its own."""
+    started = time.perf_counter()
+    try:
+        out = subprocess.run(
+            argv, capture_output=True, text=True, timeout=timeout, env=env, stdin=subprocess.DEVNULL
+        )
+        code, text = out.returncode, out.stdout + out.stderr
+    except subprocess.TimeoutExpired:
+        code, text = -1, f"timed out after {timeout:g} s"
+    result.log.append(f"$ {' '.join(argv)}  # exit {code}, {time.perf_counter() - started:.1f} s")
+    if text.strip():
+        result.log.append(text.rstrip())
+    return code == 0
+
+
 def table(results: list[Result]) -> str:
     rows = [("package", "mode", "install", "checks", "steps", "result", "direct requirements")]
     for r in results:
         checks = " ".join(f"{name}:{'ok' if ok else 'FAIL'}" for name, ok in r.steps)
         versions = ", ".join(f"{k} {v}" for k, v in sorted(r.versions.items()))
+        if r.size_mb is not None:
+            versions = f"installed size {r.size_mb:.0f} MB"
         rows.append(
             (
                 r.package,
@@ -310,6 +439,12 @@ def main(argv: list[str] | None = None) -> int:
         "--today",
         action="store_true",
         help="resolve against today's index, not the cutoff in .ci/index-cutoff (a drift check)",
+    )
+    ap.add_argument(
+        "--no-user-paths",
+        dest="user_paths",
+        action="store_false",
+        help="skip the installs from the checkout (the app's light path, pip from source)",
     )
     args = ap.parse_args(argv)
 
@@ -359,6 +494,17 @@ def main(argv: list[str] | None = None) -> int:
                 pool.submit(check, m, mode, dist, work, constraints, args.python)
                 for m, mode in jobs
             ]
+            # the user paths from the checkout: the README's light install of the app, and
+            # pip from source with the siblings as paths
+            if args.user_paths:
+                keys = {m.key for m in chosen}
+                if "codegrep" in keys:
+                    futures.append(pool.submit(check_light, work))
+                futures += [
+                    pool.submit(check_pip_source, m, work, args.python, cutoff)
+                    for m in chosen
+                    if m.key in PIP_FROM_SOURCE
+                ]
             for future in futures:
                 r = future.result()
                 results.append(r)
