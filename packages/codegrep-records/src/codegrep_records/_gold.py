@@ -154,12 +154,22 @@ def _unquote(raw: str) -> str:
             return chr(int(code, 8) & 0xFF)
         return chr(_SIMPLE_ESCAPES.get(code, ord(code)))
 
-    # Octal escapes are UTF-8 bytes: collect them as latin-1 code points, then decode.
+    # Octal escapes are the name's bytes: collect them as latin-1 code points, then decode each
+    # component as UTF-8, or as Latin-1 when it is not (worktree-sandbox's `name_text` reads a
+    # tree's names the same way, so an answer naming the file matches the patch's name).
     text = _ESCAPE.sub(byte, raw[1:-1])
     try:
-        return text.encode("latin-1").decode("utf-8")
-    except (UnicodeEncodeError, UnicodeDecodeError):
+        data = text.encode("latin-1")
+    except UnicodeEncodeError:
         return text
+    return "/".join(_utf8_or_latin1(part) for part in data.split(b"/"))
+
+
+def _utf8_or_latin1(part: bytes) -> str:
+    try:
+        return part.decode("utf-8")
+    except UnicodeDecodeError:
+        return part.decode("latin-1")
 
 
 def _strip_prefix(raw: str) -> str | None:

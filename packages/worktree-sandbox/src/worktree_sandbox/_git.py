@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
-from worktree_sandbox._paths import safe_tree_path
+from worktree_sandbox._paths import name_text, safe_tree_path
 from worktree_sandbox.errors import SandboxError
 
 __all__ = [
@@ -395,6 +395,9 @@ class TreeEntry:
     mode: str
     oid: str
     size: int  # -1: the blob is not in this clone (partial mirrors leave large files out)
+    #: the path's bytes in the commit, when they are not UTF-8 (the entry's key is `name_text`'s
+    #: reading of them; git is given these)
+    raw_path: bytes | None = None
 
     @property
     def is_symlink(self) -> bool:
@@ -409,6 +412,8 @@ def parse_ls_tree(raw: bytes) -> tuple[dict[str, TreeEntry], list[str]]:
     components, duplicate names, a file or link and a folder of the same name. Those entries are
     left out here, once, so that every backend (git objects, the checkout, `glob`) serves the
     same files: the first of duplicates stays, and nothing below a name that is a file or link.
+    Names are `name_text`'s (a non-UTF-8 component read as Latin-1), so two entries whose names
+    read alike are duplicates too.
     """
     entries: dict[str, TreeEntry] = {}
     refused: list[str] = []
@@ -421,7 +426,11 @@ def parse_ls_tree(raw: bytes) -> tuple[dict[str, TreeEntry], list[str]]:
         if len(fields) != 4 or fields[1] != b"blob":
             continue  # submodules ("commit") have no content here
         size = int(fields[3]) if fields[3].isdigit() else -1
-        name = path.decode("utf-8", errors="surrogateescape")
+        raw_path: bytes | None = None
+        try:
+            name = path.decode("utf-8")
+        except UnicodeDecodeError:
+            name, raw_path = name_text(path), path
         parents = _parents(name)
         if (
             not safe_tree_path(name)
@@ -431,7 +440,7 @@ def parse_ls_tree(raw: bytes) -> tuple[dict[str, TreeEntry], list[str]]:
         ):
             refused.append(name)
             continue
-        entries[name] = TreeEntry(fields[0].decode(), fields[2].decode(), size)
+        entries[name] = TreeEntry(fields[0].decode(), fields[2].decode(), size, raw_path)
         folders.update(parents)
     return entries, refused
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import shutil
 import tempfile
 import time
@@ -31,6 +32,7 @@ from worktree_sandbox._git import (
     run_capped,
     start_child,
 )
+from worktree_sandbox._paths import name_text
 from worktree_sandbox.errors import SandboxError
 from worktree_sandbox.models import (
     GrepArgs,
@@ -67,30 +69,55 @@ class PatternError(Exception):
     pass
 
 
+# What ripgrep prints, without a NUL, for a binary file it was given by name that matches.
+_BINARY_NOTE = re.compile(rb': binary file matches \(found "\\0" byte around offset \d+\)$')
+
+
 def _parse_rg(raw: bytes, prefix: str = "") -> list[RawMatch]:
-    """Parse `rg --null --line-number` output: 'path\\0line:text' lines."""
+    """Parse `rg --null --line-number` output: 'path\\0line:text' lines.
+
+    The NUL frames the path (a name has none) and the newline the text (a line has none), but a
+    name may hold newlines: `zz\\nsrc/util.py\\0...` split at newlines read as a match in
+    `src/util.py`. The trees never give ripgrep such a name (a folder tree is searched through
+    its file list, a checkout holds none), and this parser is the second wall: a line without
+    a NUL that is not ripgrep's note on a binary file is the head of a torn name, and the line
+    after it (the name's tail, and the match) is dropped; the tree then keeps only matches in
+    its own files.
+    """
     out: list[RawMatch] = []
+    torn = False
     for line in raw.split(b"\n"):
         path, sep, rest = line.partition(b"\0")
         if not sep:
+            if line and _BINARY_NOTE.search(line) is None:
+                torn = True  # until the next line with a NUL, which is dropped with it
+            continue
+        if torn:
+            torn = False
             continue
         num, sep, text = rest.partition(b":")
         if not sep or not num.isdigit():
             continue
-        name = path.decode("utf-8", errors="surrogateescape").removeprefix("./")
+        name = name_text(path).removeprefix("./")
         out.append((prefix + name, int(num), text))
     return out
 
 
 def _parse_git_grep(raw: bytes, rev_prefix: str) -> list[RawMatch]:
-    """Parse `git grep -z -n` output: '[rev:]path\\0line\\0text' lines."""
+    """Parse `git grep -z -n` output: '[rev:]path\\0line\\0text' lines (a torn name as in
+    `_parse_rg`: a line without its NUL drops the next one that has them)."""
     out: list[RawMatch] = []
     cut = len(rev_prefix)
+    torn = False
     for line in raw.split(b"\n"):
         parts = line.split(b"\0", 2)
         if len(parts) != 3 or not parts[1].isdigit():
+            torn = torn or (len(parts) == 1 and bool(line))
             continue
-        name = parts[0][cut:].decode("utf-8", errors="surrogateescape")
+        if torn:
+            torn = False
+            continue
+        name = name_text(parts[0][cut:])
         out.append((name, int(parts[1]), parts[2]))
     return out
 

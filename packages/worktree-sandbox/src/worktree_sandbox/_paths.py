@@ -11,13 +11,41 @@ from __future__ import annotations
 import posixpath
 import re
 
-__all__ = ["PathRefused", "is_within", "normalize_tool_path", "safe_tree_path"]
+__all__ = ["PathRefused", "is_within", "name_text", "normalize_tool_path", "safe_tree_path"]
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+# C0 and C1 controls, DEL, and Unicode's line and paragraph separators: Python's
+# `str.splitlines` breaks a line at U+0085, U+2028 and U+2029 as at a newline.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 
 class PathRefused(ValueError):
     """A tool path that is not allowed; the message is written for the model."""
+
+
+def name_text(raw: bytes) -> str:
+    """A path as the tools name it: its bytes as UTF-8, and a component that is not UTF-8 as
+    Latin-1 (`src/r\\xe9sum\\xe9.py` is `src/résumé.py`).
+
+    Every name a tree serves is text that any record can carry (JSON, a model's prompt): a name
+    decoded with `surrogateescape` held lone surrogates, which no UTF-8 writer accepts, so one
+    such file failed every record that named it. Latin-1 is what such names mostly are (old
+    repositories written on Latin-1 systems), and it is how codegrep-records reads a patch's
+    non-UTF-8 path, so an answer naming the file is scored against the patch's name. Each
+    component is read on its own, so a folder has one name whatever its files' names hold. Two
+    entries whose names read alike (`r\\xe9` and `r\\xc3\\xa9`) are duplicates: a tree keeps the
+    first and leaves the other out, and maps each name it keeps back to its bytes.
+    """
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return "/".join(_component_text(part) for part in raw.split(b"/"))
+
+
+def _component_text(part: bytes) -> str:
+    try:
+        return part.decode("utf-8")
+    except UnicodeDecodeError:
+        return part.decode("latin-1")
 
 
 def normalize_tool_path(path: str | None) -> str:

@@ -10,7 +10,7 @@ import os
 import threading
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Container, Iterable, Mapping
 from pathlib import Path
 
 from worktree_sandbox._git import CatFileBatch, TreeEntry, parse_ls_tree, run_capped
@@ -24,6 +24,7 @@ from worktree_sandbox._grep_backends import (
 from worktree_sandbox._liveness import owner_tag
 from worktree_sandbox._materialize import materialize
 from worktree_sandbox._owned import make_owned_dir, remove_owned
+from worktree_sandbox._paths import name_text
 from worktree_sandbox._runtime import Runtime
 from worktree_sandbox.errors import SandboxError
 from worktree_sandbox.models import GrepArgs
@@ -93,6 +94,7 @@ class CommitTree(Tree):
         self.checkout_seconds: float | None = None
         self.refused_entries: tuple[str, ...] = ()
         self._sizes_map: dict[str, int] | None = None
+        self._raw_paths = False  # some name is not UTF-8 (see `name_text`)
 
     def start(self) -> None:
         """Begin the background work (file list, checkout); called by the pool on setup."""
@@ -116,6 +118,7 @@ class CommitTree(Tree):
             raise SandboxError(f"git ls-tree {self.commit} failed: {out.stderr.decode().strip()}")
         entries, refused = parse_ls_tree(out.stdout)
         self.refused_entries = tuple(refused)
+        self._raw_paths = any(e.raw_path is not None for e in entries.values())
         return entries
 
     async def _entries_map(self) -> dict[str, TreeEntry]:
@@ -125,6 +128,9 @@ class CommitTree(Tree):
             assert self._list_task is not None
             self._entries = await asyncio.shield(self._list_task)
         return self._entries
+
+    async def _names(self) -> Container[str]:
+        return await self._entries_map()
 
     async def files(self) -> tuple[str, ...]:
         if self._sorted is None:
@@ -143,7 +149,7 @@ class CommitTree(Tree):
         if entry is not None:
             if entry.is_symlink:
                 got = await self._batch.get(entry.oid)
-                target = got[1].decode("utf-8", errors="surrogateescape") if got else ""
+                target = name_text(got[1]) if got else ""
                 return _Stat("symlink", entry.size, target)
             return _Stat("file", entry.size)
         if path in await self._directories():
@@ -265,6 +271,12 @@ class CommitTree(Tree):
                 base, paths_of, args, deadline=deadline, git_dir=self.git_dir
             )
             return matches, overflowed, "git-grep"
+        if targets is not None and self._raw_paths:
+            # git takes a path's own bytes (`raw_path` where the name is not UTF-8): as a str
+            # that the file system's encoding (surrogateescape) turns back into them.
+            targets = [
+                os.fsdecode(raw) if (raw := entries[t].raw_path) is not None else t for t in targets
+            ]
         matches, overflowed = await git_grep(
             base, self.commit, args, targets, cwd=None, deadline=deadline, git_dir=self.git_dir
         )

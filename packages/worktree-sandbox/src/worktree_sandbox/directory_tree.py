@@ -7,14 +7,14 @@ from __future__ import annotations
 import asyncio
 import os
 import stat
-from collections.abc import Mapping
+from collections.abc import Container, Mapping
 from pathlib import Path
 
 from worktree_sandbox._git import (
     git_env,
 )
 from worktree_sandbox._grep_backends import RawMatch, folder_backend
-from worktree_sandbox._paths import safe_tree_path
+from worktree_sandbox._paths import name_text, safe_tree_path
 from worktree_sandbox._runtime import Runtime
 from worktree_sandbox.errors import SandboxError
 from worktree_sandbox.models import (
@@ -32,6 +32,13 @@ class DirectoryTree(Tree):
     every file below the root except `.git`. The file list (and each file's size) is read once,
     when first needed. Results are not memoized: a working tree can change. The repository's own
     git config is untrusted: git runs with every program-running key pinned (see `git_env`).
+
+    That one list is what every tool sees, grep included: grep is given the list's files rather
+    than letting its engine walk the folder with ignore rules of its own (a committed `.ignore`
+    with `src/`, or a tracked file under a `.gitignore` rule, hid tracked files from ripgrep's
+    walk, so the folder and `--commit HEAD` of a clean tree answered differently; a walk also
+    met names no tool can name, a newline in a folder's name among them). Names are
+    `name_text`'s; `_disk` maps a name (file or folder) back to its bytes where they differ.
     """
 
     def __init__(self, root: str | os.PathLike[str], runtime: Runtime | None = None) -> None:
@@ -42,6 +49,8 @@ class DirectoryTree(Tree):
         self._files: tuple[str, ...] | None = None
         self._file_set: frozenset[str] = frozenset()
         self._size_of: dict[str, int] = {}
+        # a file's or folder's name -> its path on disk (surrogateescape), where they differ
+        self._disk: dict[str, str] = {}
         self._git_dir = self.root / ".git"
         self._is_git = self._git_dir.exists()
 
@@ -55,32 +64,54 @@ class DirectoryTree(Tree):
         await self.files()
         return self._size_of
 
+    async def _names(self) -> Container[str]:
+        await self.files()
+        return self._file_set
+
     def _scan(self) -> tuple[str, ...]:
-        names = self._git_names() if self._is_git else None
-        if names is None:
-            names = []
-            for dirpath, dirs, files in os.walk(self.root):
-                dirs[:] = [d for d in dirs if d != ".git"]
-                rel = os.path.relpath(dirpath, self.root)
+        raw_names = self._git_names() if self._is_git else None
+        if raw_names is None:
+            raw_names = []
+            for dirpath, dirs, files in os.walk(os.fsencode(self.root)):
+                dirs[:] = [d for d in dirs if d != b".git"]
+                rel = os.path.relpath(dirpath, os.fsencode(self.root))
                 for f in files:
-                    names.append(f if rel == "." else f"{rel}/{f}".replace(os.sep, "/"))
+                    raw_names.append(f if rel == b"." else rel + b"/" + f)
         kept: list[str] = []
-        for name in sorted(set(names)):
-            if not safe_tree_path(name):
-                continue  # no tool call could name it (see `safe_tree_path`)
+        seen: set[str] = set()
+        for raw in sorted(set(raw_names)):
+            name = name_text(raw)
+            if name in seen or not safe_tree_path(name):
+                continue  # no tool call could name it (see `safe_tree_path`), or names read alike
+            disk = os.fsdecode(raw)
             try:
-                st = os.lstat(self.root / name)
+                st = os.lstat(self.root / disk)
             except OSError:
                 continue
             if stat.S_ISREG(st.st_mode):
                 self._size_of[name] = st.st_size
             elif not stat.S_ISLNK(st.st_mode):
                 continue
+            if disk != name:
+                self._map_to_disk(name, disk)
+            seen.add(name)
             kept.append(name)
-        return tuple(kept)
+        return tuple(sorted(kept))
 
-    def _git_names(self) -> list[str] | None:
-        """Tracked and untracked-but-not-ignored files, or None when git cannot say."""
+    def _map_to_disk(self, name: str, disk: str) -> None:
+        """Remember `disk` for `name`, and for each of its folders from the first whose name
+        differs from its bytes."""
+        names, disks = name.split("/"), disk.split("/")
+        first = next(i for i in range(len(names)) if names[i] != disks[i])
+        for i in range(first, len(names)):
+            self._disk.setdefault("/".join(names[: i + 1]), "/".join(disks[: i + 1]))
+
+    def _on_disk(self, path: str) -> Path:
+        return self.root / self._disk.get(path, path) if self._disk else self.root / path
+
+    def _git_names(self) -> list[bytes] | None:
+        """Tracked (git's index: whatever an ignore rule says) and untracked-but-not-ignored
+        files, as their bytes, or None when git cannot say."""
         import subprocess
 
         proc = subprocess.run(
@@ -91,16 +122,17 @@ class DirectoryTree(Tree):
         )  # fmt: skip
         if proc.returncode != 0:
             return None
-        return [n.decode("utf-8", errors="surrogateescape") for n in proc.stdout.split(b"\0") if n]
+        return [n for n in proc.stdout.split(b"\0") if n]
 
     async def _stat(self, path: str) -> _Stat | None:
-        full = self.root / path
+        await self.files()
+        full = self._on_disk(path)
         try:
             st = os.lstat(full)
         except OSError:
             return None
         if stat.S_ISLNK(st.st_mode):
-            return _Stat("symlink", st.st_size, os.readlink(full))
+            return _Stat("symlink", st.st_size, name_text(os.readlink(os.fsencode(full))))
         if stat.S_ISDIR(st.st_mode):
             return _Stat("dir") if path in await self._directories() or path == "" else None
         await self.files()
@@ -109,7 +141,8 @@ class DirectoryTree(Tree):
         return None
 
     async def read_bytes(self, path: str) -> bytes:
-        full = (self.root / path).resolve()
+        await self.files()
+        full = self._on_disk(path).resolve()
         if not full.is_relative_to(self.root):
             raise SandboxError(f"{path!r} resolves outside {self.root}")
         cap = self.runtime.limits.max_file_bytes
@@ -124,10 +157,15 @@ class DirectoryTree(Tree):
         backend = folder_backend(
             self.runtime.rg, self.runtime.limits.max_file_bytes, self.runtime.limits.grep_engine
         )
-        if targets is None and not backend.applies_ignore_rules:
-            targets = await self._regular(list(await self.files()))
+        if targets is None:  # the tree's own list, never the engine's walk (see the class)
+            await self.files()
+            targets = list(self._size_of)
+        if not targets:
+            return [], False, backend.name  # no file: given no path, an engine would walk
+        if self._disk:
+            targets = [self._disk.get(t, t) for t in targets]
         matches, overflowed = await backend.search(
-            self.root, args, targets, deadline, ignore_rules=True,
+            self.root, args, targets, deadline, ignore_rules=False,
             git_dir=self._git_dir if self._is_git else None,
         )  # fmt: skip
         return matches, overflowed, backend.name

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from worktree_sandbox._git import CappedOutput, ChildTimeout, run_capped
+from worktree_sandbox._paths import name_text
 from worktree_sandbox.commit_tree import CommitTree
 from worktree_sandbox.directory_tree import DirectoryTree
 
@@ -104,7 +105,8 @@ def _names(tail: bytes) -> tuple[str, ...]:
         return ()
     if not tail.startswith(b"\0\n") or not tail.endswith(b"\0"):
         raise MalformedLog("a file list is not NUL-terminated names")
-    return tuple(n.decode("utf-8", errors="replace") for n in tail[2:-1].split(b"\0"))
+    # The tree's own reading of a name (`name_text`), so a commit's files are the tree's files.
+    return tuple(name_text(n) for n in tail[2:-1].split(b"\0"))
 
 
 def parse_log(raw: bytes, marker: bytes, *, cut: bool = False) -> ParsedLog:

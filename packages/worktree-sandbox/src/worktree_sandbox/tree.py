@@ -14,7 +14,7 @@ import json
 import re
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Container, Mapping
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Literal, Self
@@ -67,6 +67,7 @@ class Tree(ABC):
     def __init__(self, runtime: Runtime | None = None) -> None:
         self.runtime = runtime or Runtime()
         self._dirs: frozenset[str] | None = None
+        self._name_set: frozenset[str] | None = None
         self._closed = False
 
     # -- storage interface ----------------------------------------------------------------------
@@ -77,6 +78,12 @@ class Tree(ABC):
 
     @abstractmethod
     async def _stat(self, path: str) -> _Stat | None: ...
+
+    async def _names(self) -> Container[str]:
+        """`files()` for membership tests (a tree that has a set or map of them returns it)."""
+        if self._name_set is None:
+            self._name_set = frozenset(await self.files())
+        return self._name_set
 
     @abstractmethod
     async def _sizes(self) -> Mapping[str, int]:
@@ -416,9 +423,11 @@ class Tree(ABC):
             return _error(ToolErrorKind.INVALID_PATTERN, str(exc), GrepResult)
         except ChildTimeout:
             raise TimeoutError from None
-        if large:
-            skip = set(large)
-            raw = [m for m in raw if m[0] not in skip]
+        # Only the tree's own files, whatever an engine reported (a name it tore apart, a
+        # path it was never given): no backend's output can name another file.
+        known = await self._names()
+        skip = set(large)
+        raw = [m for m in raw if m[0] in known and m[0] not in skip]
         raw.sort(key=lambda m: (m[0], m[1]))
         total = len(raw)
         if total == 0:
