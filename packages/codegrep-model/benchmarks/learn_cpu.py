@@ -475,7 +475,7 @@ def _grpo_steps(run: Path) -> list[dict[str, Any]]:
     return steps
 
 
-def _svg(steps: list[dict[str, Any]], title: str) -> str:
+def _svg(steps: list[dict[str, Any]], title: str, metric: str = "reward v3") -> str:
     """Mean sampled reward per step, with both axes labelled and ticked."""
     w, h, pad = 480, 260, 48
     xs = [int(st["step"]) for st in steps]
@@ -500,7 +500,7 @@ def _svg(steps: list[dict[str, Any]], title: str) -> str:
     return (
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-size="11">'
         f'<rect width="{w}" height="{h}" fill="white"/>'
-        f'<text x="{w / 2}" y="16" text-anchor="middle">{title}: mean sampled reward v3</text>'
+        f'<text x="{w / 2}" y="16" text-anchor="middle">{title}: mean sampled {metric}</text>'
         f'<line x1="{pad}" y1="{h - pad}" x2="{w - pad}" y2="{h - pad}" stroke="black"/>'
         f'<line x1="{pad}" y1="{pad}" x2="{pad}" y2="{h - pad}" stroke="black"/>{ticks}'
         f'<text x="{w / 2}" y="{h - 8}" text-anchor="middle">step</text>'

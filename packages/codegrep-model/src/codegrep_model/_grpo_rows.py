@@ -42,6 +42,8 @@ __all__ = [
     "GrpoReport",
     "GrpoRow",
     "PromptMessage",
+    "ShortlistLine",
+    "ShortlistRowEntry",
     "config_from_row",
     "grpo_rows",
     "row_config_json",
@@ -61,6 +63,19 @@ class PromptMessage(_Row):
     content: str
 
 
+class ShortlistLine(_Row):
+    line: int
+    text: str
+
+
+class ShortlistRowEntry(_Row):
+    """A shortlisted file as a row column (lists of objects: what a dataset library reads)."""
+
+    path: str
+    reason: str
+    lines: tuple[ShortlistLine, ...] = ()
+
+
 class GrpoRow(_VersionedRow):
     """One ms-swift GRPO row. Extra columns reach the rewards (as keyword arguments) and the
     multi-turn scheduler (`infer_request.data_dict`)."""
@@ -77,6 +92,11 @@ class GrpoRow(_VersionedRow):
         description="The gold files' line ranges from the patch's hunks (old-file start and "
         "length; a pure insertion is the line it follows): the column v1/v2's line-range term "
         "reads. Empty when the gold is a label: a label names files, not lines.",
+    )
+    shortlist: tuple[ShortlistRowEntry, ...] = Field(
+        default=(),
+        description="For an answer-task row (`dataset grpo --shortlist K`): the candidates its "
+        "user message shows, in that order. Empty for the paper's episode rows.",
     )
     instance_id: str
     repo: str

@@ -148,8 +148,23 @@ def grpo(
     max_issue_bytes: Annotated[
         int | None, typer.Option(min=1, help="The issue is cut to this many UTF-8 bytes.")
     ] = None,
+    shortlist: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="Answer-task rows: LexicalPolicy explores each tree and the prompt is the "
+            "issue with its best K candidate files (no tools; see codegrep_model.shortlist).",
+        ),
+    ] = None,
+    ranker: Annotated[
+        Path | None,
+        typer.Option(help="With --shortlist: the ranker file that orders the candidates."),
+    ] = None,
 ) -> None:
     """GRPO rows: the agent's system and user prompt, the tools, the gold; split by repository.
+
+    With --shortlist K the rows are the answer turn alone: the issue and LexicalPolicy's K best
+    candidates, each with its reasons and matched lines (each tree is checked out and explored).
 
     Writes OUTPUT/train.jsonl, OUTPUT/val.jsonl and OUTPUT/report.json (every dropped
     instance and why). Exits 1 when a tree could not be opened or no row was made.
@@ -177,6 +192,17 @@ def grpo(
         if v is not None
     }
     config = config_from_row(json.dumps(shape) if shape else "")
+    if ranker is not None and shortlist is None:
+        raise fail("--ranker orders a shortlist: give --shortlist K too")
+    explorer = None
+    if shortlist is not None:
+        from codegrep_model.lexical import LexicalPolicy
+        from codegrep_model.ranker import Ranker, RankerError
+
+        try:
+            explorer = LexicalPolicy(ranker=Ranker.load(ranker) if ranker else None)
+        except (RankerError, OSError) as exc:
+            raise fail(f"--ranker {ranker}: {exc}") from exc
     rows, bad_rows = _instances(instances)
     gold_labels, label_problems = _labels(labels)
     bad_rows += label_problems
@@ -202,7 +228,7 @@ def grpo(
             def tick(done: int, total: int) -> None:
                 progress.update(task, completed=done, total=total)
 
-            return await grpo_rows(
+            made = await grpo_rows(
                 rows,
                 repo_cache,
                 labels=gold_labels,
@@ -216,6 +242,25 @@ def grpo(
                 dry_run=dry_run,
                 on_tree=tick,
                 config=config,
+            )
+            if explorer is None or shortlist is None or repo_cache is None or dry_run:
+                return made
+            from codegrep_model._shortlist_rows import shortlist_rows
+            from codegrep_model.shortlist import ShortlistConfig
+
+            explored = progress.add_task("explorations", total=None)
+
+            def row_tick(done: int, total: int) -> None:
+                progress.update(explored, completed=done, total=total)
+
+            return await shortlist_rows(
+                made,
+                repo_cache,
+                config=ShortlistConfig(size=shortlist),
+                explorer=explorer,
+                rollout=config,
+                jobs=jobs,
+                on_row=row_tick,
             )
 
     dataset = asyncio.run(go())

@@ -45,6 +45,7 @@ from codegrep_model._issue import IssueClues, extract_clues
 from codegrep_model.policy import PolicyReply, PolicyRequest
 from codegrep_model.ranker import RELATIVE, Ranker
 from codegrep_model.records import ToolCall
+from codegrep_model.shortlist import ShortlistConfig, ShortlistEntry, matched_lines
 
 __all__ = ["Candidate", "LexicalConfig", "LexicalPolicy"]
 
@@ -290,6 +291,32 @@ class LexicalPolicy:
         parsed = await self._parsed_definitions(request, idents)
         hist = await self._history(request)
         return self._candidates(self._evidence(request, clues, idents, parsed, hist))
+
+    async def shortlist(
+        self, request: PolicyRequest, config: ShortlistConfig | None = None
+    ) -> list[ShortlistEntry]:
+        """The best `config.size` candidates of the answer `request` would get, in the order
+        the answer ranks them (the ranker's probabilities, else the heuristic score), each with
+        its reasons and the lines the exploration's greps matched in it
+        (`codegrep_model.shortlist`)."""
+        cfg = config or ShortlistConfig()
+        clues = self._clues(request.instance.problem_statement)
+        idents = self._identifiers(clues)
+        parsed = await self._parsed_definitions(request, idents)
+        hist = await self._history(request) if self.ranker is not None else None
+        ev = self._evidence(request, clues, idents, parsed, hist)
+        cands = self._candidates(ev)
+        if self.ranker is not None:
+            ranker = self.ranker
+            order = sorted(
+                range(len(cands)), key=lambda i: (-ranker.probability(cands[i].features), i)
+            )
+            paths = [cands[i].path for i in order]
+        else:
+            paths = [c.path for c in cands if c.score > 0]
+        paths = paths[: cfg.size]
+        lines = matched_lines(request.history, paths, cfg)
+        return [ShortlistEntry(p, _reason(ev.why[p]), lines[p]) for p in paths]
 
     async def _history(self, request: PolicyRequest) -> _History | None:
         """The history's evidence, once the tool turns are over (the answer is all it serves);

@@ -305,11 +305,11 @@ class LocalPolicy:
         ]
         return render_chatml(training_messages(request.messages, raw), self.tools)
 
-    async def reply(self, request: PolicyRequest) -> PolicyReply:
-        iid = request.instance.instance_id
-        index = sum(m.role == "assistant" for m in request.messages)
+    async def complete(self, prompt: str) -> tuple[str, Usage]:
+        """The model's continuation of `prompt` (a rendered chat ending in the assistant's
+        turn), batched with the other replies asked for at the same time."""
         loop = asyncio.get_running_loop()
-        pending = _Pending(self.prompt(request), loop.create_future(), loop)
+        pending = _Pending(prompt, loop.create_future(), loop)
         with self._lock:
             self._pending.append(pending)
             if self._worker is None:
@@ -317,14 +317,16 @@ class LocalPolicy:
                 self._worker.start()
         text, n_prompt, n_out, seconds, batch = await pending.future
         self.timings.append(ReplyTiming(n_prompt, n_out, seconds, batch))
+        return text, Usage(prompt_tokens=n_prompt, completion_tokens=n_out)
+
+    async def reply(self, request: PolicyRequest) -> PolicyReply:
+        iid = request.instance.instance_id
+        index = sum(m.role == "assistant" for m in request.messages)
+        text, usage = await self.complete(self.prompt(request))
         content, calls = split_hermes(text, id_prefix=f"call_{index}")
         content = content if calls else text
         self._raw[self._key(iid, index, content, calls)] = text
-        return PolicyReply(
-            content=content,
-            tool_calls=calls,
-            usage=Usage(prompt_tokens=n_prompt, completion_tokens=n_out),
-        )
+        return PolicyReply(content=content, tool_calls=calls, usage=usage)
 
     def _drain(self) -> None:
         """The generation thread: batches what is queued (after a short wait for the replies of

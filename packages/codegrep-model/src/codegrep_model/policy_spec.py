@@ -1,6 +1,7 @@
 """Which policy a command runs, said in one string: `policy_from_spec("lexical")`,
 `"lexical-heuristic"`, `"openai:MODEL@URL"`, `"local:DIR"` (a checkpoint run here,
-`local:BASE+ADAPTER` for a LoRA adapter), or an import path `"module:Class"`
+`local:BASE+ADAPTER` for a LoRA adapter), `"shortlist:DIR"` (LexicalPolicy explores and the
+checkpoint answers from its shortlist), or an import path `"module:Class"`
 (`codegrep_model.policy_import`).
 
 Every CLI that lets a user pick a policy (codegrep-model `batch`, swe-eval `predict`, the
@@ -125,11 +126,34 @@ def _local(
         raise PolicySpecError(f"{spec}: {exc}") from exc
 
 
+def _shortlist_name(spec: PolicySpec) -> str:
+    return "shortlist:" + _local_name(spec).removeprefix("local:")
+
+
+def _shortlist(
+    spec: PolicySpec, api_key: str | None, timeout_s: float, ranker: Ranker | None
+) -> Policy:
+    from codegrep_model.errors import PolicyError
+    from codegrep_model.lexical import LexicalPolicy
+    from codegrep_model.local_policy import LocalPolicy, parse_local_target
+    from codegrep_model.shortlist import ShortlistPolicy
+
+    base, adapter = parse_local_target(spec.model or "")
+    try:
+        # greedy, and short: an answer is a JSON object of a few paths
+        answerer = LocalPolicy(base, adapter=adapter, max_new_tokens=64)
+    except PolicyError as exc:
+        raise PolicySpecError(f"{spec}: {exc}") from exc
+    return ShortlistPolicy(answerer, LexicalPolicy(ranker=ranker))
+
+
 POLICY_KINDS: dict[str, PolicyKind] = {
     "lexical": PolicyKind(name=lambda s: "lexical", build=_lexical),
     "lexical-heuristic": PolicyKind(name=lambda s: "lexical-heuristic", build=_lexical),
     "openai": PolicyKind(name=lambda s: f"openai:{s.model}", build=_openai, served=True),
     "local": PolicyKind(name=_local_name, build=_local, takes_target=True),
+    # LexicalPolicy explores, a local model answers from its shortlist (codegrep_model.shortlist)
+    "shortlist": PolicyKind(name=_shortlist_name, build=_shortlist, takes_target=True),
     # `module:Class`: a policy from anywhere, by its import path (codegrep_model.policy_import)
     IMPORT_KIND: PolicyKind(name=imported_name, build=build_imported, package=""),
 }
