@@ -253,3 +253,17 @@ def test_launch_force_starts_a_refused_stage(
         sleep=lambda s: None,
     )
     assert "swift rlhf" in fake_runner.tools()
+
+
+def test_the_probe_gets_a_port_of_its_own_and_no_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With vLLM, ms-swift's set_default_ddp_config starts a one-process group on MASTER_PORT
+    (29500 by default): a check beside a running training (or another check) met EADDRINUSE."""
+    from train_launcher.swift_check import _probe_env
+
+    monkeypatch.setenv("MASTER_PORT", "29500")
+    env = _probe_env({"CUDA_VISIBLE_DEVICES": "0,1", "NPROC_PER_NODE": "2", "NODE_RANK": "1"})
+    assert env["MASTER_PORT"] != "29500"
+    assert 1024 <= int(env["MASTER_PORT"]) <= 65535
+    assert env["CUDA_VISIBLE_DEVICES"] == ""
+    assert "NPROC_PER_NODE" not in env
+    assert "NODE_RANK" not in env

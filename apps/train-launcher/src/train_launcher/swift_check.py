@@ -37,6 +37,7 @@ import json
 import os
 import re
 import shutil
+import socket
 import subprocess
 import tempfile
 from collections.abc import Sequence
@@ -389,11 +390,22 @@ def _request(
     return checks, cannot, replaced
 
 
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
 def _probe_env(command_env: dict[str, str]) -> dict[str, str]:
     env = {**os.environ, **command_env}
     for name in TORCHRUN_ENV:
         env.pop(name, None)
     env.update(
+        # with vLLM, ms-swift's set_default_ddp_config makes a one-process group on
+        # MASTER_PORT (default 29500, which a training run on this node may hold): a free one
+        MASTER_ADDR="127.0.0.1",
+        MASTER_PORT=str(_free_port()),
         CUDA_VISIBLE_DEVICES="",  # never the node's GPUs: the check is the same everywhere
         HF_HUB_OFFLINE="1",
         TRANSFORMERS_OFFLINE="1",
