@@ -167,3 +167,18 @@ def test_the_advantage_scale_has_one_rule_for_every_caller() -> None:
     assert scales[0] == scales[1]
     with pytest.raises(gr.MissingRolloutStatsError, match="tool-call counts"):
         gr.advantage_scale({INFO_NUM_TURNS: 2})
+
+
+def test_a_reward_the_counts_do_not_scale_trains_without_them() -> None:
+    """A tool-free task (the answer turn alone, `fbeta_file`, no multi-turn scheduler) has no
+    tool-call counts: its factor is 1.0 and nothing is made up; a reward the counts scale, or
+    zeroing unanswered rollouts, still needs them."""
+    import grpo_rewards as gr
+
+    for reward in ("fbeta_file", "codegrep_v1", None):
+        scale = gr.advantage_scale({}, reward=reward)
+        assert (scale.factor, scale.tool_calls, scale.degenerate) == (1.0, 0, None)
+    assert gr.advantage_scale({INFO_NUM_TURNS: 1}, reward="fbeta_file").turns == 1
+    for kw in ({"reward": "codegrep_v3"}, {"reward": "fbeta_file", "zero_unanswered": True}):
+        with pytest.raises(gr.MissingRolloutStatsError, match="tool-call counts"):
+            gr.advantage_scale({}, **kw)  # type: ignore[arg-type]

@@ -413,7 +413,9 @@ def advantage_scale(
     zero_unanswered: bool = False,
 ) -> AdvantageScale:
     """The scale of one rollout trained with `reward`, from its `RolloutInfo` (or the
-    `rollout_infos` dict ms-swift carries it as); `reward=None`: factor 1.0.
+    `rollout_infos` dict ms-swift carries it as); `reward=None`: factor 1.0. The tool-call
+    counts are needed only where they decide the factor (v2, v3, `zero_unanswered`): a rollout
+    without them raises `MissingRolloutStatsError` there, and has factor 1.0 otherwise.
 
     >>> info = {"num_turns": 4, "tool_calls_per_turn": [2, 2, 0, 0]}
     >>> advantage_scale(info).factor, advantage_scale(info, reward="codegrep_v1").factor
@@ -423,6 +425,13 @@ def advantage_scale(
     """
     record = info if isinstance(info, RolloutInfo) else RolloutInfo.from_infos(info)
     if record.tool_calls_per_turn is None and record.num_tool_calls is None:
+        if not _scaled(reward) and not zero_unanswered:
+            # a reward without the advantage-layer term (fbeta_file on a task without tools,
+            # trained with no multi-turn scheduler) needs no counts: the factor is 1.0 whatever
+            # they are, and none are made up (c̄ 0, efficiency 1.0: nothing is discounted)
+            return AdvantageScale(
+                turns=record.num_turns or 1, tool_calls=0, cbar=0.0, efficiency=1.0, factor=1.0
+            )
         raise MissingRolloutStatsError(
             f"rollout_infos holds no {INFO_TOOL_CALLS_PER_TURN!r} or {INFO_NUM_TOOL_CALLS!r}: "
             "the advantage scale needs the rollout's tool-call counts"
