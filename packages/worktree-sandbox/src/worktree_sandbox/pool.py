@@ -34,6 +34,7 @@ from worktree_sandbox._owned import (
     remove_owned,
 )
 from worktree_sandbox._runtime import Runtime
+from worktree_sandbox._signals import forget_on_signal, remove_on_signal
 from worktree_sandbox.cache import _REPO_NAME, BareRepoCache
 from worktree_sandbox.commit_tree import CommitTree
 from worktree_sandbox.directory_tree import DirectoryTree
@@ -218,8 +219,10 @@ class TreePool:
             # One folder per pool: two pools of one process must not remove each other's trees.
             own = make_owned_dir(self.workdir / f"{tag}.{secrets.token_hex(4)}", tag)
             self._own_dir = own
-            # A pool nobody closed still leaves nothing behind at interpreter exit.
+            # A pool nobody closed still leaves nothing behind at interpreter exit, nor when
+            # SIGTERM or SIGHUP ends the process (see `_signals`).
             atexit.register(_remove_at_exit, own, os.getpid())
+            remove_on_signal(own)
         return self._own_dir
 
     @contextlib.asynccontextmanager
@@ -431,4 +434,5 @@ class TreePool:
         self._batches.clear()
         if self._own_dir is not None:
             remove_owned(self._own_dir)
+            forget_on_signal(self._own_dir)
             self._own_dir = None
