@@ -20,8 +20,12 @@ Importing it registers, in ms-swift 4.6's registries:
   rollout (`RolloutLogEntry`) to `$CODEGREP_ROLLOUT_LOG`, else
   `<output_dir>/codegrep_rollouts.jsonl`.
 
+A reply cut at `--max_completion_length` (finish reason `length`) ends its rollout, as ms-swift's
+own `check_finished` would: the scheduler's `done` overrides that check.
+
 Token budget (`codegrep_model.budget`): the scheduler counts each rollout with the trainer's
-tokenizer (a reply by its token ids) and holds it to the template's `max_length` (else
+tokenizer (a reply by its token ids; the tool schemas as the trainer's template writes them into
+the system prompt) and holds it to the template's `max_length` (else
 `$CODEGREP_MAX_LENGTH`, else 32768) and to `$CODEGREP_MAX_COMPLETION_TOKENS` (default 2048) of
 model output over all turns; `$CODEGREP_MAX_TURN_TOKENS` (default 2048) is the per-round
 `--max_completion_length` it keeps room for. Tool results are cut to fit; a rollout that cannot
