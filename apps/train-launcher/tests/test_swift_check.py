@@ -267,3 +267,31 @@ def test_the_probe_gets_a_port_of_its_own_and_no_gpu(monkeypatch: pytest.MonkeyP
     assert env["CUDA_VISIBLE_DEVICES"] == ""
     assert "NPROC_PER_NODE" not in env
     assert "NODE_RANK" not in env
+
+
+def test_an_error_of_the_machine_is_no_broken_rule(tmp_path: Path) -> None:
+    """A network or import error while ms-swift builds its arguments (EADDRINUSE was seen) says
+    nothing of the command line: "cannot check", so that launch does not refuse the stage."""
+    from train_launcher.swift_check import _verdict
+
+    config, _ = _grpo(tmp_path)
+    checks = [{"stage": "grpo", "argv": ["--num_generations", "8"]}]
+
+    def answer(kind: str, message: str) -> dict[str, Any]:
+        raw = {"stage": "grpo", "ok": False, "kind": kind, "message": message, "where": "x.py:1"}
+        return {"importable": True, "versions": {"ms-swift": "4.6.0"}, "results": [raw]}
+
+    machine = _verdict(
+        answer("DistNetworkError", "address already in use"), config, [], checks, {}, Path("py")
+    )
+    assert machine.status == "cannot"
+    assert machine.reason.startswith(
+        "cannot check grpo: ms-swift raised DistNetworkError while building its arguments"
+    )
+    rule = _verdict(
+        answer("ValueError", "num_generations (3) ..."), config, [], checks, {}, Path("py")
+    )
+    assert rule.status == "failed"
+    assert rule.problems == [
+        "grpo: --num_generations: ValueError: num_generations (3) ... [x.py:1]"
+    ]

@@ -2,8 +2,10 @@
 
 `load_config` reads a run config (YAML; the CodeGrep paper's run by default), `build_plan` turns
 it into stages of exact commands with disk, GPU and time estimates and the checks against this
-node, and `launch` runs them in order, skipping stages whose outputs are valid and resuming
-GRPO from its last checkpoint. The command line is `train_launcher.cli`.
+node, `check_stages` judges the training stages' command lines with the installed ms-swift's
+own argument classes (`plan --check`), and `launch` runs them in order, skipping stages whose
+outputs are valid and resuming GRPO from its last checkpoint. The command line is
+`train_launcher.cli`.
 """
 
 from importlib import metadata as _metadata
@@ -28,6 +30,7 @@ from train_launcher.plan import (
     build_plan,
     stage_validity,
 )
+from train_launcher.swift_check import StageCheck, SwiftCheck, check_stages
 
 # pyproject.toml holds the version; a source checkout that was never installed has no metadata.
 try:
@@ -60,12 +63,15 @@ __all__ = [
     "Runner",
     "Service",
     "Stage",
+    "StageCheck",
     "StageFailed",
     "SubprocessRunner",
+    "SwiftCheck",
     "TrainLauncherError",
     "Validity",
     "__version__",
     "build_plan",
+    "check_stages",
     "latest_checkpoint",
     "launch",
     "load_config",

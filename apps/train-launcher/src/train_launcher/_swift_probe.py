@@ -20,8 +20,8 @@ the live machine is fed the configured run instead, and each such seam is said i
 - a model hub id is not downloaded: `safe_snapshot_download` in `swift.model.model_meta` gives a
   folder holding the model's `config.json` (the launcher writes it from its table);
 - in server mode `_init_external_vllm` (which connects to the rollout server) does nothing;
-- without DeepSpeed importable here, `--deepspeed NAME` is resolved and parsed as ms-swift
-  does (one of its `swift/config/*.json`, or a JSON file) and then left out of the build.
+- `--deepspeed NAME` is resolved and parsed as ms-swift does (one of its `swift/config/*.json`,
+  or a JSON file) and then left out of the build: without a GPU DeepSpeed cannot set itself up.
 """
 
 from __future__ import annotations
@@ -72,9 +72,11 @@ def _plain(value: Any) -> Any:
 
 
 def _deepspeed(argv: list[str], notes: list[str]) -> tuple[list[str], dict[str, Any] | None]:
-    """Without DeepSpeed importable: `--deepspeed` resolved and parsed as ms-swift's
-    `SftArguments._init_deepspeed` does, then left out; its config returned."""
-    if "--deepspeed" not in argv or importlib.util.find_spec("deepspeed") is not None:
+    """`--deepspeed` resolved and parsed as ms-swift's `SftArguments._init_deepspeed` does, then
+    left out of the build, DeepSpeed importable or not: on a machine without a GPU DeepSpeed
+    cannot set itself up (its accelerator, `init_distributed`), which would read as a broken
+    rule; the check is the same everywhere. Its config is returned."""
+    if "--deepspeed" not in argv:
         return argv, None
     i = argv.index("--deepspeed")
     value = argv[i + 1] if i + 1 < len(argv) else ""
@@ -91,8 +93,8 @@ def _deepspeed(argv: list[str], notes: list[str]) -> tuple[list[str], dict[str, 
     if not isinstance(config, dict):
         raise ValueError(f"--deepspeed {value}: {path} is not a JSON object")
     notes.append(
-        f"DeepSpeed is not importable here: --deepspeed {value} was resolved and parsed "
-        f"({path.name}) but left out of the build; what DeepSpeed itself checks runs on the node"
+        f"--deepspeed {value} was resolved and parsed as ms-swift does ({path.name}) and left "
+        "out of the build: DeepSpeed sets itself up on the GPUs, its own checks run at launch"
     )
     return argv[:i] + argv[i + 2 :], config
 

@@ -475,6 +475,13 @@ def check_stages(
     return _verdict(answer, config, chosen, checks, replaced, python)
 
 
+#: What the rules of ms-swift, trl and transformers raise (and argparse's refusals). Anything
+#: else (a network, import or OS error) is the machine, not the command line: "cannot check".
+RULE_KINDS = frozenset(
+    {"argparse", "ValueError", "AssertionError", "NotImplementedError", "TypeError", "KeyError"}
+)
+
+
 def _verdict(
     answer: dict[str, Any],
     config: RunConfig,
@@ -490,12 +497,19 @@ def _verdict(
     versions = {str(k): (None if v is None else str(v)) for k, v in answer["versions"].items()}
     argv_of = {c["stage"]: c["argv"] for c in checks}
     results: list[StageCheck] = []
+    machine: list[str] = []
     for raw in answer.get("results", []):
         name = str(raw["stage"])
         notes = tuple(replaced.get(name, [])) + tuple(str(n) for n in raw.get("notes", []))
         if raw.get("ok"):
             results.append(
                 StageCheck(stage=name, ok=True, notes=notes, built=dict(raw.get("built") or {}))
+            )
+        elif str(raw.get("kind")) not in RULE_KINDS:
+            machine.append(
+                f"cannot check {name}: ms-swift raised {raw.get('kind')} while building its "
+                f"arguments, not one of their rules: {raw.get('message', '')} "
+                f"[{raw.get('where', '')}]"
             )
         else:
             message = f"{raw.get('kind', 'error')}: {raw.get('message', '')}"
@@ -514,6 +528,15 @@ def _verdict(
         if command is not None:
             results += carried_rules(stage.name, command, config)
     status: Status = "passed" if all(r.ok for r in results) else "failed"
+    if machine and status == "passed":
+        return SwiftCheck(
+            status="cannot",
+            reason="; ".join(machine),
+            python=str(python),
+            versions=versions,
+            world_size=world,
+            stages=tuple(results),
+        )
     return SwiftCheck(
         status=status,
         python=str(python),
