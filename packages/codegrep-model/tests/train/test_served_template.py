@@ -93,6 +93,16 @@ def episode_requests(sandbox: Any) -> tuple[list[dict[str, Any]], Any]:
     return sent, record
 
 
+def as_vllm_passes_them(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The messages as vLLM hands them to the chat template: a call's JSON arguments parsed into
+    an object (`_postprocess_messages` in vLLM's chat utilities)."""
+    out = json.loads(json.dumps(messages))
+    for m in out:
+        for call in m.get("tool_calls") or ():
+            call["function"]["arguments"] = json.loads(call["function"]["arguments"])
+    return out
+
+
 def test_served_prompts_are_the_training_encoding_turn_by_turn(sandbox: Any, model: Path) -> None:
     sent, record = episode_requests(sandbox)
     assert record.status == "answered"
@@ -115,7 +125,7 @@ def test_served_prompts_are_the_training_encoding_turn_by_turn(sandbox: Any, mod
     for stock in (False, True):
         for turn, request in enumerate(sent):
             prompt = tok.apply_chat_template(
-                request["messages"],
+                as_vllm_passes_them(request["messages"]),
                 tools=request["tools"],
                 chat_template=qwen3_chat_template if stock else ours,
                 add_generation_prompt=True,
