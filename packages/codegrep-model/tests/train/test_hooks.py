@@ -363,3 +363,24 @@ async def test_a_reply_cut_at_the_length_limit_ends_the_rollout(
     assert out.done
     assert out.rollout_infos["answer_files"] == ["shop/cart.py"]
     assert out.rollout_infos[INFO_EPISODE_STATUS] == "answered"
+
+
+async def test_the_budget_counts_the_tool_schemas_only_of_a_row_that_has_them(
+    tmp_path: Path, sandbox: Any
+) -> None:
+    """ms-swift writes the schemas into the system prompt when the row has tools, and nothing
+    when it has none: the rollout's count follows the row."""
+    hooks = EpisodeHooks(max_turns=4, host=SandboxHost(workdir=str(tmp_path / "trees")))
+    try:
+        row = sandbox.rows()[0]
+        await hooks.start("with", row["messages"], row, tools=json.loads(row["tools"]))
+        await hooks.start("without", row["messages"], row, tools=[])
+        with_tools = await hooks.turn("with", ANSWER, None, current_turn=1)
+        without = await hooks.turn("without", ANSWER, None, current_turn=1)
+        schemas = len(json.dumps(json.loads(row["tools"])))
+        gap = with_tools.rollout_infos["rollout_tokens"] - without.rollout_infos["rollout_tokens"]
+        # the hermes block is the schemas' JSON and some 400 characters of instructions, counted
+        # at 3 characters a token
+        assert schemas // 3 < gap < (schemas + 600) // 3
+    finally:
+        hooks.close()

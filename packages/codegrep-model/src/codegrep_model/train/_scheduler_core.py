@@ -556,9 +556,13 @@ class EpisodeHooks:
         self, messages: Sequence[Mapping[str, Any]], tools: Sequence[object] | None
     ) -> int | None:
         """The row's tool schemas in the trainer's template, in tokens (what ms-swift adds to
-        the system message of every encoding of the rollout); None: the episode counts the
-        hermes template's text of its own tools."""
-        if self.config.budget is None or not tools or self.tools_system is None:
+        the system message of every encoding of the rollout; 0 for a row without tools); None:
+        the episode counts the hermes template's text of its own tools."""
+        if self.config.budget is None:
+            return None
+        if not tools:
+            return 0  # ms-swift writes no tools block for a row without tools
+        if self.tools_system is None:
             return None
         system = messages[0].get("content") if messages else None
         schemas = [t for t in tools if isinstance(t, Mapping)]
