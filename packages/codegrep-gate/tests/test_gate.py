@@ -236,3 +236,19 @@ def test_data_described_without_counting_its_instances_twice() -> None:
     assert chosen.describe().count("331 instances") == 1
     lite = DataRef(name="SWE-bench Lite", instances=300, selection="without a/b")
     assert lite.describe() == "SWE-bench Lite (300 instances, without a/b)"
+
+
+def test_the_changelog_question_is_recorded_only_when_asked() -> None:
+    from codegrep_gate import data_ref
+    from codegrep_records import GoldRule
+
+    # the defaults are recorded as every shipped calibration has them, without the new key
+    default = data_ref("d").gold_rule
+    assert default == {
+        "include_added": False,
+        "exclude_tests": True,
+        "renames": "old",
+        "source": "patch",
+    }
+    asked = data_ref("d", gold_rule=GoldRule(exclude_changelogs=True)).gold_rule
+    assert asked["exclude_changelogs"] is True

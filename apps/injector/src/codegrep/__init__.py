@@ -15,9 +15,10 @@ import sys
 import types
 from importlib import import_module as _import_module
 from importlib import metadata as _metadata
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING as _TYPE_CHECKING
+from typing import Any as _Any
 
-if TYPE_CHECKING:
+if _TYPE_CHECKING:
     from codegrep.errors import InjectorError, IssueInputError, RepositoryInputError
     from codegrep.localize import Localization, LocalizedFile, localize
 
@@ -46,7 +47,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> _Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'codegrep' has no attribute {name!r}")
@@ -65,11 +66,11 @@ class _Package(types.ModuleType):
     ignored here)."""
 
     @property
-    def localize(self) -> Any:
+    def localize(self) -> _Any:
         return _import_module("codegrep.localize").localize
 
     @localize.setter
-    def localize(self, value: Any) -> None:
+    def localize(self, value: _Any) -> None:
         pass
 
 

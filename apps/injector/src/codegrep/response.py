@@ -120,11 +120,11 @@ class LocalizeResponse(BaseModel):
         "beyond it, when asked for (`localize --top N`); a policy that ranks no further "
         "(a served model) gives its answer's files.",
     )
-    definitions: str = Field(
-        default_factory=lambda: _definitions_mode(),
+    definitions: str | None = Field(
+        default=None,
         description="How the search read definitions: 'tree-sitter' (worktree-sandbox's "
         "symbols extra, which the app requires) or 'regex'; the lexical policy's scores, and "
-        "so the gate, differ between the two.",
+        "so the gate, differ between the two. Null in a response written before it was said.",
     )
     clone_s: float = Field(
         default=0.0,
@@ -166,5 +166,6 @@ class LocalizeResponse(BaseModel):
             injected=gated.injected,
             injection=gated.injection,
             top=ranked,
+            definitions=_definitions_mode(),
             clone_s=round(result.clone_s, 3),
         )

@@ -73,10 +73,12 @@ def _sha256(path: Path) -> str:
 def _rule(
     rule: GoldRule | Mapping[str, Any] | None, labels: bool, label_threshold: float | None
 ) -> dict[str, Any]:
-    if isinstance(rule, GoldRule):
-        out: dict[str, Any] = dataclasses.asdict(rule)
-    elif rule is None:
-        out = dataclasses.asdict(GoldRule())
+    if isinstance(rule, GoldRule) or rule is None:
+        out: dict[str, Any] = dataclasses.asdict(rule or GoldRule())
+        # a question added after the published calibrations: recorded only when asked, so a
+        # calibration measured with the defaults is written as it was
+        if out.get("exclude_changelogs") is False:
+            del out["exclude_changelogs"]
     else:
         out = dict(rule)
     if labels:
