@@ -192,7 +192,8 @@ def test_one_definitions_mode_said_and_checked(repo: Path, tmp_path: Path) -> No
     )
     path = tmp_path / "regex.json"
     path.write_text(other.model_dump_json())
-    argv = ["localize", "--repo", str(repo), "--issue", "-", "--gate", "0.45", "--calibration", str(path)]
+    argv = ["localize", "--repo", str(repo), "--issue", "-", "--gate", "0.45"]
+    argv += ["--calibration", str(path)]
     code, out, err = _run(*argv)
     assert code == 2
     assert "measured with definitions read by regex, this run reads them by tree-sitter" in err

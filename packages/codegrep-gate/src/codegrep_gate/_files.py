@@ -149,9 +149,9 @@ def choose_calibration(
     predictions that name no retriever (`retriever` None), the lexical policy's, which is then
     assumed to fit them. A retriever with no shipped calibration and no file has none: a
     `GateError` saying how to make one (or None when not `required`). The choice is then checked
-    against `retriever`, `version` and `definitions` (`Retriever.mismatch`): `CalibrationMismatchError` with
-    the reason alone, so the caller names its own flag. A file that cannot be read is the
-    `CalibrationFileError` of `load_calibration` (it names the file).
+    against `retriever`, `version` and `definitions` (`Retriever.mismatch`):
+    `CalibrationMismatchError` with the reason alone, so the caller names its own flag. A file
+    that cannot be read is the `CalibrationFileError` of `load_calibration` (it names the file).
     """
     if path is not None:
         choice = CalibrationChoice(load_calibration(path), str(path))
