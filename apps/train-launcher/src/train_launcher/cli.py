@@ -258,7 +258,8 @@ def plan(
 ) -> None:
     """Print every stage's commands with their environment, the estimates and the checks.
 
-    Nothing is run; the trainer check writes only in a scratch folder of its own. Exits 2 when a
+    No stage is run; the trainer check runs ms-swift's argument code (the plugin imported) in
+    the trainer's Python, writing only in a scratch folder of its own. Exits 2 when a
     check finds an error (a missing input, too few GPUs on this node, too little disk, a rule of
     ms-swift that a training stage's command line breaks), after printing the plan. Without
     --check, the trainer check runs when ms-swift is importable, and says so when it is not.
