@@ -536,8 +536,8 @@ class LocalizeService:
                 # The place itself is not said: it is outside what this client may see.
                 raise NotAllowedError(
                     f"{repo[:200]!r}: its {role} is outside the folders this server may read "
-                    "(a link, a `gitdir:` file, a `commondir` file or an object alternate "
-                    "points out of the allowed roots)"
+                    "(a link, a `gitdir:` file, a `commondir` file, an object alternate or a "
+                    "partial clone's promisor remote points out of the allowed roots)"
                 )
         return found
 

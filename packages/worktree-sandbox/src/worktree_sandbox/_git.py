@@ -76,7 +76,22 @@ _PINNED: tuple[tuple[str, str], ...] = (
     ("core.quotePath", "true"),
     ("gc.auto", "0"),
     ("maintenance.auto", "false"),
+    # `git grep` follows submodule.recurse into a submodule's repository, whose git dir (a
+    # `gitdir:` file, `.git/modules/x`) may lie anywhere
+    ("submodule.recurse", "false"),
+    ("log.showSignature", "false"),
+    ("gpg.x509.program", "false"),
+    ("gpg.openpgp.program", "false"),
 )
+# Every git call on a repository (never the clone cache's own clone and fetch) runs with no
+# transport allowed: a repository's config can make git fetch on its own. A partial clone
+# (`extensions.partialClone`, a `remote.<name>.promisor` remote) lazily fetches each object it
+# lacks from its promisor remote, whatever command asked for it: `rev-parse` of a ref at a
+# commit it lacks read another repository outside the allowed roots (a local url) or the
+# network (https), and wrote the packs into the repository. The lazy fetch is a `git fetch`
+# child, which inherits these pins and is refused ("transport 'file' not allowed"); git 2.44
+# and later also read GIT_NO_LAZY_FETCH and do not start it.
+_NO_TRANSPORT: tuple[tuple[str, str], ...] = (("protocol.allow", "never"),)
 # Keys under a named section (filter.<driver>.clean, diff.<driver>.textconv, ...) that name a
 # program: found in the repository's config by `_named_program_keys` and pinned empty.
 _PROGRAM_KEY = re.compile(
@@ -85,7 +100,8 @@ _PROGRAM_KEY = re.compile(
     r"|merge\..+\.driver"
     r"|remote\..+\.(?:uploadpack|receivepack|proxy|vcs)"
     r"|credential\..+\.helper"
-    r"|(?:difftool|mergetool)\..+\.(?:cmd|path)"
+    r"|(?:difftool|mergetool|browser|man|guitool)\..+\.(?:cmd|path)"
+    r"|interactive\.difffilter|imap\.tunnel|sendemail\..*cmd"
     r"|pager\..+|alias\..+)$",
     re.IGNORECASE,
 )
@@ -134,9 +150,12 @@ def _named_program_keys(git_dir: Path, base: dict[str, str]) -> tuple[tuple[str,
     return found
 
 
-def git_env(git_dir: Path | None = None) -> dict[str, str]:
+def git_env(git_dir: Path | None = None, *, network: bool = False) -> dict[str, str]:
     """The environment of every git child: no prompts, no user or system config, and the
-    program-running settings of the repository at `git_dir` (when given) pinned harmless."""
+    program-running settings of the repository at `git_dir` (when given) pinned harmless.
+
+    No transport is allowed and no lazy fetch made (see `_NO_TRANSPORT`) unless `network`:
+    only the clone cache's own `clone` and `fetch` from its source template ask for it."""
     env = {k: v for k, v in os.environ.items() if k not in _GIT_ENV_DROP}
     for k in list(env):
         if k.startswith(("GIT_CONFIG_KEY_", "GIT_CONFIG_VALUE_")) or k == "GIT_CONFIG_PARAMETERS":
@@ -150,9 +169,13 @@ def git_env(git_dir: Path | None = None) -> dict[str, str]:
         GIT_NO_REPLACE_OBJECTS="1",
         LC_ALL="C",
     )
-    env.update(_pins_env(_PINNED))
+    pinned = _PINNED
+    if not network:
+        env.update(GIT_NO_LAZY_FETCH="1", GIT_PROTOCOL_FROM_USER="0")
+        pinned += _NO_TRANSPORT
+    env.update(_pins_env(pinned))
     if git_dir is not None and str(git_dir) != os.devnull:
-        env.update(_pins_env(_PINNED + _named_program_keys(git_dir, env)))
+        env.update(_pins_env(pinned + _named_program_keys(git_dir, env)))
     return env
 
 
@@ -189,14 +212,15 @@ def _die_with_parent() -> Callable[[], None] | None:
 
 
 def git(
-    git_dir: Path, *args: str, timeout: float = 600.0, check: bool = True
+    git_dir: Path, *args: str, timeout: float = 600.0, check: bool = True, network: bool = False
 ) -> subprocess.CompletedProcess[bytes]:
-    """Run `git --git-dir=<git_dir> <args>` synchronously (setup work, never a tool call)."""
+    """Run `git --git-dir=<git_dir> <args>` synchronously (setup work, never a tool call);
+    `network`: a clone or fetch of the clone cache, from its source (see `git_env`)."""
     proc = subprocess.run(
         ["git", f"--git-dir={git_dir}", *args],
         capture_output=True,
         timeout=timeout,
-        env=git_env(git_dir),
+        env=git_env(git_dir, network=network),
         stdin=subprocess.DEVNULL,
         check=False,
         preexec_fn=_die_with_parent(),

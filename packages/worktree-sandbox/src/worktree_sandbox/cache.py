@@ -206,8 +206,9 @@ class BareRepoCache:
         try:
             tmp = holder / "repo.git"
             proc = git(
-                Path(os.devnull), "clone", "--bare", "--quiet", "--", source, str(tmp), check=False
-            )
+                Path(os.devnull), "clone", "--bare", "--quiet", "--", source, str(tmp),
+                check=False, network=True,
+            )  # fmt: skip
             if proc.returncode != 0:
                 msg = proc.stderr.decode(errors="replace").strip()
                 raise RepositoryNotFoundError(f"{repo}: cannot clone {source}: {msg}")
@@ -232,8 +233,8 @@ class BareRepoCache:
         git_dir = self.git_dir(repo)
         shas = [c for c in commits if _SHA.match(c)]
         if shas:  # servers that allow fetching by sha (GitHub does) need nothing else
-            git(git_dir, "fetch", "--quiet", "origin", *shas, check=False)
+            git(git_dir, "fetch", "--quiet", "origin", *shas, check=False, network=True)
             if all(self._resolve(git_dir, c) for c in shas) and len(shas) == len(commits):
                 return
         git(git_dir, "fetch", "--quiet", "--tags", "origin", "+refs/heads/*:refs/heads/*",
-            check=False)  # fmt: skip
+            check=False, network=True)  # fmt: skip

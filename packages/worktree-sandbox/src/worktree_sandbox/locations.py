@@ -11,6 +11,9 @@ policy of roots stays with the server). The files read here are untrusted: each 
 size bound, bad bytes and too many entries are a `RepositoryLayoutError`, never a traceback.
 git's own environment cannot add places: `git_env` drops `GIT_ALTERNATE_OBJECT_DIRECTORIES`,
 `GIT_OBJECT_DIRECTORY`, `GIT_COMMON_DIR` and `GIT_DIR` for every git child of this package.
+A partial clone's promisor remotes (`extensions.partialClone`, `remote.<name>.promisor`) are
+read from its config files (`_gitconfig`, includes followed, without git): a local one is a
+place too, as an alternate is; no git child of this package fetches from any of them.
 Not for: deciding what is allowed.
 """
 
@@ -21,6 +24,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from worktree_sandbox._gitconfig import local_path, promisor_urls
 from worktree_sandbox.errors import RepositoryLayoutError
 
 __all__ = ["RepositoryLocations", "repository_locations"]
@@ -46,10 +50,16 @@ class RepositoryLocations:
     alternates: tuple[Path, ...] = ()
     #: where each symbolic link inside the git dir, the common dir or an object store leads
     links: tuple[Path, ...] = ()
+    #: the urls of the promisor remotes a partial clone fetches missing objects from (its
+    #: config's `extensions.partialClone`, `remote.<name>.promisor`; `url.<base>.insteadOf`
+    #: applied); git children of this package never fetch from them (see `_git.git_env`)
+    promisor_remotes: tuple[str, ...] = ()
+    #: the folders of those that name one on this machine, resolved
+    promisors: tuple[Path, ...] = ()
 
     def places(self) -> Iterator[tuple[str, Path]]:
         """(what it is, where) for each place: "work tree", "git dir", "common dir", "object
-        store", "object alternate"."""
+        store", "object alternate", "link inside the git dir", "promisor remote"."""
         for role, path in (
             ("work tree", self.work_tree),
             ("git dir", self.git_dir),
@@ -62,6 +72,8 @@ class RepositoryLocations:
             yield "object alternate", alt
         for link in self.links:
             yield "link inside the git dir", link
+        for promisor in self.promisors:
+            yield "promisor remote", promisor
 
 
 def _read_small(path: Path, limit: int, what: str) -> str:
@@ -181,11 +193,21 @@ def repository_locations(folder: str | os.PathLike[str]) -> RepositoryLocations:
         common_dir = _resolve(git_dir, text.strip(), "`commondir` file")
     objects = _resolve(common_dir, "objects", "object store")
     alternates = _alternates(objects)
+    links = _links_inside([git_dir, common_dir, objects, *alternates])
+    remotes = promisor_urls(common_dir, git_dir)
+    promisors: dict[Path, None] = {}
+    for url in remotes:
+        local = local_path(url)
+        if local is not None:  # relative: from wherever git runs, the work tree or git dir
+            for base in dict.fromkeys(b for b in (work_tree, git_dir) if b is not None):
+                promisors[_resolve(base, local, "promisor remote's url")] = None
     return RepositoryLocations(
         work_tree=work_tree,
         git_dir=git_dir,
         common_dir=common_dir,
         objects=objects,
         alternates=alternates,
-        links=_links_inside([git_dir, common_dir, objects, *alternates]),
+        links=links,
+        promisor_remotes=remotes,
+        promisors=tuple(promisors),
     )

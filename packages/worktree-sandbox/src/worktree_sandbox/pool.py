@@ -24,7 +24,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Literal, NamedTuple, Self
 
-from worktree_sandbox._git import CatFileBatch, git
+from worktree_sandbox._git import CatFileBatch, ChildTimeout, git_env, run_capped
 from worktree_sandbox._liveness import owner_alive, owner_tag
 from worktree_sandbox._owned import (
     ensure_private_dir,
@@ -96,6 +96,18 @@ def prune_workdir(workdir: str | os.PathLike[str]) -> PruneReport:
             freed += done.freed_bytes
             folders += done.removed
     return PruneReport(folders, freed, tuple(not_ours))
+
+
+_RESOLVE_TIMEOUT_S = 30.0
+
+
+def _check_git_dir(git_dir: Path) -> None:
+    """Refuse a repository git would wait on: a FIFO, socket or device file (or a link to one)
+    in its git dir, common dir or object stores (`repository_locations` walks them; it opens
+    nothing but small regular pointer files), or a config that cannot be listed (`git_env`).
+    Raises `RepositoryLayoutError`."""
+    repository_locations(git_dir)
+    git_env(git_dir)
 
 
 def _remove_at_exit(path: Path, pid: int) -> None:
@@ -172,6 +184,7 @@ class TreePool:
         self._slots: dict[tuple[str, str], _Slot] = {}
         self._idle: OrderedDict[tuple[str, str], None] = OrderedDict()
         self._batches: dict[Path, CatFileBatch] = {}
+        self._checked: set[Path] = set()  # git dirs `tree_at` has checked (`_check_git_dir`)
         self._own_dir: Path | None = None
         self._closed = False
 
@@ -298,6 +311,11 @@ class TreePool:
             found = repository_locations(path).git_dir
             if found is not None:
                 path = found
+        if path not in self._checked:
+            # Once per repository: no FIFO, socket or device file where git reads, and its
+            # config listed (see `git_env`), in a thread: nothing after it waits on the loop.
+            await asyncio.to_thread(_check_git_dir, path)
+            self._checked.add(path)
         async with self._lease(path, commit, label=label) as tree:
             yield tree
 
@@ -339,9 +357,19 @@ class TreePool:
         if cache is not None and git_dir.parent == cache.root / "repos":
             # Fetch on demand from the source (blocking git work stays off the loop).
             return await asyncio.to_thread(cache.resolve, label, commit)
-        proc = await asyncio.to_thread(
-            git, git_dir, "rev-parse", "--verify", "--quiet", f"{commit}^{{commit}}", check=False
-        )
+        # A child of the loop, killed at its deadline: a git blocked on a file of the
+        # repository (a FIFO swapped in) holds no thread of the shared pool.
+        try:
+            proc = await run_capped(
+                ["git", f"--git-dir={git_dir}", "rev-parse", "--verify", "--quiet",
+                 f"{commit}^{{commit}}"],
+                cwd=None, timeout=_RESOLVE_TIMEOUT_S, max_stdout=4096, git_dir=git_dir,
+            )  # fmt: skip
+        except ChildTimeout:
+            raise CommitNotFoundError(
+                f"{label}: git could not resolve {commit!r} in {git_dir} within "
+                f"{_RESOLVE_TIMEOUT_S:g} s"
+            ) from None
         if proc.returncode != 0:
             raise CommitNotFoundError(f"{label}: no commit {commit!r} in {git_dir}")
         return proc.stdout.decode().strip()
