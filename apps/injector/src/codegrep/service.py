@@ -361,7 +361,12 @@ class LocalizeService:
         """Answer one request, or raise a `ServiceError` saying why not in one line."""
         if self._closing:
             raise BusyError("the server is shutting down", retry_after_s=self._retry_after())
-        target, layout = self._target(request)
+        if request.repo.startswith("/"):
+            # The layout check walks the git dir and reads pointer files: a thread's work, so
+            # that a slow disk or a large git dir never holds the loop (`/health`, the others).
+            target, layout = await asyncio.to_thread(self._target, request)
+        else:
+            target, layout = self._target(request)
         folders = layout is not None
         if not folders:
             await self._check_fetch(target, request.commit or "")

@@ -13,6 +13,7 @@ import os
 import re
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 from collections.abc import Callable
@@ -21,7 +22,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from worktree_sandbox._paths import name_text, safe_tree_path
-from worktree_sandbox.errors import SandboxError
+from worktree_sandbox.errors import RepositoryLayoutError, SandboxError
 
 __all__ = [
     "CappedOutput",
@@ -105,7 +106,9 @@ _PROGRAM_KEY = re.compile(
     r"|pager\..+|alias\..+)$",
     re.IGNORECASE,
 )
-_SAFE_ENV_CACHE: dict[tuple[str, tuple[int, ...]], tuple[tuple[str, str], ...]] = {}
+_SAFE_ENV_CACHE: dict[
+    tuple[str, tuple[int, ...]], tuple[tuple[str, str], ...] | RepositoryLayoutError
+] = {}
 
 
 def _config_stamp(git_dir: Path) -> tuple[int, ...]:
@@ -129,24 +132,58 @@ def _pins_env(pins: tuple[tuple[str, str], ...]) -> dict[str, str]:
     return env
 
 
+_CONFIG_LIST_TIMEOUT_S = 10.0
+
+
 def _named_program_keys(git_dir: Path, base: dict[str, str]) -> tuple[tuple[str, str], ...]:
-    """Keys of `git_dir`'s effective config (includes followed) that name a program."""
+    """Keys of `git_dir`'s effective config (includes followed) that name a program.
+
+    Raises `RepositoryLayoutError` when the config cannot be listed: a config file that is not
+    a regular file (a FIFO would hold git, and this thread, until someone writes to it), or a
+    listing that fails or takes over 10 s (an include naming a FIFO). git is then not run on
+    the repository at all: a config nobody could read may not go unpinned. The refusal is
+    remembered like an answer, so later calls are refused at once."""
     key = (str(git_dir), _config_stamp(git_dir))
     hit = _SAFE_ENV_CACHE.get(key)
+    if isinstance(hit, RepositoryLayoutError):
+        raise hit
     if hit is not None:
         return hit
     try:
-        proc = subprocess.run(
-            ["git", f"--git-dir={git_dir}", "config", "--null", "--name-only", "--list"],
-            capture_output=True, env=base, timeout=30, check=False, stdin=subprocess.DEVNULL,
-        )  # fmt: skip
+        for name in ("config", "config.worktree"):
+            with contextlib.suppress(FileNotFoundError, NotADirectoryError):
+                if not stat.S_ISREG(os.stat(git_dir / name).st_mode):
+                    raise RepositoryLayoutError(
+                        f"{git_dir / name} is not a regular file; git would wait on it"
+                    )
+        try:
+            proc = subprocess.run(
+                ["git", f"--git-dir={git_dir}", "config", "--null", "--name-only", "--list"],
+                capture_output=True, env=base, timeout=_CONFIG_LIST_TIMEOUT_S, check=False,
+                stdin=subprocess.DEVNULL,
+            )  # fmt: skip
+        except subprocess.TimeoutExpired:
+            raise RepositoryLayoutError(
+                f"listing the config of {git_dir} took over {_CONFIG_LIST_TIMEOUT_S:g} s "
+                "(an include naming a FIFO?)"
+            ) from None
+        except (OSError, subprocess.SubprocessError) as exc:
+            raise RepositoryLayoutError(f"cannot list the config of {git_dir}: {exc}") from None
+        # 128: git found no repository there (it never ran with this config); its own error
+        # comes from the command that follows
+        if proc.returncode not in (0, 1, 128):
+            said = proc.stderr.decode("utf-8", errors="replace").strip()[:300]
+            raise RepositoryLayoutError(f"cannot list the config of {git_dir}: {said}")
+    except RepositoryLayoutError as exc:
+        found: tuple[tuple[str, str], ...] | RepositoryLayoutError = exc
+    else:
         names = proc.stdout.decode("utf-8", errors="replace").split("\0")
-    except (OSError, subprocess.SubprocessError):
-        names = []
-    found = tuple(sorted({(n, "") for n in names if n and _PROGRAM_KEY.match(n)}))
+        found = tuple(sorted({(n, "") for n in names if n and _PROGRAM_KEY.match(n)}))
     if len(_SAFE_ENV_CACHE) > 256:
         _SAFE_ENV_CACHE.clear()
     _SAFE_ENV_CACHE[key] = found
+    if isinstance(found, RepositoryLayoutError):
+        raise found
     return found
 
 

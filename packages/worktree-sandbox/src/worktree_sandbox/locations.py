@@ -20,6 +20,7 @@ Not for: deciding what is allowed.
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -76,10 +77,35 @@ class RepositoryLocations:
             yield "promisor remote", promisor
 
 
+def _kind(mode: int) -> str | None:
+    """What a file that is neither a regular file, a folder nor a link is; None for those."""
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode):
+        return None
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "a device file"
+
+
+def _regular(mode: int, what: str) -> None:
+    if not stat.S_ISREG(mode):
+        kind = _kind(mode) or "a folder"
+        raise RepositoryLayoutError(f"the {what} is {kind}, not a regular file")
+
+
 def _read_small(path: Path, limit: int, what: str) -> str:
+    """A small regular file's text. A FIFO would block `open` until someone writes to it (on
+    a server's event loop), a device could never end: anything but a regular file is refused
+    before it is opened (and checked again on the open descriptor, never waited on)."""
     try:
-        with open(path, "rb") as fh:
-            data = fh.read(limit + 1)
+        _regular(os.stat(path).st_mode, what)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        try:
+            _regular(os.fstat(fd).st_mode, what)
+            data = os.read(fd, limit + 1)
+        finally:
+            os.close(fd)
     except OSError as exc:
         raise RepositoryLayoutError(f"cannot read the {what}: {exc.strerror or exc}") from None
     if len(data) > limit:
@@ -111,8 +137,13 @@ def _git_dir_of(folder: Path) -> tuple[Path | None, Path | None]:
         if not text.startswith("gitdir:"):
             raise RepositoryLayoutError("the `.git` file does not start with `gitdir:`")
         return folder, _resolve(folder, text.removeprefix("gitdir:").strip(), "`.git` file")
-    if (folder / "HEAD").is_file() and (folder / "objects").is_dir():
-        return None, folder  # a bare repository
+    head = folder / "HEAD"
+    # a bare repository (a git dir given as itself too); HEAD of any kind, so that a FIFO there
+    # is found by the walk rather than met by git
+    if (head.is_symlink() or (head.exists() and not head.is_dir())) and (
+        folder / "objects"
+    ).is_dir():
+        return None, folder
     return folder, None
 
 
@@ -149,7 +180,12 @@ def _alternates(objects: Path) -> tuple[Path, ...]:
 
 def _links_inside(folders: list[Path]) -> tuple[Path, ...]:
     """The resolved targets of every symbolic link below `folders` (not followed while walking:
-    a linked folder is one entry, its target listed)."""
+    a linked folder is one entry, its target listed).
+
+    Raises `RepositoryLayoutError` for a FIFO, socket or device file there, or a link to one:
+    git opens its files (`config`, `HEAD`, `packed-refs`, `info/grafts`, `shallow`, packs,
+    loose objects, ...) with a plain blocking `open`, and a FIFO would hold it (and whatever
+    waits for it) until someone writes; the walk only lists, it opens nothing."""
     found: dict[Path, None] = {}
     seen = 0
     todo = list(dict.fromkeys(folders))
@@ -166,9 +202,27 @@ def _links_inside(folders: list[Path]) -> tuple[Path, ...]:
                     f"the git dir holds more than {_MAX_GIT_ENTRIES:,} entries to check for links"
                 )
             if entry.is_symlink():
-                found[_resolve(folder, entry.name, "link inside the git dir")] = None
+                target = _resolve(folder, entry.name, "link inside the git dir")
+                try:
+                    special = _kind(os.stat(target).st_mode)
+                except OSError:
+                    special = None  # nothing there: git finds nothing either
+                if special is not None:
+                    raise RepositoryLayoutError(
+                        f"a link inside the git dir ({entry.name!r}) leads to {special}"
+                    )
+                found[target] = None
             elif entry.is_dir(follow_symlinks=False):
                 todo.append(Path(entry.path))
+            elif not entry.is_file(follow_symlinks=False):
+                try:
+                    special = _kind(entry.stat(follow_symlinks=False).st_mode)
+                except OSError:
+                    continue
+                if special is not None:
+                    raise RepositoryLayoutError(
+                        f"the git dir holds {special} ({entry.name!r}); git would wait on it"
+                    )
     return tuple(found)
 
 
