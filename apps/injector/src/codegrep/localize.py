@@ -37,6 +37,9 @@ from codegrep.response import Localization, LocalizedFile
 __all__ = ["Localization", "LocalizedFile", "clone_cache", "localize"]
 
 _DEFAULT_CACHE_DIR = Path("~/.cache/codegrep/repos")
+# What a checkout of this one rollout may take (tmpfs: RAM), as `serve`'s default; what no
+# tool reads (files over the size limit) is never written (see worktree_sandbox).
+DEFAULT_MAX_CHECKOUT_BYTES = 512 << 20
 
 
 def _reason(record: RolloutRecord, path: str) -> str:
@@ -129,6 +132,9 @@ async def localize(
                 made if made is not None else (lambda: clone_cache(root, source)),
                 limits=limits,
                 materialize="never",
+                # the checkout made on demand (a pattern only ripgrep runs) is bounded too:
+                # past it, grep says to simplify the pattern
+                max_checkout_bytes=DEFAULT_MAX_CHECKOUT_BYTES,
             ) as own:
                 record = await _run(own, name, commit, chosen, instance, config, folders)
     except CommitRequiredError as exc:

@@ -19,13 +19,32 @@ from pathlib import Path
 from worktree_sandbox._git import TreeEntry, git_env
 from worktree_sandbox._paths import safe_tree_path
 
-__all__ = ["materialize"]
+__all__ = ["MAX_LINK_BYTES", "materialize", "written"]
+
+
+# Linux's PATH_MAX less its NUL: a longer link text is no path, and `symlink` refuses it.
+MAX_LINK_BYTES = 4095
+
+
+def written(entry: TreeEntry, max_file_bytes: int | None) -> bool:
+    """Whether `materialize` writes the entry: a file no tool reads (over `max_file_bytes`:
+    `read` refuses it, grep leaves it out on every backend) and a link whose text is no path
+    are not asked of git, so a 200 MiB blob never passes through memory or tmpfs. They stay
+    in the tree's file list (`glob` lists them, `read` says how large they are)."""
+    if entry.is_symlink:
+        return entry.size <= MAX_LINK_BYTES
+    return max_file_bytes is None or entry.size <= max_file_bytes
 
 
 def materialize(
-    git_dir: Path, entries: Iterable[tuple[str, TreeEntry]], dest: Path, stop: threading.Event
+    git_dir: Path,
+    entries: Iterable[tuple[str, TreeEntry]],
+    dest: Path,
+    stop: threading.Event,
+    max_file_bytes: int | None = None,
 ) -> bool:
     """Write `entries` (path, blob) under the existing empty folder `dest`; False when stopped.
+    Entries that `written` says no tool reads are left out.
 
     Every file is created relative to its folder's descriptor, every folder is entered with
     O_NOFOLLOW and every file opened with O_EXCL|O_NOFOLLOW: an entry whose way passes through a
@@ -33,7 +52,9 @@ def materialize(
     skipped, so nothing is ever written outside `dest`. Names that are not plain relative paths
     are skipped too (`parse_ls_tree` leaves them out before; this is the second wall).
     """
-    todo = sorted((name, e) for name, e in entries if safe_tree_path(name))
+    todo = sorted(
+        (name, e) for name, e in entries if safe_tree_path(name) and written(e, max_file_bytes)
+    )
     proc = subprocess.Popen(
         ["git", f"--git-dir={git_dir}", "cat-file", "--batch"],
         stdin=subprocess.PIPE,
@@ -73,7 +94,8 @@ def materialize(
             if dfd is None:
                 continue  # a link or a file stands where a folder should be
             if entry.is_symlink:
-                with contextlib.suppress(FileExistsError):
+                # taken, or a text no link can hold (a NUL): that link is left out
+                with contextlib.suppress(OSError, ValueError):
                     os.symlink(data, base, dir_fd=dfd)
                 continue
             perm = 0o555 if entry.mode == "100755" else 0o444

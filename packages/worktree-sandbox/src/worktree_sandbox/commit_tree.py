@@ -22,7 +22,7 @@ from worktree_sandbox._grep_backends import (
     git_grep_blobs,
 )
 from worktree_sandbox._liveness import owner_tag
-from worktree_sandbox._materialize import materialize
+from worktree_sandbox._materialize import MAX_LINK_BYTES, materialize, written
 from worktree_sandbox._owned import make_owned_dir, remove_owned
 from worktree_sandbox._paths import name_text
 from worktree_sandbox._runtime import Runtime
@@ -148,6 +148,8 @@ class CommitTree(Tree):
         entry = entries.get(path)
         if entry is not None:
             if entry.is_symlink:
+                if entry.size > MAX_LINK_BYTES:  # no path: its text is never loaded
+                    return _Stat("symlink", entry.size, "")
                 got = await self._batch.get(entry.oid)
                 target = name_text(got[1]) if got else ""
                 return _Stat("symlink", entry.size, target)
@@ -166,9 +168,12 @@ class CommitTree(Tree):
     async def _materialize(self, parent: Path) -> Path | None:
         """Write the commit read-only into a fresh folder; None when that failed."""
         entries = await self._entries_map()
+        cap = self.runtime.limits.max_file_bytes
         if self._admit_checkout is not None:
+            # what is written: no file over the size limit, no link whose text is no path
             size = checkout_footprint(
-                (max(e.size, 0) for e in entries.values()), len(await self._directories())
+                (max(e.size, 0) for e in entries.values() if written(e, cap)),
+                len(await self._directories()),
             )
             if not await self._admit_checkout(size):
                 return None
@@ -182,7 +187,7 @@ class CommitTree(Tree):
         os.mkdir(dest, 0o700)
         stop = threading.Event()
         work = asyncio.ensure_future(
-            asyncio.to_thread(materialize, self.git_dir, entries.items(), dest, stop)
+            asyncio.to_thread(materialize, self.git_dir, entries.items(), dest, stop, cap)
         )
         try:
             done = await asyncio.shield(work)

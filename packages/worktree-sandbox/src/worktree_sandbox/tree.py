@@ -26,6 +26,7 @@ from worktree_sandbox._git import (
 )
 from worktree_sandbox._globs import GlobSyntaxError, compile_glob
 from worktree_sandbox._grep_backends import PatternError, RawMatch
+from worktree_sandbox._materialize import MAX_LINK_BYTES
 from worktree_sandbox._paths import PathRefused, is_within, normalize_tool_path
 from worktree_sandbox._render import cap_line, cap_lines
 from worktree_sandbox._runtime import _R, AnyResult, Runtime
@@ -254,6 +255,14 @@ class Tree(ABC):
         current = path
         while True:
             st = await self._stat(current)
+            if st is None and current != path:  # a link was followed to nothing
+                return _error(
+                    ToolErrorKind.NOT_FOUND,
+                    f"'{path}' is a symlink to '{cap_line(current, 300)}', which is no file of "
+                    "the repository",
+                    ReadResult,
+                    path=path,
+                )
             if st is None:
                 return await self._not_found(path)
             if st.kind == "dir":
@@ -268,6 +277,13 @@ class Tree(ABC):
             if st.kind == "file":
                 return current, st
             seen += 1
+            if st.size > MAX_LINK_BYTES:  # over PATH_MAX: no path; its text was never loaded
+                return _error(
+                    ToolErrorKind.INVALID_PATH,
+                    f"'{path}' is a symlink whose target is {st.size:,} bytes long: no path is",
+                    ReadResult,
+                    path=path,
+                )
             parent = current.rpartition("/")[0]
             target = is_within(parent, st.target)
             if target is None or seen > 8:
