@@ -47,8 +47,9 @@ SALT = "codegrep-learn-answer-v1"
 #: Held-out repositories are taken in the order of sha256(SALT + repo) until they hold at least
 #: this many instances (fixed before any run; the rule is the README's).
 MIN_HELDOUT = 100
-SHORTLIST = {"size": 5, "lines_per_file": 2, "line_chars": 100, "issue_chars": 1200}
-MAX_NEW_TOKENS = 48
+SHORTLIST = {"size": 5, "lines_per_file": 1, "line_chars": 100, "issue_chars": 1000}
+#: An answer of one path is 15-25 tokens of SmolLM2's tokenizer, of two 30-40.
+MAX_NEW_TOKENS = 40
 ARMS = (
     ("base", "SmolLM2-135M-Instruct, untrained"),
     ("format_sft", "format SFT (a uniformly drawn candidate as the answer)"),

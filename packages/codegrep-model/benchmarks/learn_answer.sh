@@ -89,15 +89,13 @@ stage data la sft-data "$out" format --rows "$format_rows" --seed 0
 stage grpo-data la grpo-data "$out"
 # the control's rows: GRPO's sequences (steps x generations), drawn apart from the format rows
 stage control-data la sft-data "$out" control --rows $((steps * generations)) --seed 1
-stage eval-base la eval "$out" base heldout --model "$model"
 stage sft-format "$swift" sft --model "$model" "${common[@]}" --seed 0 \
   --dataset "$out/sft-format.jsonl" --learning_rate "$lr" --lr_scheduler_type cosine \
-  --warmup_ratio 0.1 --num_train_epochs 1 --per_device_train_batch_size 1 \
-  --gradient_accumulation_steps 4 --save_steps $((format_rows / 4)) --output_dir "$out/sft-format"
+  --warmup_ratio 0.1 --num_train_epochs 1 --per_device_train_batch_size 4 \
+  --gradient_accumulation_steps 1 --save_steps $((format_rows / 4)) --output_dir "$out/sft-format"
 stage merge-format "$swift" export --adapters "$out/sft-format/checkpoint-$((format_rows / 4))" \
   --merge_lora true --output_dir "$fmt" --use_hf true
-stage eval-format_sft la eval "$out" format_sft heldout --model "$fmt"
-stage passk la passk "$out" --model "$fmt" --k "$generations" --limit 16
+stage passk la passk "$out" --model "$fmt" --k "$generations" --limit 8
 # Dynamic sampling only where the measured pass@k says most groups would be flat.
 sampling=($("$py" - "$out/passk.summary.json" <<'PY'
 import json, sys
@@ -106,34 +104,44 @@ print("--dynamic_sample", "true" if s["zero_variance_groups"] > 0.5 else "false"
       "--max_resample_times", "2")
 PY
 ))
+resume() { # RUN_DIR: resume a stopped run from its last checkpoint (optimizer state kept)
+  local last
+  last="$(ls -d "$1"/checkpoint-* 2>/dev/null | sort -t- -k2 -n | tail -1)"
+  [[ -n "$last" ]] && echo "--resume_from_checkpoint $last"
+  return 0
+}
 grpo() { # SEED
   mkdir -p "$out/grpo-s$1"
   CODEGREP_ROLLOUT_LOG="$out/grpo-s$1/codegrep_rollouts.jsonl" "$swift" rlhf --rlhf_type grpo \
     --model "$fmt" "${common[@]}" --seed "$1" --data_seed "$1" \
     --external_plugins "$plugin" --reward_funcs fbeta_file --use_vllm false \
     --dataset "$out/grpo-train.jsonl" --num_generations "$generations" \
-    --per_device_train_batch_size 4 --gradient_accumulation_steps $((generations / 4)) \
-    --per_device_eval_batch_size "$generations" --max_completion_length 48 \
+    --per_device_train_batch_size "$generations" --gradient_accumulation_steps 1 \
+    --per_device_eval_batch_size "$generations" --max_completion_length 40 \
     --temperature 1.0 "${sampling[@]}" --beta "$beta" --learning_rate "$lr" \
     --lr_scheduler_type constant_with_warmup --warmup_steps 3 \
-    --max_steps "$steps" --save_steps 10 --log_completions true --output_dir "$out/grpo-s$1"
+    --max_steps "$steps" --save_steps 5 --save_only_model false --log_completions true \
+    --output_dir "$out/grpo-s$1" $(resume "$out/grpo-s$1")
 }
 merged() { # RUN_DIR STEP DEST
   "$swift" export --adapters "$1/checkpoint-$2" --merge_lora true --output_dir "$3" --use_hf true
 }
+# GRPO first (the long stages), then the control, then every evaluation
+stage grpo-s0 grpo 0
+stage sft-control "$swift" sft --model "$fmt" "${common[@]}" --seed 1 \
+  --dataset "$out/sft-control.jsonl" --learning_rate "$lr" \
+  --lr_scheduler_type constant_with_warmup --warmup_steps 3 --max_steps "$steps" \
+  --per_device_train_batch_size "$generations" --gradient_accumulation_steps 1 \
+  --save_steps "$steps" --output_dir "$out/sft-control"
+stage grpo-s1 grpo 1
+stage merge-grpo-s0 merged "$out/grpo-s0" "$steps" "$out/grpo-s0-merged"
+stage merge-grpo-s1 merged "$out/grpo-s1" "$steps" "$out/grpo-s1-merged"
+stage merge-control merged "$out/sft-control" "$steps" "$out/sft-control-merged"
+stage eval-base la eval "$out" base heldout --model "$model"
+stage eval-format_sft la eval "$out" format_sft heldout --model "$fmt"
+stage eval-sft_control la eval "$out" sft_control heldout --model "$out/sft-control-merged"
 for s in 0 1; do
-  stage "grpo-s$s" grpo "$s"
-  stage "merge-grpo-s$s" merged "$out/grpo-s$s" "$steps" "$out/grpo-s$s-merged"
   stage "eval-grpo_s$s" la eval "$out" "grpo_s$s" heldout --model "$out/grpo-s$s-merged"
-  if [[ $s == 0 ]]; then
-    stage sft-control "$swift" sft --model "$fmt" "${common[@]}" --seed 1 \
-      --dataset "$out/sft-control.jsonl" --learning_rate "$lr" \
-      --lr_scheduler_type constant_with_warmup --warmup_steps 3 --max_steps "$steps" \
-      --per_device_train_batch_size 1 --gradient_accumulation_steps "$generations" \
-      --save_steps "$steps" --output_dir "$out/sft-control"
-    stage merge-control merged "$out/sft-control" "$steps" "$out/sft-control-merged"
-    stage eval-sft_control la eval "$out" sft_control heldout --model "$out/sft-control-merged"
-  fi
   stage "eval-grpo_s$s-shuffled" la eval "$out" "grpo_s$s" heldout --shuffle \
     --model "$out/grpo-s$s-merged"
 done
@@ -143,6 +151,7 @@ set +e
 cd "$root"
 for s in 0 1; do
   [[ -d "$out/grpo-s$s" ]] || continue
-  uv run --all-packages codegrep-train monitor "$out/grpo-s$s" --no-plot -o "$out/grpo-s$s/monitor"
+  uv run --all-packages codegrep-train monitor "$out/grpo-s$s" --no-plot \
+    --config "$here/learn_answer_monitor.yaml" -o "$out/grpo-s$s/monitor"
   echo "monitor, seed $s: exit $?"
 done
