@@ -98,7 +98,11 @@ def _parse_rg(raw: bytes, prefix: str = "") -> list[RawMatch]:
         num, sep, text = rest.partition(b":")
         if not sep or not num.isdigit():
             continue
-        name = name_text(path).removeprefix("./")
+        try:  # inline: `name_text`'s common case without a call per line
+            name = path.decode("utf-8")
+        except UnicodeDecodeError:
+            name = name_text(path)
+        name = name.removeprefix("./")
         out.append((prefix + name, int(num), text))
     return out
 
@@ -117,7 +121,10 @@ def _parse_git_grep(raw: bytes, rev_prefix: str) -> list[RawMatch]:
         if torn:
             torn = False
             continue
-        name = name_text(parts[0][cut:])
+        try:
+            name = parts[0][cut:].decode("utf-8")
+        except UnicodeDecodeError:
+            name = name_text(parts[0][cut:])
         out.append((name, int(parts[1]), parts[2]))
     return out
 
