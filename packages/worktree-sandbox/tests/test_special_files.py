@@ -112,3 +112,24 @@ def test_a_config_include_naming_a_fifo_stops_git_from_running(
     with pytest.raises(RepositoryLayoutError, match="config"):
         sandbox_git.git_env(repo.path / ".git")
     assert time.monotonic() - start < 0.5
+
+
+def test_a_fifo_gitignore_in_a_folder_holds_no_thread(repo: Any) -> None:
+    # The work tree is the user's folder: git opens every .gitignore of the folders it walks.
+    fifo = _replace_with_fifo(repo.path / "src" / ".gitignore")
+    from worktree_sandbox import DirectoryTree, Runtime, SandboxLimits, ToolErrorKind
+
+    # more trees than asyncio's default pool has threads (min(32, cores + 4))
+    count = min(32, (os.cpu_count() or 1) + 4) + 1
+
+    async def main() -> tuple[list[Any], float]:
+        runtime = Runtime(SandboxLimits(timeout_s=1.0))
+        trees = [DirectoryTree(repo.path, runtime) for _ in range(count)]
+        results = await asyncio.gather(*(t.call("glob", {"pattern": "*.py"}) for t in trees))
+        start = time.perf_counter()
+        await asyncio.to_thread(lambda: None)  # a thread is free for other work
+        return results, time.perf_counter() - start
+
+    results, waited = _within(30, lambda: asyncio.run(main()), [fifo])
+    assert {r.error for r in results} == {ToolErrorKind.TIMEOUT}
+    assert waited < 1.0, waited

@@ -10,9 +10,7 @@ import stat
 from collections.abc import Container, Mapping
 from pathlib import Path
 
-from worktree_sandbox._git import (
-    git_env,
-)
+from worktree_sandbox._git import ChildTimeout, git_env, run_capped
 from worktree_sandbox._grep_backends import RawMatch, folder_backend
 from worktree_sandbox._paths import name_text, safe_tree_path
 from worktree_sandbox._runtime import Runtime
@@ -23,6 +21,8 @@ from worktree_sandbox.models import (
 from worktree_sandbox.tree import Tree, _Stat
 
 __all__ = ["DirectoryTree"]
+
+_LIST_TIMEOUT_S = 60.0  # listing a folder's files with git (a large monorepo: seconds)
 
 
 class DirectoryTree(Tree):
@@ -56,7 +56,8 @@ class DirectoryTree(Tree):
 
     async def files(self) -> tuple[str, ...]:
         if self._files is None:
-            self._files = await asyncio.to_thread(self._scan)
+            raw_names = await self._git_names() if self._is_git else None
+            self._files = await asyncio.to_thread(self._scan, raw_names)
             self._file_set = frozenset(self._files)
         return self._files
 
@@ -68,8 +69,7 @@ class DirectoryTree(Tree):
         await self.files()
         return self._file_set
 
-    def _scan(self) -> tuple[str, ...]:
-        raw_names = self._git_names() if self._is_git else None
+    def _scan(self, raw_names: list[bytes] | None) -> tuple[str, ...]:
         if raw_names is None:
             raw_names = []
             for dirpath, dirs, files in os.walk(os.fsencode(self.root)):
@@ -109,20 +109,31 @@ class DirectoryTree(Tree):
     def _on_disk(self, path: str) -> Path:
         return self.root / self._disk.get(path, path) if self._disk else self.root / path
 
-    def _git_names(self) -> list[bytes] | None:
+    async def _git_names(self) -> list[bytes] | None:
         """Tracked (git's index: whatever an ignore rule says) and untracked-but-not-ignored
-        files, as their bytes, or None when git cannot say."""
-        import subprocess
+        files, as their bytes, or None when git cannot say.
 
-        proc = subprocess.run(
-            ["git", f"--git-dir={self._git_dir}", f"--work-tree={self.root}", "ls-files", "-z",
-             "--cached", "--others", "--exclude-standard"],
-            capture_output=True, env=git_env(self._git_dir), check=False, timeout=120,
-            stdin=subprocess.DEVNULL, cwd=self.root,
-        )  # fmt: skip
-        if proc.returncode != 0:
+        git opens every `.gitignore` of the folders it walks, and `core.excludesFile`, with a
+        blocking `open`: a FIFO there (the work tree is the user's folder, anything can be in
+        it) held git, and the worker thread that waited for it, for up to 120 s; enough such
+        requests took every thread of asyncio's pool. git is now a child of the loop, killed at
+        the call's deadline or after `_LIST_TIMEOUT_S`, and no thread waits for it."""
+        # the config listing behind git_env, in a thread (the loop never waits on git)
+        await asyncio.to_thread(git_env, self._git_dir)
+        try:
+            out = await run_capped(
+                ["git", f"--git-dir={self._git_dir}", f"--work-tree={self.root}", "ls-files",
+                 "-z", "--cached", "--others", "--exclude-standard"],
+                cwd=self.root, timeout=_LIST_TIMEOUT_S, max_stdout=1 << 30, git_dir=self._git_dir,
+            )  # fmt: skip
+        except ChildTimeout:
+            raise SandboxError(
+                f"git took over {_LIST_TIMEOUT_S:g} s to list the files of {self.root} (a FIFO "
+                "where it reads ignore rules, such as a .gitignore?)"
+            ) from None
+        if out.returncode != 0 or out.overflowed:
             return None
-        return [n for n in proc.stdout.split(b"\0") if n]
+        return [n for n in out.stdout.split(b"\0") if n]
 
     async def _stat(self, path: str) -> _Stat | None:
         await self.files()
