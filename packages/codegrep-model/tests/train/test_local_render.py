@@ -103,3 +103,28 @@ def test_materialize_makes_a_folder_with_its_provenance(tmp_path: Path) -> None:
     assert set(source["files_sha256"]) >= {"config.json", "model.safetensors", "tokenizer.json"}
     assert (made.path / SOURCE_FILE).is_file()
     assert "dequantized Q4_1" in (made.path / "README.md").read_text()
+
+
+async def test_an_answer_task_row_is_what_shortlist_policy_renders(
+    sandbox: Any, model: Path
+) -> None:
+    """`dataset grpo --shortlist` rows, encoded by ms-swift's `chatml` template with their
+    (empty) tools column, are `ShortlistPolicy`'s prompt token for token."""
+    from codegrep_model._shortlist_rows import shortlist_rows
+    from codegrep_model.shortlist import ShortlistConfig
+
+    processor = get_processor(str(model), model_type="qwen3", use_hf=True)
+    template = get_template(processor, template_type="chatml", agent_template="hermes")
+    template.set_mode("pt")
+    tok = template.tokenizer
+    cache = BareRepoCache(sandbox.cache_dir, sandbox.source)
+    instances = [sandbox.instance(i) for i in range(len(sandbox.issues))]
+    made = await grpo_rows(instances, cache, val_fraction=0.0)
+    data = await shortlist_rows(made, cache, config=ShortlistConfig(size=3))
+    assert data.train
+    for row in data.train:
+        conv = [m.model_dump() for m in row.messages]
+        theirs = template.encode({"messages": conv, "tools": json.loads(row.tools)})["input_ids"]
+        ours = tok(render_chatml(conv, ()), add_special_tokens=False)["input_ids"]
+        assert ours == theirs, row.instance_id
+        assert "# Tools" not in tok.decode(theirs)
