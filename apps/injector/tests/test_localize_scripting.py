@@ -205,3 +205,40 @@ def test_one_definitions_mode_said_and_checked(repo: Path, tmp_path: Path) -> No
         path.write_text(same.model_dump_json())
         code, out, err = _run(*argv)
         assert code == 0, err
+
+
+HOSTILE_POLICY = """
+import json
+from codegrep_model import PolicyReply
+
+class Hostile:
+    name = "hostile"
+
+    async def reply(self, request):
+        return PolicyReply(content=json.dumps({"files": [NAME]}))
+"""
+
+
+def test_a_hostile_file_name_stays_one_line(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # git allows a newline or an escape sequence in a file name, and a policy's answer is
+    # untrusted text: a name like this must not become two lines or a terminal command
+    name = "billing/inv\noice\x1b[2J.py"
+    (tmp_path / "hostile_policy.py").write_text(HOSTILE_POLICY.replace("NAME", repr(name)))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    argv = ["localize", "--repo", str(repo), "--issue", "-", "--policy", "hostile_policy:Hostile"]
+    code, out, err = _run(*argv, "--json")
+    assert code == 0, err
+    assert json.loads(out)["files"] == [name]
+    # --paths: one line, the name as a JSON string (as git quotes such names)
+    code, out, err = _run(*argv, "--paths")
+    assert code == 0, err
+    assert out.splitlines() == [json.dumps(name)]
+    assert json.loads(out) == name
+    assert "\x1b" not in out
+    # the piped human output too
+    code, out, err = _run(*argv)
+    assert code == 0, err
+    assert out.splitlines()[0].split("\t")[0] == json.dumps(name)
+    assert "\x1b" not in out

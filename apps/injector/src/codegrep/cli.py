@@ -213,7 +213,7 @@ def localize(
         if result.status != "error":
             chosen = [t["path"] for t in data["top"]] if top is not None else gated.injected
             for path in chosen:
-                typer.echo(path)
+                typer.echo(_one_line_path(path))
     elif inject is not None:
         # stdout is only what to inject (nothing when nothing passed); the why goes to stderr.
         typer.echo(gated.decision.summary if gated.decision is not None else _NOT_GATED, err=True)
@@ -290,6 +290,22 @@ def _is_number(text: str) -> bool:
     return True
 
 
+def _one_line_path(path: str) -> str:
+    """A path as one line of output: itself, or, when it holds a control character (git allows
+    a newline or an escape sequence in a file name, and a repository is untrusted), its JSON
+    string in double quotes, as git quotes such names, so each line stays one path and nothing
+    reaches the terminal as a command."""
+    if any(ord(c) < 32 or ord(c) == 127 for c in path) or path.startswith('"'):
+        return json.dumps(path)
+    return path
+
+
+def _one_line(text: str) -> str:
+    """Text on one line: whitespace runs as one space, other control characters escaped."""
+    text = " ".join(text.split())
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)
+
+
 _NOT_GATED = (
     "not gated: every file found is listed (--gate injects only files of measured precision; "
     "`codegrep serve` gates by default)"
@@ -330,12 +346,14 @@ def _print_human(
     if not sys.stdout.isatty():
         scored = all(score is not None for _, score, _ in rows)
         for path, score, reason in rows:
-            cells = [path, score or "", reason] if scored else [path, reason]
-            typer.echo("\t".join(" ".join(x.split()) for x in cells))
+            cells = [_one_line_path(path)]
+            cells += [score or "", _one_line(reason)] if scored else [_one_line(reason)]
+            typer.echo("\t".join(cells))
         if not rows:
             typer.echo("no file found")
         for path, score in more:
-            typer.echo(f"{path}\t{score}\tnot in the answer: one of the --top {len(top or [])}")
+            shown = _one_line_path(path)
+            typer.echo(f"{shown}\t{score}\tnot in the answer: one of the --top {len(top or [])}")
         for text in footer:
             typer.echo(text)
         return
@@ -351,10 +369,11 @@ def _print_human(
         table.add_column(justify="right", style="dim")
     table.add_column()
     for path, score, reason in rows:  # Text: a path like pages/[slug].tsx is not markup
+        shown = Text(_one_line_path(path))
         if scored:
-            table.add_row(Text(path), score, Text(reason))
+            table.add_row(shown, score, Text(_one_line(reason)))
         else:
-            table.add_row(Text(path), Text(reason))
+            table.add_row(shown, Text(_one_line(reason)))
     if rows:
         console.print(table)
     else:
@@ -364,7 +383,7 @@ def _print_human(
         extra.add_column(style="cyan", no_wrap=True)
         extra.add_column(justify="right", style="dim")
         for path, score in more:
-            extra.add_row(Text(path), score)
+            extra.add_row(Text(_one_line_path(path)), score)
         console.print(Text(f"beyond the answer (--top {len(top or [])}):", style="dim"))
         console.print(extra)
     console.print(Text(footer[0], style="dim"))
