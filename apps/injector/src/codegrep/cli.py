@@ -369,11 +369,11 @@ def _print_human(
         table.add_column(justify="right", style="dim")
     table.add_column()
     for path, score, reason in rows:  # Text: a path like pages/[slug].tsx is not markup
-        shown = Text(_one_line_path(path))
+        cell = Text(_one_line_path(path))
         if scored:
-            table.add_row(shown, score, Text(_one_line(reason)))
+            table.add_row(cell, score, Text(_one_line(reason)))
         else:
-            table.add_row(shown, Text(_one_line(reason)))
+            table.add_row(cell, Text(_one_line(reason)))
     if rows:
         console.print(table)
     else:
