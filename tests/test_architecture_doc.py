@@ -6,6 +6,7 @@ leaves one out."""
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import re
 import sys
@@ -143,3 +144,148 @@ def test_the_check_fails_on_a_doc_that_disagrees() -> None:
     upward = text.replace(old_floor, "floor 5: `codegrep`\nfloor 4: `swe-eval`,")
     assert upward != text
     assert _doc_floors(upward) != _floors(_graph())
+
+
+# The block of figures below is written from the code (`python tests/test_architecture_doc.py
+# --write`), never by hand, and checked here: a module added, an export added or a file grown
+# past the limit shows in the doc, or this test fails and says how to write it again.
+MEMBERS_TODAY = (
+    "<!-- members-today: written by `python tests/test_architecture_doc.py --write`, "
+    "checked by tests/test_architecture_doc.py -->"
+)
+LONG_FILE_LINES = 800
+
+
+def _sources(member: object) -> list[Path]:
+    return sorted((member.path / "src").rglob("*.py"))  # type: ignore[attr-defined]
+
+
+def _exported(init: Path) -> list[str]:
+    """The names of a package's `__all__`, read from its source (a list or tuple of strings)."""
+    for node in ast.parse(init.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets
+        ):
+            value = ast.literal_eval(node.value)
+            return [str(name) for name in value]
+    return []
+
+
+def _public_modules(member: object) -> list[str]:
+    """The modules of a member a user may import: no part of the dotted name starts with `_`."""
+    src = member.path / "src" / member.module  # type: ignore[attr-defined]
+    out = []
+    for py in _sources(member):
+        parts = py.relative_to(src).with_suffix("").parts
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        if parts and not any(p.startswith("_") for p in parts):
+            out.append(".".join(parts))
+    return sorted(out)
+
+
+def members_today() -> str:
+    """The doc's generated block: per member its source files, public modules and exported
+    names; the names exported by two or more members; the source files over the line limit."""
+    rows = [
+        "| member | source files | exported names | public modules |",
+        "| --- | --- | --- | --- |",
+    ]
+    files = exports = 0
+    by_name: dict[str, list[str]] = {}
+    long_files = []
+    for member in MEMBERS:
+        sources = _sources(member)
+        names = _exported(member.path / "src" / member.module / "__init__.py")
+        for name in names:
+            by_name.setdefault(name, []).append(member.dist)
+        for py in sources:
+            with py.open(encoding="utf-8") as fh:
+                if sum(1 for _ in fh) > LONG_FILE_LINES:
+                    long_files.append(py.relative_to(ROOT).as_posix())
+        modules = ", ".join(f"`{m}`" for m in _public_modules(member)) or "none"
+        rows.append(f"| `{member.dist}` | {len(sources)} | {len(names)} | {modules} |")
+        files += len(sources)
+        exports += len(names)
+    rows.append(f"| all {len(MEMBERS)} | {files} | {exports} | |")
+    shared = sorted(n for n, where in by_name.items() if len(where) > 1 and n != "__version__")
+    rows.append("")
+    rows.append(
+        f"Names exported by two or more members (`__version__` aside): {len(shared)}"
+        + (": " + ", ".join(f"`{n}` ({', '.join(by_name[n])})" for n in shared) if shared else "")
+        + "."
+    )
+    rows.append("")
+    rows.append(
+        f"Source files over {LONG_FILE_LINES} lines: {len(long_files)}"
+        + (": " + ", ".join(f"`{p}`" for p in sorted(long_files)) if long_files else "")
+        + "."
+    )
+    return "\n".join(rows) + "\n"
+
+
+def _block(text: str) -> str:
+    """The doc's generated block as it stands: from after the marker to the next heading."""
+    assert MEMBERS_TODAY in text, f"{DOC.name} has no members-today block"
+    rest = text.split(MEMBERS_TODAY, 1)[1].lstrip("\n")
+    return re.split(r"^#", rest, maxsplit=1, flags=re.MULTILINE)[0].rstrip("\n") + "\n"
+
+
+def write_members_today(text: str) -> str:
+    """`text` with its generated block written afresh."""
+    head, tail = text.split(MEMBERS_TODAY, 1)
+    parts = re.split(r"^(?=#)", tail.lstrip("\n"), maxsplit=1, flags=re.MULTILINE)
+    after = f"\n{parts[1]}" if len(parts) > 1 else ""
+    return f"{head}{MEMBERS_TODAY}\n{members_today()}{after}"
+
+
+def test_the_doc_figures_are_the_codes() -> None:
+    assert _block(DOC.read_text(encoding="utf-8")) == members_today(), (
+        "docs/architecture.md's members-today block is out of date: "
+        "run `python tests/test_architecture_doc.py --write` and commit the doc"
+    )
+
+
+def test_the_figures_check_sees_a_change() -> None:
+    """Not vacuous: a module, an export or a file past the limit that the doc lacks is seen."""
+    text = DOC.read_text(encoding="utf-8")
+    block = _block(text)
+    assert write_members_today(text) == text
+    stale = text.replace(block, block.replace("| `catm` | ", "| `catm` | 1", 1))
+    assert _block(stale) != members_today()
+    assert write_members_today(stale) == text
+
+
+def test_every_test_the_doc_names_exists() -> None:
+    """The doc cites the tests that hold its rules; each one it names is in the repository."""
+    text = DOC.read_text(encoding="utf-8")
+    cited = set(re.findall(r"`((?:[\w-]+/)*tests/[\w/.-]+\.py)`", text))
+    assert cited, "the doc names no test"
+    missing = sorted(p for p in cited if not (ROOT / p).is_file())
+    assert missing == [], f"{DOC.name} names tests that are not there: {missing}"
+
+
+def test_no_file_cites_a_design_doc_the_repository_lacks() -> None:
+    """The architecture is docs/architecture.md and each package's README; a file that points
+    to a top-level design document points to nothing (the release tool's test breaks such a
+    link on purpose)."""
+    design = "DESIGN" + ".md"
+    citing = []
+    for top in ("apps", "packages", "tests", "docs", "scripts", "infra", ".ci"):
+        for path in sorted((ROOT / top).rglob("*")):
+            if (
+                path.suffix not in {".py", ".md", ".yaml", ".yml", ".sh", ".toml"}
+                or ".venv" in path.parts
+                or path.name == "test_release_tool.py"
+                or not path.is_file()
+            ):
+                continue
+            if design in path.read_text(encoding="utf-8", errors="replace"):
+                citing.append(path.relative_to(ROOT).as_posix())
+    assert citing == [], f"these name a {design} the repository does not have: {citing}"
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] != ["--write"]:
+        sys.exit("usage: python tests/test_architecture_doc.py --write")
+    DOC.write_text(write_members_today(DOC.read_text(encoding="utf-8")), encoding="utf-8")

@@ -290,3 +290,49 @@ def test_an_unclosed_think_holds_no_answer_for_the_engine_or_the_reward() -> Non
     closed = '<THINK>not {"files": ["b.py"]}</THINK>{"files": ["a.py"]}'
     assert grpo_rewards.parse_answer(closed).answer.files == ("a.py",)
     assert parse_answer(closed).files == ("a.py",)
+
+
+# Names two members both export that are still two things; each is to become one object or two
+# names (docs/architecture.md, "The members today"). The list only shrinks.
+TWO_THINGS_UNDER_ONE_NAME = {
+    "Answer",
+    "BadRow",
+    "MissingExtraError",
+    "RolloutStats",
+    "load_instances",
+    "normalize_path",
+    "normalize_paths",
+    "parse_answer",
+    "render",
+}
+_PACKAGES = (
+    "catm",
+    "codegrep",
+    "codegrep_cli",
+    "codegrep_gate",
+    "codegrep_model",
+    "codegrep_records",
+    "codegrep_report",
+    "grpo_rewards",
+    "swe_eval",
+    "train_launcher",
+    "worktree_sandbox",
+)
+
+
+def test_a_name_two_members_export_is_one_object() -> None:
+    """`from a import X` and `from b import X` give the same thing, or the names differ."""
+    import importlib
+
+    found: dict[str, dict[str, object]] = {}
+    for module in _PACKAGES:
+        package = importlib.import_module(module)
+        for name in package.__all__:
+            if name != "__version__":
+                found.setdefault(name, {})[module] = getattr(package, name)
+    two_things = {
+        name
+        for name, where in found.items()
+        if len(where) > 1 and len({id(value) for value in where.values()}) > 1
+    }
+    assert two_things == TWO_THINGS_UNDER_ONE_NAME

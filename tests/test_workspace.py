@@ -23,11 +23,11 @@ from packaging.version import Version
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# DESIGN.md: codegrep-records (the shared records and rules) depends on no package of ours;
-# grpo-rewards depends on nothing at all (its path normalizer is held equal to the records' one by
-# tests/test_one_path_rule.py); worktree-sandbox and catm may use codegrep-records; codegrep-gate
-# (calibration, gate and prompt rendering, light enough to serve with) may use codegrep-records
-# and grpo-rewards (its F-beta); codegrep-model may use
+# docs/architecture.md ("Dependency direction"): codegrep-records (the shared records and rules)
+# depends on no package of ours; grpo-rewards depends on nothing at all (its path normalizer is
+# held equal to the records' one by tests/test_one_path_rule.py); worktree-sandbox and catm may
+# use codegrep-records; codegrep-gate (calibration, gate and prompt rendering, light enough to
+# serve with) may use codegrep-records and grpo-rewards (its F-beta); codegrep-model may use
 # codegrep-records, grpo-rewards, worktree-sandbox and catm; swe-eval may use all; apps use
 # packages, never the reverse. codegrep-cli (the command-line kit: --version, the error exit, the
 # flag convention; typer only) depends on no package of ours and is used by every member with a
@@ -149,7 +149,9 @@ def test_dependency_direction(member: Member) -> None:
         )
     else:
         allowed = ALLOWED.get(member.dist)
-        assert allowed is not None, f"{member.dist} is not in DESIGN.md's dependency table"
+        assert allowed is not None, (
+            f"{member.dist} is not in ALLOWED (docs/architecture.md's dependency direction)"
+        )
         assert ours_declared <= allowed, f"{member.dist} declares {ours_declared - allowed}"
         assert ours_imported <= allowed, f"{member.dist} imports {ours_imported - allowed}"
         assert not any(BY_DIST[d].is_app for d in ours_imported), "packages never import apps"

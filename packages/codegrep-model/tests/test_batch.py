@@ -1,4 +1,5 @@
-"""The batch runner: resumable, honest about failures, predictions in DESIGN.md's shape."""
+"""The batch runner: resumable, honest about failures, predictions as codegrep-records'
+`Prediction`."""
 
 from __future__ import annotations
 

@@ -42,7 +42,8 @@ __all__ = [
     "Verdict",
 ]
 
-# DESIGN.md: a CATM label's gold is the patch files plus mined files with weight >= 0.15.
+# A CATM label's gold is the patch files plus mined files with weight >= 0.15 (catm's README,
+# "The rules", Stage 3).
 CATM_WEIGHT_THRESHOLD = 0.15
 
 # owner/name: one slash, neither side empty, no whitespace. Hosts differ on the characters they
