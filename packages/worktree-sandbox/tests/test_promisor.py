@@ -127,7 +127,7 @@ def test_the_config_reader_reads_as_git_does(tmp_path: Path, text: str) -> None:
 def test_the_config_reader_refuses_what_it_cannot_read(tmp_path: Path) -> None:
     from worktree_sandbox import RepositoryLayoutError
 
-    for bad in ('[remote "x"\n', '[s]\n\tk = "open\n', "[s]\n\tk = \\q\n", "k = v\n"):
+    for bad in ('[remote "x"\n', '[s]\n\tk = "open\n', "[s]\n\tk = \\q\n", "[s]\n\t1k = v\n"):
         (tmp_path / "config").write_text(bad)
         with pytest.raises(RepositoryLayoutError):
             promisor_urls(tmp_path, tmp_path)
@@ -164,3 +164,30 @@ async def test_submodule_recursion_reads_no_other_repository(
         got = await tree.grep(GrepArgs(pattern="SUBSECRET"))
         assert got.ok, got.text
         assert got.matches == ()
+
+
+def _pinned(env: dict[str, str]) -> dict[str, str]:
+    count = int(env["GIT_CONFIG_COUNT"])
+    return {env[f"GIT_CONFIG_KEY_{i}"]: env[f"GIT_CONFIG_VALUE_{i}"] for i in range(count)}
+
+
+def test_a_key_added_later_where_config_is_read_is_pinned(tmp_path: Path, git_kit: Any) -> None:
+    """The keys a repository's config names are listed again when any file the listing read
+    (or an include names) changes: a key added to an included file, or to a linked
+    worktree's common config, went unpinned while the git dir's own files were unchanged."""
+    from worktree_sandbox._git import git_env
+
+    repo = git_kit.make_repo(tmp_path, "late")
+    git_dir = repo.path / ".git"
+    extra = git_dir / "extra.cfg"
+    extra.write_text("")
+    git_kit.run_git(repo.path, "config", "include.path", "extra.cfg")
+    git_kit.run_git(repo.path, "worktree", "add", "-q", str(tmp_path / "wt"))
+    linked = Path((tmp_path / "wt" / ".git").read_text().split(":", 1)[1].strip())
+    assert "diff.late.textconv" not in _pinned(git_env(git_dir))
+    assert "filter.late.clean" not in _pinned(git_env(linked))
+    extra.write_text('[diff "late"]\n\ttextconv = /bin/false\n')  # the git dir's files as they were
+    assert _pinned(git_env(git_dir))["diff.late.textconv"] == ""
+    with open(git_dir / "config", "a") as cfg:
+        cfg.write('[filter "late"]\n\tclean = /bin/false\n')
+    assert _pinned(git_env(linked))["filter.late.clean"] == ""

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
+from worktree_sandbox._gitconfig import check_config
 from worktree_sandbox._paths import name_text, safe_tree_path
 from worktree_sandbox.errors import RepositoryLayoutError, SandboxError
 
@@ -111,17 +112,42 @@ _SAFE_ENV_CACHE: dict[
 ] = {}
 
 
+# git dir -> the other files its last listing read (the files keys came from, the files its
+# includes name, a linked worktree's common config): a change to any lists the keys again.
+_CONFIG_FILES: dict[str, tuple[Path, ...]] = {}
+
+
 def _config_stamp(git_dir: Path) -> tuple[int, ...]:
-    """Changes whenever a config file of `git_dir` changes (then its keys are listed again)."""
+    """Changes whenever a config file of `git_dir` changes (then its keys are listed again):
+    its own, and every file its last listing read or named (`_CONFIG_FILES`). Before, only
+    the first three were stamped: a key added later to an included file, or to a linked
+    worktree's common config, went unpinned while the stamp held."""
     stamp: list[int] = []
-    for name in ("config", "config.worktree", "commondir"):
+    files = [git_dir / n for n in ("config", "config.worktree", "commondir")]
+    for path in (*files, *_CONFIG_FILES.get(str(git_dir), ())):
         try:
-            st = (git_dir / name).stat()
+            st = path.stat()
         except OSError:
             stamp += [0, 0]
             continue
         stamp += [st.st_mtime_ns, st.st_size]
     return tuple(stamp)
+
+
+def _read_files(listing: list[str]) -> tuple[Path, ...]:
+    """The files a `config --show-origin --list` read, and those its includes name (one that
+    is empty or missing now holds no key, but may later)."""
+    files: dict[Path, None] = {}
+    for origin, entry in zip(listing[::2], listing[1::2], strict=False):
+        if not origin.startswith("file:"):
+            continue  # "command line:": the pins
+        here = Path(origin.removeprefix("file:"))
+        files[here] = None
+        name, _, value = entry.partition("\n")
+        if name.endswith(".path") and name.startswith(("include.", "includeif.")) and value:
+            target = Path(os.path.expanduser(value))
+            files[target if target.is_absolute() else here.parent / target] = None
+    return tuple(files)
 
 
 def _pins_env(pins: tuple[tuple[str, str], ...]) -> dict[str, str]:
@@ -156,9 +182,12 @@ def _named_program_keys(git_dir: Path, base: dict[str, str]) -> tuple[tuple[str,
                     raise RepositoryLayoutError(
                         f"{git_dir / name} is not a regular file; git would wait on it"
                     )
+        # and the files they include, read as git reads them: a FIFO there is refused now,
+        # not after the listing's timeout
+        check_config(git_dir)
         try:
             proc = subprocess.run(
-                ["git", f"--git-dir={git_dir}", "config", "--null", "--name-only", "--list"],
+                ["git", f"--git-dir={git_dir}", "config", "--null", "--show-origin", "--list"],
                 capture_output=True, env=base, timeout=_CONFIG_LIST_TIMEOUT_S, check=False,
                 stdin=subprocess.DEVNULL,
             )  # fmt: skip
@@ -177,10 +206,17 @@ def _named_program_keys(git_dir: Path, base: dict[str, str]) -> tuple[tuple[str,
     except RepositoryLayoutError as exc:
         found: tuple[tuple[str, str], ...] | RepositoryLayoutError = exc
     else:
-        names = proc.stdout.decode("utf-8", errors="replace").split("\0")
+        listing = proc.stdout.decode("utf-8", errors="replace").split("\0")
+        names = [entry.partition("\n")[0] for entry in listing[1::2]]
         found = tuple(sorted({(n, "") for n in names if n and _PROGRAM_KEY.match(n)}))
+        _CONFIG_FILES[str(git_dir)] = _read_files(listing)
+        key = (str(git_dir), _config_stamp(git_dir))  # over the files it read
     if len(_SAFE_ENV_CACHE) > 256:
         _SAFE_ENV_CACHE.clear()
+    if len(_CONFIG_FILES) > 256:
+        kept = _CONFIG_FILES.pop(str(git_dir), ())
+        _CONFIG_FILES.clear()
+        _CONFIG_FILES[str(git_dir)] = kept
     _SAFE_ENV_CACHE[key] = found
     if isinstance(found, RepositoryLayoutError):
         raise found

@@ -24,12 +24,12 @@ from pathlib import Path
 
 from worktree_sandbox.errors import RepositoryLayoutError
 
-__all__ = ["local_path", "promisor_urls"]
+__all__ = ["check_config", "local_path", "promisor_urls"]
 
 _MAX_FILE_BYTES = 1 << 20
 _MAX_DEPTH = 10  # git's own limit of nested includes
 _MAX_FILES = 64
-_SECTION = re.compile(r'\[\s*([A-Za-z0-9.-]+)(?:\s+"((?:[^"\\\n]|\\.)*)")?\s*\]')
+_SECTION = re.compile(r'\[([A-Za-z0-9.-]+)(?:[ \t]+"((?:[^"\\\n]|\\.)*)")?\]')
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9-]*")
 _ESCAPES = {"n": "\n", "t": "\t", "b": "\b", "\\": "\\", '"': '"'}
 _TRUE = {"true", "yes", "on", "1", ""}
@@ -73,7 +73,7 @@ def _value(text: str, i: int) -> tuple[str, int]:
             return "".join(out), i + 1
         if c in " \t\r" and not quoted:
             if out:
-                pending_space += c
+                pending_space += " "  # git writes each blank inside a value as a space
             i += 1
             continue
         if c in "#;" and not quoted:
@@ -130,9 +130,9 @@ def _entries(path: Path, depth: int, seen: list[Path]) -> list[Entry]:
             i = m.end()
             continue
         m = _NAME.match(text, i)
-        if m is None or not section:
+        if m is None:
             raise RepositoryLayoutError(f"{path}: a config line does not parse")
-        key = f"{section}.{m.group().lower()}"
+        key = f"{section}.{m.group().lower()}" if section else m.group().lower()
         i = m.end()
         while i < len(text) and text[i] in " \t":
             i += 1
@@ -161,6 +161,15 @@ def _rewrite(url: str, entries: list[Entry]) -> str:
         if rewrites and value and url.startswith(value) and len(value) > len(best[1]):
             best = (key[len("url.") : -len(".insteadof")], value)
     return best[0] + url[len(best[1]) :] if best[1] else url
+
+
+def check_config(git_dir: Path) -> None:
+    """Read `git_dir`'s config files and every file they include, as git would before it
+    runs: `RepositoryLayoutError` at once for a FIFO, socket or device there (git would wait
+    on it), a file over 1 MiB or one that does not parse."""
+    seen: list[Path] = []
+    for name in ("config", "config.worktree"):
+        _entries(git_dir / name, 0, seen)
 
 
 def promisor_urls(common_dir: Path, git_dir: Path) -> tuple[str, ...]:
