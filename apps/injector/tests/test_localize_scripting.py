@@ -148,6 +148,17 @@ def test_help_is_not_cut_when_piped() -> None:
     assert "https://github.com/{repo}.git" in proc.stdout
     assert "--paths" in proc.stdout
     assert "--top" in proc.stdout
+    # the examples keep their lines, one command a line
+    example = "    codegrep localize --repo . --issue issue.md --paths --top 10\n"
+    assert example in proc.stdout
+    # the command list's summaries are whole (click cut its own at the list's width, "...")
+    proc = _script("--help")
+    assert proc.returncode == 0, proc.stderr
+    assert "..." not in proc.stdout.split("Commands:", 1)[1]
+    assert "…" not in proc.stdout
+    listed = proc.stdout.split("Commands:", 1)[1]
+    summary = " ".join(listed.split("localize", 1)[1].split("calibrate", 1)[0].split())
+    assert summary == "Find the files ISSUE needs in REPO and print them with a reason each."
 
 
 def test_version_imports_no_search() -> None:
@@ -242,3 +253,38 @@ def test_a_hostile_file_name_stays_one_line(
     assert code == 0, err
     assert out.splitlines()[0].split("\t")[0] == json.dumps(name)
     assert "\x1b" not in out
+
+
+def test_on_a_terminal_a_table_with_the_files_beyond_the_answer(repo: Path) -> None:
+    import os
+    import pty
+
+    main_fd, child_fd = pty.openpty()
+    prog = "from codegrep.cli import main; main()"
+    argv = ["localize", "--repo", str(repo), "--issue", "-", "--top", "3"]
+    proc = subprocess.Popen(
+        [sys.executable, "-c", f"import sys; sys.argv = ['codegrep', *{argv!r}]; {prog}"],
+        stdin=subprocess.PIPE,
+        stdout=child_fd,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "TERM": "dumb", "NO_COLOR": "1"},
+    )
+    os.close(child_fd)
+    _, err = proc.communicate(ISSUE.encode(), timeout=120)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(main_fd, 65536)
+        except OSError:  # the child closed its end
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(main_fd)
+    out = b"".join(chunks).decode()
+    assert proc.returncode == 0, err
+    lines = [line.rstrip() for line in out.splitlines()]
+    assert lines[0].startswith("billing/invoice.py ")
+    assert "\t" not in out  # a table, not the piped form
+    assert "beyond the answer (--top 3):" in lines
+    assert "not gated: every file found is listed" in out  # wrapped to the terminal's width

@@ -8,6 +8,7 @@ on stderr. Paths, reasons and error text are never read as rich markup.
 
 from __future__ import annotations
 
+import inspect
 import json
 import sys
 from pathlib import Path
@@ -30,6 +31,8 @@ if TYPE_CHECKING:
 DEFAULT_TIMEOUT_S = 120.0  # codegrep.localize_job.DEFAULT_TIMEOUT_S (a test holds them equal)
 DEFAULT_MAX_ISSUE_BYTES = 262_144  # codegrep_model.DEFAULT_MAX_ISSUE_BYTES (likewise)
 
+_RICH = sys.stdout.isatty()  # help through rich on a terminal, click's plain text piped
+
 app = typer.Typer(
     no_args_is_help=True,
     help="CodeGrep: the files an issue needs, for a coding agent.\n\n"
@@ -37,7 +40,7 @@ app = typer.Typer(
     "Exit codes: 0 done; 1 the policy failed; 2 bad input.",
     # Piped (not a terminal), help is click's plain text: rich's panels cut long words with
     # "…" at 80 columns, which a reader of `codegrep localize --help | less` cannot undo.
-    rich_markup_mode="rich" if sys.stdout.isatty() else None,
+    rich_markup_mode="rich" if _RICH else None,
 )
 
 GATE_DEFAULT = 0.45  # codegrep_gate.GateConfig's default: the paper's neutral precision
@@ -63,7 +66,26 @@ def version() -> None:
     typer.echo(__version__)
 
 
-@app.command()
+def _help(doc: str | None) -> str | None:
+    """A command's help as given; piped (click's plain formatter, which rewraps every paragraph),
+    each paragraph with indented lines (the examples) marked with click's `\\b` so that its
+    lines stay as written, one command a line."""
+    if doc is None or _RICH:
+        return doc
+    paragraphs = inspect.cleandoc(doc).split("\n\n")
+    kept = [
+        "\b\n" + p if any(line.startswith(" ") for line in p.splitlines()) else p
+        for p in paragraphs
+    ]
+    return "\n\n".join(kept)
+
+
+def _whole_summary(doc: str | None) -> str:
+    """A command's first paragraph, whole: click cuts a summary it makes itself to the width of
+    the command list ("... with a..."), never one given as `short_help`."""
+    return " ".join((doc or "").strip().split("\n\n", 1)[0].split())
+
+
 def localize(
     repo: Annotated[
         str,
@@ -390,10 +412,10 @@ def _print_human(
     console.print(Text(footer[1]))
 
 
-# The other commands live in their own modules; they are attached here, in the order `--help`
-# lists them, and import nothing from this module.
-app.command()(calibrate)
-app.command()(serve)
+# The commands are attached here, in the order `--help` lists them (`version` first); the others
+# live in their own modules and import nothing from this one.
+for _command in (localize, calibrate, serve):
+    app.command(short_help=_whole_summary(_command.__doc__), help=_help(_command.__doc__))(_command)
 
 
 def main() -> None:
