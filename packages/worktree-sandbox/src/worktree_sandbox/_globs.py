@@ -133,10 +133,13 @@ def _translate(pat: str, anchored: bool) -> str:
             out.append("/")
         for group in middle:  # the leftmost place the group fits, kept
             out.append(f"(?>(?:[^/]+/)*?{'/'.join(group)}/)")
-        if last:
-            out.append(f"(?:[^/]+/)*{'/'.join(last)}")
-            if trailing:
-                out.append("/.*")
+        if last and trailing:  # followed by '/.*': its leftmost place, as a middle group
+            out.append(f"(?>(?:[^/]+/)*?{'/'.join(last)}/).*")
+        elif last:
+            # The last group's place is fixed: its last component ends the path. Found from
+            # the right ('.*/' is C's fastest loop) by counting '/'s, kept, then matched once.
+            out.append(f"(?>(?:.*/)?(?=(?:[^/]*/){{{len(last) - 1}}}[^/]*\\Z))")
+            out.append("/".join(last))
         else:  # trailing: every group before ends with '/'
             out.append(".*")
     out.append(r"\Z")
