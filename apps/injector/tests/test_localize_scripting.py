@@ -288,3 +288,16 @@ def test_on_a_terminal_a_table_with_the_files_beyond_the_answer(repo: Path) -> N
     assert "\t" not in out  # a table, not the piped form
     assert "beyond the answer (--top 3):" in lines
     assert "not gated: every file found is listed" in out  # wrapped to the terminal's width
+
+
+def test_calibrate_records_the_mode_the_predictions_ran_in(tmp_path: Path) -> None:
+    from codegrep.calibrate_cli import retriever_of
+
+    predictions = tmp_path / "lexical.jsonl"
+    meta = tmp_path / "lexical.jsonl.meta.json"
+    meta.write_text(json.dumps({"policy": "lexical", "config": {}, "definitions": "regex"}))
+    assert retriever_of("lexical", predictions).definitions == "regex"
+    # a meta written before the field, or a value that is not a mode: not recorded
+    for written in ({"policy": "lexical"}, {"definitions": "yes"}):
+        meta.write_text(json.dumps(written))
+        assert retriever_of("lexical", predictions).definitions is None

@@ -66,6 +66,8 @@ def test_batch_resumes_and_counts_errors(small_repo: Path, tmp_path: Path) -> No
     assert "no such repository" in next(r["error"] for r in rollouts if r["status"] == "error")
     meta = json.loads((tmp_path / "pred.jsonl.meta.json").read_text())
     assert meta["policy"] == "lexical"
+    # the definitions mode the rollouts ran in, which a calibration of these predictions records
+    assert meta["definitions"] == "tree-sitter"
     assert meta["errors"] == 1
     assert meta["bad_prediction_rows"] == 0
 
