@@ -133,3 +133,32 @@ def test_a_promisor_remote_outside_the_roots_is_refused(
         ["git", f"--git-dir={inside}", "count-objects"], capture_output=True, text=True,
         check=True, env={**os.environ, "GIT_NO_LAZY_FETCH": "1"},
     ).stdout.startswith("0 objects")  # fmt: skip
+
+
+SURROGATE_POLICY = """
+import json
+from codegrep_model import PolicyReply, ToolCall
+
+class SurrogateCall:
+    name = "surrogate-call"
+
+    async def reply(self, request):
+        if not (request.history or request.observations):
+            args = '{"pattern": "x", "path": "\\\\udce9"}'  # JSON's escape of a lone surrogate
+            call = ToolCall(id="c0", name="grep", arguments=args)
+            return PolicyReply(content=None, tool_calls=(call,))
+        return PolicyReply(content=json.dumps({"files": ["src/util.py"]}))
+"""
+
+
+def test_a_lone_surrogate_in_a_models_call_ends_no_localize(
+    tmp_path: Path, make_repo: MakeRepo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A model's call whose path decodes to a lone surrogate: its error echoed the path, and
+    the record could not be written (exit 1, a PydanticSerializationError traceback)."""
+    repo = make_repo(tmp_path / "repo", {"src/util.py": "def helper():\n    return 2\n"})
+    (tmp_path / "surrogate_policy.py").write_text(SURROGATE_POLICY)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    code, out = _localize("--repo", str(repo), "--policy", "surrogate_policy:SurrogateCall")
+    assert code == 0, out
+    assert json.loads(out)["files"] == ["src/util.py"]

@@ -189,3 +189,26 @@ def test_the_parsers_drop_a_torn_name() -> None:
         b"HEAD:src/ok.py\x001\x00fine", b"HEAD:zz", b"src/util.py\x001\x00forged", b"",
     ])  # fmt: skip
     assert _parse_git_grep(git, "HEAD:") == [("src/ok.py", 1, b"fine")]
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments"),
+    [
+        ("grep", '{"pattern": "x", "path": "\\udce9"}'),
+        ("grep", '{"pattern": "x", "glob": "\\udce9*"}'),
+        ("glob", '{"pattern": "*", "path": "src/\\udce9"}'),
+        ("read", '{"path": "src/\\udce9.py"}'),
+        ("grep", '{"pattern": "\\ud800"}'),
+    ],
+)
+async def test_a_lone_surrogate_in_a_call_is_refused(
+    names_repo: Any, tool: str, arguments: str
+) -> None:
+    """JSON's `\\udce9` decodes to a lone surrogate, which no record can carry: echoed in an
+    error ('no file or directory ...') it failed the rollout record of the call (pydantic let
+    it through the optional `path` and `glob`)."""
+    async with DirectoryTree(names_repo.path) as tree:
+        result = await tree.call(tool, arguments)
+    assert not result.ok
+    assert result.error == "invalid_arguments"
+    json.loads(result.model_dump_json())

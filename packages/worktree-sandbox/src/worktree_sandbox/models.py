@@ -11,7 +11,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 __all__ = [
     "TOOL_ARGS",
@@ -34,6 +34,25 @@ ToolName = Literal["grep", "glob", "read"]
 
 class _Args(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=False)
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _unicode_text(cls, value: object) -> object:
+        # A lone surrogate (JSON's "\udce9") is no text any record can carry: echoed in an
+        # error ("no file or directory '\udce9'") it failed the rollout's record, and a model's
+        # one call ended `codegrep localize` with a traceback. pydantic refuses one in a `str`
+        # field but let it through an optional one (`path`, `glob`).
+        if isinstance(value, str) and not _is_unicode(value):
+            raise ValueError("is not valid Unicode text (it holds a lone surrogate)")
+        return value
+
+
+def _is_unicode(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 class GrepArgs(_Args):
