@@ -13,6 +13,8 @@ import re
 import codegrep_records
 import grpo_rewards
 import pytest
+from codegrep_records._paths import normalize_paths as record_paths
+from grpo_rewards._paths import normalize_path as reward_path
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -70,7 +72,7 @@ PREFIXES = st.one_of(
 def _both(path: str, **kwargs: object) -> tuple[str, str]:
     return (
         codegrep_records.normalize_path(path, **kwargs),  # type: ignore[arg-type]
-        grpo_rewards.normalize_path(path, **kwargs),  # type: ignore[arg-type]
+        reward_path(path, **kwargs),  # type: ignore[arg-type]
     )
 
 
@@ -102,7 +104,7 @@ def test_with_roots_and_mount_tables(
 
 @given(st.lists(st.one_of(relative_paths(), mounted_paths(), st.text()), max_size=6), ROOTS)
 def test_path_sets(paths: list[str], roots: list[str]) -> None:
-    ours = codegrep_records.normalize_paths(paths, roots=roots)
+    ours = record_paths(paths, roots=roots)
     assert ours == grpo_rewards.normalize_paths(paths, roots=roots)
     assert "" not in ours
 
@@ -122,6 +124,6 @@ def test_known_answers(path: str, expected: str) -> None:
 
 
 def test_a_single_string_is_refused_by_both() -> None:
-    for module in (codegrep_records, grpo_rewards):
+    for normalize_paths in (record_paths, grpo_rewards.normalize_paths):
         with pytest.raises(TypeError, match="single string"):
-            module.normalize_paths("a.py")
+            normalize_paths("a.py")

@@ -529,7 +529,7 @@ def test_ranking_gives_the_best_files_beyond_the_answer(geo: Path) -> None:
 
 
 def test_a_stray_ranking_in_a_reply_costs_nothing() -> None:
-    from codegrep_model import parse_answer
+    from codegrep_model.answer import parse_answer
 
     text = (
         '{"files": ["a.py", "b.py"], "scores": [0.9, 0.5], '

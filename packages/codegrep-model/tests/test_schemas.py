@@ -13,10 +13,9 @@ from codegrep_model import (
     Instance,
     PromptSet,
     openai_tools,
-    parse_answer,
     render_top_levels,
 )
-from codegrep_model.answer import read_answer
+from codegrep_model.answer import parse_answer, read_answer
 from worktree_sandbox import TOOL_ARGS
 
 

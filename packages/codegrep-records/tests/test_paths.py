@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from codegrep_records import MOUNT_PREFIXES, normalize_path, normalize_paths
+from codegrep_records import MOUNT_PREFIXES, normalize_path
+from codegrep_records._paths import normalize_paths
 
 
 @pytest.mark.parametrize(

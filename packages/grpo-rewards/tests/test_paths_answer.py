@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from grpo_rewards import LineRange, normalize_path, normalize_paths, parse_answer
+from grpo_rewards import LineRange, normalize_paths, parse_answer
+from grpo_rewards._paths import normalize_path
 
 
 @pytest.mark.parametrize(

@@ -11,11 +11,11 @@ import pytest
 from grpo_rewards import (
     REWARD_SPECS,
     REWARDS,
-    Answer,
     Gold,
     GrpoRewardsError,
     MissingRolloutStatsWarning,
     ParsedAnswer,
+    RewardAnswer,
     RewardResult,
     RewardSpec,
     RolloutStats,
@@ -32,7 +32,7 @@ ANSWER = '{"files": ["a.py", "b.py"]}'
 
 
 def file_hits(
-    answer: Answer | ParsedAnswer | None,
+    answer: RewardAnswer | ParsedAnswer | None,
     gold: Gold,
     stats: RolloutStats | None = None,
     *,

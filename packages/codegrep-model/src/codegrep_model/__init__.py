@@ -8,7 +8,7 @@ one Protocol (`OpenAIPolicy`, `LexicalPolicy`, `ScriptedPolicy`) and a resumable
 
 from importlib import metadata as _metadata
 
-from codegrep_model.answer import Answer, normalize_path, parse_answer
+from codegrep_model.answer import Answer, answer_path
 from codegrep_model.batch import (
     BadRow,
     BatchEvent,
@@ -67,7 +67,6 @@ from codegrep_model.records import (
     RewardView,
     RolloutCounts,
     RolloutRecord,
-    RolloutStats,
     ToolCall,
     ToolCallRecord,
     TurnRecord,
@@ -125,7 +124,6 @@ __all__ = [
     "RolloutCounts",
     "RolloutDone",
     "RolloutRecord",
-    "RolloutStats",
     "RunCalls",
     "ScriptedPolicy",
     "TokenBudget",
@@ -137,12 +135,11 @@ __all__ = [
     "TurnRecord",
     "Usage",
     "__version__",
+    "answer_path",
     "base_url_problem",
     "call",
     "definitions_mode",
-    "normalize_path",
     "openai_tools",
-    "parse_answer",
     "parse_policy_spec",
     "policy_from_spec",
     "prediction_from_rollout",

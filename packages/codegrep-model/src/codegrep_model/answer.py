@@ -19,14 +19,14 @@ import codegrep_records as records
 import grpo_rewards as rewards
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-__all__ = ["Answer", "normalize_path", "parse_answer", "read_answer"]
+__all__ = ["Answer", "answer_path", "parse_answer", "read_answer"]
 
 _LineRange = tuple[int, int]
 # Finite, as JSON has no NaN or Infinity; within [0, 1], the scale every confidence is given on.
 Score = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]
 
 
-def normalize_path(path: str) -> str:
+def answer_path(path: str) -> str:
     """A path as a model wrote it, repository-relative: the quotes and backticks around it go,
     then `codegrep_records.normalize_path` applies the one path rule of the toolkit (mount
     prefixes such as `/testbed/` removed, forward slashes, no `./`), the same rule the rewards
@@ -72,7 +72,7 @@ class Answer(BaseModel):
             path, score = item
             if not isinstance(path, str) or type(score) not in (int, float):
                 continue
-            p = normalize_path(path)
+            p = answer_path(path)
             if p and p not in seen and 0.0 <= score <= 1.0:  # NaN fails both
                 seen.add(p)
                 out.append((p, float(score)))
@@ -83,7 +83,7 @@ class Answer(BaseModel):
     def _reasons(cls, v: Any) -> Any:
         if not isinstance(v, dict):
             return {}
-        return {normalize_path(str(k)): str(r)[:300] for k, r in v.items() if r}
+        return {answer_path(str(k)): str(r)[:300] for k, r in v.items() if r}
 
     @model_validator(mode="before")
     @classmethod
@@ -133,7 +133,7 @@ class Answer(BaseModel):
                 if pair is not None:
                     parsed.append(pair)
             if parsed:
-                out[normalize_path(str(path))] = parsed
+                out[answer_path(str(path))] = parsed
         return out
 
 
@@ -144,7 +144,7 @@ def _file_entries(items: list[Any] | tuple[Any, ...]) -> list[tuple[int, str]]:
     for i, item in enumerate(items):
         # Models sometimes write `path:10-20` or `path:Class.method` inside the files list.
         raw = item.get("path", "") if isinstance(item, dict) else str(item)
-        p = normalize_path(re.sub(r":[\w.\-, ]*$", "", raw))
+        p = answer_path(re.sub(r":[\w.\-, ]*$", "", raw))
         if p and p not in seen:
             seen.add(p)
             out.append((i, p))
@@ -273,7 +273,7 @@ def _with_scores(answer: Answer, text: str) -> Answer:
     return answer
 
 
-def _from_reward(answer: rewards.Answer, *, reasons: dict[str, str] | None = None) -> Answer:
+def _from_reward(answer: rewards.RewardAnswer, *, reasons: dict[str, str] | None = None) -> Answer:
     """The engine's record of an answer the rewards parsed: its files and line ranges."""
     return Answer(
         files=answer.files,

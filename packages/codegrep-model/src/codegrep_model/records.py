@@ -21,7 +21,6 @@ __all__ = [
     "RewardView",
     "RolloutCounts",
     "RolloutRecord",
-    "RolloutStats",
     "ToolCall",
     "ToolCallRecord",
     "TurnRecord",
@@ -123,10 +122,6 @@ class RolloutCounts(_Record):
     refused_calls: int = 0
     malformed_calls: int = 0
     tool_errors: int = 0
-
-
-# Its name before 0.2, when it shared one with `grpo_rewards.RolloutStats` (the reward's input).
-RolloutStats = RolloutCounts
 
 
 class RewardView(_Record):

@@ -35,7 +35,7 @@ from codegrep_records._output import (
     why_unwritable,
     write_atomically,
 )
-from codegrep_records._paths import MOUNT_PREFIXES, normalize_path, normalize_paths
+from codegrep_records._paths import MOUNT_PREFIXES, normalize_path
 from codegrep_records._readers import (
     Loaded,
     RowProblem,
@@ -105,7 +105,6 @@ __all__ = [
     "load_predictions",
     "load_records",
     "normalize_path",
-    "normalize_paths",
     "open_appending",
     "open_replacing",
     "parse_json",

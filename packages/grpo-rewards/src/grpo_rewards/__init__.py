@@ -29,7 +29,13 @@ from grpo_rewards._advantages import (
     scale_advantages_for,
     scale_by_efficiency,
 )
-from grpo_rewards._answer import Answer, LineRange, ParsedAnswer, coerce_line_ranges, parse_answer
+from grpo_rewards._answer import (
+    LineRange,
+    ParsedAnswer,
+    RewardAnswer,
+    coerce_line_ranges,
+    parse_answer,
+)
 from grpo_rewards._codescout import (
     CodeLocation,
     MultiLevelScores,
@@ -59,7 +65,7 @@ from grpo_rewards._metrics import (
 )
 from grpo_rewards._missing_counts import OnMissingCounts
 from grpo_rewards._patch_ranges import gold_line_ranges_from_patch
-from grpo_rewards._paths import DEFAULT_MOUNT_PREFIXES, normalize_path, normalize_paths
+from grpo_rewards._paths import DEFAULT_MOUNT_PREFIXES, normalize_paths
 from grpo_rewards._rewards import (
     Gold,
     RewardResult,
@@ -161,7 +167,6 @@ __all__ = [
     "ROLLOUT_INFO_SCHEMA_VERSION",
     "Accounting",
     "AdvantageScale",
-    "Answer",
     "AnswerStatus",
     "BatchShapeError",
     "CodeLocation",
@@ -181,6 +186,7 @@ __all__ = [
     "OnMissingCounts",
     "ParsedAnswer",
     "RankedScore",
+    "RewardAnswer",
     "RewardResult",
     "RewardSpec",
     "RolloutInfo",
@@ -222,7 +228,6 @@ __all__ = [
     "line_range_scores",
     "loads_strict",
     "multilevel_f1",
-    "normalize_path",
     "normalize_paths",
     "parse_answer",
     "precision",

@@ -17,9 +17,9 @@ from grpo_rewards._formats import split_reasoning
 from grpo_rewards._paths import normalize_path
 
 __all__ = [
-    "Answer",
     "LineRange",
     "ParsedAnswer",
+    "RewardAnswer",
     "coerce_line_ranges",
     "parse_answer",
 ]
@@ -44,7 +44,7 @@ LineRanges = Mapping[str, tuple[LineRange, ...]]
 
 
 @dataclass(frozen=True)
-class Answer:
+class RewardAnswer:
     """A parsed answer: normalized file paths in the model's order, and optional line ranges."""
 
     files: tuple[str, ...]
@@ -57,7 +57,7 @@ class Answer:
 class ParsedAnswer:
     """The outcome of parsing: an `answer`, or `None` and the `error` saying why."""
 
-    answer: Answer | None
+    answer: RewardAnswer | None
     error: str | None = None
 
     @property
@@ -193,7 +193,7 @@ def _answer_from_object(obj: Mapping[str, object], roots: tuple[str, ...]) -> Pa
             seen.add(path)
             files.append(path)
     ranges, dropped = coerce_line_ranges(obj.get("line_ranges"), roots=roots)
-    return ParsedAnswer(Answer(tuple(files), ranges, dropped))
+    return ParsedAnswer(RewardAnswer(tuple(files), ranges, dropped))
 
 
 def parse_answer(text: object, *, roots: Iterable[str] = ()) -> ParsedAnswer:

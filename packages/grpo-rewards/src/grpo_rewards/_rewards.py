@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from grpo_rewards._answer import Answer, LineRange, ParsedAnswer, coerce_line_ranges
+from grpo_rewards._answer import LineRange, ParsedAnswer, RewardAnswer, coerce_line_ranges
 from grpo_rewards._metrics import fbeta, fbeta_line_ranges
 from grpo_rewards._paths import normalize_paths
 from grpo_rewards._rollout import RolloutStats
@@ -64,7 +64,7 @@ class RewardResult:
     reason: str | None = None
 
 
-def _resolve(answer: Answer | ParsedAnswer | None) -> tuple[Answer | None, str | None]:
+def _resolve(answer: RewardAnswer | ParsedAnswer | None) -> tuple[RewardAnswer | None, str | None]:
     if isinstance(answer, ParsedAnswer):
         return answer.answer, answer.error
     if answer is None:
@@ -72,7 +72,9 @@ def _resolve(answer: Answer | ParsedAnswer | None) -> tuple[Answer | None, str |
     return answer, None
 
 
-def _base_parts(answer: Answer | None, gold: Gold, beta: float, with_lr: bool) -> dict[str, float]:
+def _base_parts(
+    answer: RewardAnswer | None, gold: Gold, beta: float, with_lr: bool
+) -> dict[str, float]:
     files = answer.files if answer is not None else ()
     parts = {"fbeta_file": fbeta(files, gold.files, beta=beta)}
     if with_lr:
@@ -89,7 +91,7 @@ def sigma_v1(cbar: float, *, saturation: float = 4.0) -> float:
 
 
 def codegrep_v1(
-    answer: Answer | ParsedAnswer | None,
+    answer: RewardAnswer | ParsedAnswer | None,
     gold: Gold,
     stats: RolloutStats,
     *,
@@ -119,7 +121,7 @@ def _masked(parts: dict[str, float], value: float, stats: RolloutStats) -> Rewar
 
 
 def codegrep_v2(
-    answer: Answer | ParsedAnswer | None,
+    answer: RewardAnswer | ParsedAnswer | None,
     gold: Gold,
     stats: RolloutStats,
     *,
@@ -135,7 +137,7 @@ def codegrep_v2(
 
 
 def codegrep_v3(
-    answer: Answer | ParsedAnswer | None,
+    answer: RewardAnswer | ParsedAnswer | None,
     gold: Gold,
     stats: RolloutStats,
     *,
@@ -160,7 +162,7 @@ def codegrep_v3(
 
 
 def fbeta_file_reward(
-    answer: Answer | ParsedAnswer | None,
+    answer: RewardAnswer | ParsedAnswer | None,
     gold: Gold,
     stats: RolloutStats | None = None,
     *,
@@ -204,7 +206,7 @@ def colgrep_reward(
 
 
 def colgrep_file_f1(
-    answer: Answer | ParsedAnswer | None,
+    answer: RewardAnswer | ParsedAnswer | None,
     gold: Gold,
     stats: RolloutStats,
     *,

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from grpo_rewards._answer import Answer, LineRange, ParsedAnswer
+from grpo_rewards._answer import LineRange, ParsedAnswer, RewardAnswer
 from grpo_rewards._rollout import MAX_CALLS_PER_TURN, RolloutStats, check_calls_per_turn
 from grpo_rewards._trainer_rows import count_value, count_values
 from grpo_rewards.errors import InvalidRolloutError
@@ -152,7 +152,7 @@ def answer_from_infos(info: Mapping[str, object]) -> ParsedAnswer | None:
         if not isinstance(path, str) or not isinstance(items, list | tuple):
             raise InvalidRolloutError(f"{INFO_ANSWER_LINE_RANGES} holds {path!r}: {items!r}"[:200])
         ranges[path] = tuple(_range(item, path) for item in items)
-    return ParsedAnswer(Answer(tuple(str(f) for f in files), ranges))
+    return ParsedAnswer(RewardAnswer(tuple(str(f) for f in files), ranges))
 
 
 def _optional_str(info: Mapping[str, object], key: str) -> str | None:

@@ -103,8 +103,9 @@ def collect_documents(
     """Text files of `source`, each cut to `max_file_bytes`.
 
     Test files are left out by default because the gold rule never counts them (see
-    `swe_eval.gold`): returning one can only cost precision. Files whose content the clone
-    lacks (partial mirrors leave large data files out) are left out too: nothing to rank.
+    `codegrep_records.GoldRule`): returning one can only cost precision. Files whose content
+    the clone lacks (partial mirrors leave large data files out) are left out too: nothing to
+    rank.
     """
     docs = []
     for path in source.files():
