@@ -114,7 +114,7 @@ def test_catm_reads_its_stats_file() -> None:
 
 
 def test_catm_reads_its_input_files() -> None:
-    instances, skips = catm.load_instances([FIXTURES / "catm-input.instances.jsonl"])
+    instances, skips = catm.load_mining_instances([FIXTURES / "catm-input.instances.jsonl"])
     assert skips == []
     assert list(instances) == ["o__p-1"]
     assert codegrep_records.load_instances(FIXTURES / "catm-input.instances.jsonl").problems == ()

@@ -30,7 +30,7 @@ from catm import (
     Skip,
     Trajectory,
     iter_records,
-    load_instances,
+    load_mining_instances,
     mine_labels,
     write_labels,
 )
@@ -148,7 +148,7 @@ def main() -> None:
     parser.add_argument("-o", "--output", type=Path, default=None, help="write figures as JSON")
     args = parser.parse_args()
     files = [args.data / f for f in TRAJECTORIES]
-    instances, _ = load_instances([args.data / f for f in INSTANCES], keep_issue=False)
+    instances, _ = load_mining_instances([args.data / f for f in INSTANCES], keep_issue=False)
     figures: dict[str, object] = {"throughput": throughput(files, instances, args.repeat)}
     print("stages 1+3 on the shared sample:", json.dumps(figures["throughput"]))
     if args.scale:

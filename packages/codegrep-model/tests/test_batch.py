@@ -93,7 +93,7 @@ def test_run_batch_file_is_the_whole_job_without_a_command_line(
 
     import pytest
     from codegrep_model import (
-        BadRow,
+        BadInputRow,
         BatchEvent,
         BatchInputError,
         BatchPlan,
@@ -132,8 +132,8 @@ def test_run_batch_file_is_the_whole_job_without_a_command_line(
 
     # a dry run checks and says its plan, and writes nothing
     assert run_file(spec=PolicySpec("lexical"), dry_run=True) is None
-    assert [type(e) for e in events] == [BadRow, BatchPlan]
-    assert isinstance(events[0], BadRow)
+    assert [type(e) for e in events] == [BadInputRow, BatchPlan]
+    assert isinstance(events[0], BadInputRow)
     assert events[0].text.startswith("skipped bad row ")
     plan = events[1]
     assert isinstance(plan, BatchPlan)

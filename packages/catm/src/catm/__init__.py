@@ -15,7 +15,7 @@ from importlib import metadata as _metadata
 
 from codegrep_records import GoldRule, Instance, LabelRecord, MinedFile, Verdict
 
-from catm._instances import load_instances
+from catm._instances import load_mining_instances
 from catm._judge import (
     Judge,
     JudgeCache,
@@ -128,7 +128,7 @@ __all__ = [
     "iter_records",
     "json_arguments",
     "label_report",
-    "load_instances",
+    "load_mining_instances",
     "looks_like_directory",
     "median_beta",
     "mine_labels",

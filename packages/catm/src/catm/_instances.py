@@ -71,7 +71,7 @@ def _read_file(
         instances[instance.instance_id] = instance
 
 
-def load_instances(
+def load_mining_instances(
     paths: list[Path], keep_issue: bool = True, *, rule: GoldRule | None = None
 ) -> tuple[dict[str, Instance], list[Skip]]:
     """Every usable instance of the given files, and a `Skip` for every row that is not one.

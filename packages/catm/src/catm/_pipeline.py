@@ -30,7 +30,7 @@ from pathlib import Path
 
 from codegrep_records import GoldRule, Instance, files_from_patch
 
-from catm._instances import load_instances
+from catm._instances import load_mining_instances
 from catm._judge import Judge, JudgeRequest, JudgeResult, NoJudge, OpenAIJudge
 from catm._mining import TrajectoryMining, mine_trajectory
 from catm._output import write_labels
@@ -358,7 +358,7 @@ def prepare_mining(
     cache) before any mining starts; the endpoint is not contacted here (`OpenAIJudge.preflight`).
     """
     prompt = _read_template(judge.template) if judge.template else None
-    table, skips = load_instances(list(instance_files), rule=rule)
+    table, skips = load_mining_instances(list(instance_files), rule=rule)
     opened: Judge
     if judge.model == "none":
         opened = NoJudge()

@@ -10,7 +10,7 @@ from importlib import metadata as _metadata
 
 from codegrep_model.answer import Answer, answer_path
 from codegrep_model.batch import (
-    BadRow,
+    BadInputRow,
     BatchEvent,
     BatchPlan,
     BatchStarted,
@@ -88,7 +88,7 @@ __all__ = [
     "Action",
     "Answer",
     "AskPolicy",
-    "BadRow",
+    "BadInputRow",
     "BatchError",
     "BatchEvent",
     "BatchInputError",

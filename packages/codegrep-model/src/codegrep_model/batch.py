@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_SOURCE",
     "DEFAULT_TIMEOUT_S",
-    "BadRow",
+    "BadInputRow",
     "BatchEvent",
     "BatchPlan",
     "BatchStarted",
@@ -108,7 +108,7 @@ class BatchSummary:
 
 
 @dataclass(frozen=True)
-class BadRow:
+class BadInputRow:
     """A row of the instances file, or of the predictions file already there, that did not
     parse; `text` says which and what the batch does about it."""
 
@@ -150,7 +150,7 @@ class RolloutDone:
 
 #: What `run_batch_file` tells its `on_event` callback, in this order: bad rows, the plan,
 #: then (unless a dry run) the start and one `RolloutDone` per rollout.
-BatchEvent = BadRow | BatchPlan | BatchStarted | RolloutDone
+BatchEvent = BadInputRow | BatchPlan | BatchStarted | RolloutDone
 
 
 def _finished(path: Path, bad: list[str] | None = None) -> set[str]:
@@ -358,7 +358,7 @@ def run_batch_file(
     except records.RecordError as exc:  # missing, a folder, not JSON, parquet without pyarrow
         raise BatchInputError(str(exc)) from None
     for bad in loaded.problems:
-        tell(BadRow(f"skipped bad row {bad}"))
+        tell(BadInputRow(f"skipped bad row {bad}"))
     if not loaded.records:
         raise BatchInputError(f"{instances}: no valid instance row ({len(loaded.problems)} bad)")
     known = {r.repo for r in loaded.records}
@@ -369,7 +369,7 @@ def run_batch_file(
     unparsed: list[str] = []
     done = _finished(predictions, unparsed)
     for msg in unparsed:
-        tell(BadRow(f"bad prediction row (its instance runs again) {msg}"))
+        tell(BadInputRow(f"bad prediction row (its instance runs again) {msg}"))
     new = [r for r in rows if r.instance_id not in done]
     todo = new[: limit if limit is not None else None]
     tell(BatchPlan(len(rows), len(rows) - len(new), len(todo), predictions, rollouts))

@@ -123,9 +123,9 @@ class BatchConsole:
     def __call__(self, event: BatchEvent) -> None:
         from rich.markup import escape
 
-        from codegrep_model.batch import BadRow, BatchPlan, BatchStarted, RolloutDone
+        from codegrep_model.batch import BadInputRow, BatchPlan, BatchStarted, RolloutDone
 
-        if isinstance(event, BadRow):
+        if isinstance(event, BadInputRow):
             self.console.print(event.text, style="yellow", markup=False)
         elif isinstance(event, BatchPlan):
             self.console.print(event.text, markup=False, highlight=False)

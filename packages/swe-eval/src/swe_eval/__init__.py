@@ -44,7 +44,7 @@ from swe_eval.metrics import (
     summarize,
 )
 from swe_eval.peers import Conversion, PeerFormat, convert_peer
-from swe_eval.report import TableFormat, render
+from swe_eval.report import TableFormat, render_table
 
 # The prediction schema this release reads and writes (codegrep-records' `Prediction`).
 PREDICTION_SCHEMA_VERSION = Prediction.SCHEMA_VERSION
@@ -92,7 +92,7 @@ __all__ = [
     "paired_difference",
     "parse_patch",
     "read_rows",
-    "render",
+    "render_table",
     "score_instance",
     "summarize",
     "write_predictions",

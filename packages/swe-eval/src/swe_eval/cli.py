@@ -71,7 +71,7 @@ from swe_eval.metrics import (
     summarize,
 )
 from swe_eval.peers import PeerFormat, convert_peer
-from swe_eval.report import TableFormat, render
+from swe_eval.report import TableFormat, render_table
 
 if TYPE_CHECKING:
     from codegrep_model import PolicySpec
@@ -322,7 +322,8 @@ def retrieval(
             )
     # which gold the table scores against, said beside every table (labels replace the rule)
     say(f"gold: {f'the labels of {labels}' if labels is not None else rule.describe()}")
-    emit(render(summaries, fmt, diffs=diffs, by_repo=by_repo, title=title, skipped=skipped), output)
+    table = render_table(summaries, fmt, diffs=diffs, by_repo=by_repo, title=title, skipped=skipped)
+    emit(table, output)
     if html is not None:
         _write_retrieval_html(html, chosen, gold, systems, evals, summaries, title=title)
 

@@ -20,7 +20,7 @@ from swe_eval.metrics import PairedDifference, SystemSummary
 __all__ = [
     "REPORT_SCHEMA_VERSION",
     "TableFormat",
-    "render",
+    "render_table",
 ]
 
 #: `schema_version` of the JSON report (`swe-eval retrieval -f json`): the shape of `systems`,
@@ -92,7 +92,7 @@ def _markdown(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(out) + "\n"
 
 
-def render(
+def render_table(
     summaries: Sequence[SystemSummary],
     fmt: TableFormat | str = TableFormat.MARKDOWN,
     *,
