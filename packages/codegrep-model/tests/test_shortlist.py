@@ -187,7 +187,9 @@ def test_rows_hold_the_prompt_the_policy_gives(geo: tuple[Path, str], tmp_path: 
 
     async def ask():  # type: ignore[no-untyped-def]
         async with DirectoryTree(path) as tree:
-            await run_rollout(ShortlistPolicy(model, config=ShortlistConfig(size=3)), tree, inst)
+            await run_rollout(
+                ShortlistPolicy(model, LexicalPolicy(), ShortlistConfig(size=3)), tree, inst
+            )
 
     asyncio.run(ask())
     assert model.prompts == [render_chatml([m.model_dump() for m in row.messages], ())]

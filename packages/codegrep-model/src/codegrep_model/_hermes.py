@@ -8,13 +8,15 @@ drops `tools`) they arrive as text, and this module recovers them.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from codegrep_records import parse_json
 from grpo_rewards import hermes_calls, without_tool_calls
 
 from codegrep_model.records import ToolCall
 
-__all__ = ["split_hermes"]
+__all__ = ["hermes_system", "split_hermes"]
 
 
 def split_hermes(text: str, *, id_prefix: str = "call") -> tuple[str | None, tuple[ToolCall, ...]]:
@@ -39,3 +41,15 @@ def split_hermes(text: str, *, id_prefix: str = "call") -> tuple[str | None, tup
         return text, ()
     rest = without_tool_calls(text)
     return rest or None, tuple(calls)
+
+
+def hermes_system(system: str, tools: Sequence[Mapping[str, Any]]) -> str:
+    """The system message with the tools, as ms-swift 4.6's hermes agent template writes it."""
+    lines = "\n".join(json.dumps(dict(t), ensure_ascii=False) for t in tools)
+    return (
+        f"{system}\n\n# Tools\n\nYou may call one or more functions to assist with the user "
+        "query.\n\nYou are provided with function signatures within <tools></tools> XML tags:\n"
+        f"<tools>\n{lines}\n</tools>\n\nFor each function call, return a json object with "
+        "function name and arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n"
+        '{"name": <function-name>, "arguments": <args-json-object>}\n</tool_call>'
+    )

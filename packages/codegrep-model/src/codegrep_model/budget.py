@@ -188,7 +188,7 @@ def tools_block_tokens(
     if not tools:
         return 0
     if render is None:
-        from codegrep_model.local_policy import hermes_system  # here: it imports the episode
+        from codegrep_model._hermes import hermes_system
 
         render = hermes_system
     return max(0, counter.count(render(system, tools)) - counter.count(system))

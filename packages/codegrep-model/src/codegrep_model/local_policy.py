@@ -34,7 +34,7 @@ from typing import Any
 from codegrep_records import parse_json
 
 from codegrep_model._chat_format import fold_follow_up
-from codegrep_model._hermes import split_hermes
+from codegrep_model._hermes import hermes_system, split_hermes
 from codegrep_model.episode import RolloutConfig
 from codegrep_model.errors import PolicyError, PolicySpecError
 from codegrep_model.policy import PolicyReply, PolicyRequest
@@ -55,18 +55,6 @@ __all__ = [
 ]
 
 _IM_START, _IM_END = "<|im_start|>", "<|im_end|>"
-
-
-def hermes_system(system: str, tools: Sequence[Mapping[str, Any]]) -> str:
-    """The system message with the tools, as ms-swift 4.6's hermes agent template writes it."""
-    lines = "\n".join(json.dumps(dict(t), ensure_ascii=False) for t in tools)
-    return (
-        f"{system}\n\n# Tools\n\nYou may call one or more functions to assist with the user "
-        "query.\n\nYou are provided with function signatures within <tools></tools> XML tags:\n"
-        f"<tools>\n{lines}\n</tools>\n\nFor each function call, return a json object with "
-        "function name and arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n"
-        '{"name": <function-name>, "arguments": <args-json-object>}\n</tool_call>'
-    )
 
 
 def _call_blocks(message: ChatMessage) -> str:

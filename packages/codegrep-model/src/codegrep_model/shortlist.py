@@ -24,17 +24,15 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from worktree_sandbox import GrepResult
 
 from codegrep_model.policy import Observation, PolicyReply, PolicyRequest
 from codegrep_model.records import Usage
 
-if TYPE_CHECKING:
-    from codegrep_model.lexical import LexicalPolicy
-
 __all__ = [
+    "Explorer",
     "ShortlistConfig",
     "ShortlistEntry",
     "ShortlistPolicy",
@@ -154,6 +152,20 @@ class TextModel(Protocol):
     async def complete(self, prompt: str) -> tuple[str, Usage]: ...
 
 
+class Explorer(Protocol):
+    """What explores for `ShortlistPolicy` (`LexicalPolicy` is one): a policy that can also
+    give the shortlist of the answer it would give."""
+
+    @property
+    def uses_history(self) -> bool: ...
+
+    async def reply(self, request: PolicyRequest) -> PolicyReply: ...
+
+    async def shortlist(
+        self, request: PolicyRequest, config: ShortlistConfig | None = None
+    ) -> list[ShortlistEntry]: ...
+
+
 class ShortlistPolicy:
     """`LexicalPolicy` explores; when it would answer, a model chooses from its shortlist.
 
@@ -163,15 +175,8 @@ class ShortlistPolicy:
     not asked."""
 
     def __init__(
-        self,
-        answerer: TextModel,
-        explorer: LexicalPolicy | None = None,
-        config: ShortlistConfig | None = None,
+        self, answerer: TextModel, explorer: Explorer, config: ShortlistConfig | None = None
     ) -> None:
-        if explorer is None:
-            from codegrep_model.lexical import LexicalPolicy
-
-            explorer = LexicalPolicy()
         self.answerer = answerer
         self.explorer = explorer
         self.config = config or ShortlistConfig()
