@@ -625,7 +625,9 @@ def test_a_layout_swapped_during_the_search_or_the_wait_is_refused(
         while not held.entered.is_set():
             await asyncio.sleep(0.01)
         second = asyncio.create_task(service.localize(request))
-        await asyncio.sleep(0.1)  # the second waits for the slot, its layout checked already
+        # the second waits for the slot, its layout checked already (in a thread: waited for)
+        while service.queued < 1:
+            await asyncio.sleep(0.01)
         link.symlink_to(allowed, target_is_directory=True)
         held.release.set()
         with pytest.raises(NotAllowedError, match="changed while the request waited"):
