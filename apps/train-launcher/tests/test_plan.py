@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from codegrep_model.train import swift_plugin_path
+from codegrep_model.train import qwen3_chat_template_path, swift_plugin_path
 from train_launcher import (
     GpuInfo,
     NodeCommand,
@@ -136,6 +136,9 @@ def test_the_stages_and_their_commands(tmp_path: Path, b200_node: NodeInfo) -> N
     assert server.argv[:2] == ("vllm", "serve")
     assert "--enable-lora" in server.argv
     assert "--enable-auto-tool-choice" in server.argv
+    # a Qwen3 trained with ms-swift's qwen3 template is served with the template that keeps
+    # every turn's <think> block, as training encoded it
+    assert _pairs(server.argv)["--chat-template"] == str(qwen3_chat_template_path())
     assert server.ready_url == "http://127.0.0.1:8000/v1/models"
     assert predict.argv[1:4] == ("predict", "-r", "agent")
     assert _pairs(predict.argv)["--base-url"] == "http://127.0.0.1:8000/v1"
@@ -568,3 +571,11 @@ def test_the_host_memory_is_read_from_meminfo(tmp_path: Path) -> None:
     meminfo.write_text("MemTotal: lots\n")
     assert host_memory_gib(meminfo) is None
     assert host_memory_gib(tmp_path / "absent") is None
+
+
+def test_a_model_not_trained_with_the_qwen3_template_gets_no_chat_template(
+    tmp_path: Path, b200_node: NodeInfo
+) -> None:
+    config, path = _paper(tmp_path, "model.path=meta-llama/Llama-3.1-8B-Instruct")
+    server = build_plan(config, path, node=b200_node).stage("eval:checkpoint-N").commands[0]
+    assert "--chat-template" not in server.argv

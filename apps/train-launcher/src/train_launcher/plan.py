@@ -572,6 +572,15 @@ def _rollout_server(config: RunConfig, plugin: Path) -> NodeCommand:
     )
 
 
+def _trained_with_qwen3_template(config: RunConfig) -> bool:
+    """Whether ms-swift trains the model with its `qwen3` template: named so, or chosen by
+    ms-swift for a Qwen3 model when no template is named."""
+    m = config.model
+    if m.template is not None:
+        return m.template == "qwen3"
+    return "qwen3" in (m.model_type or m.path).lower()
+
+
 def _eval_server(config: RunConfig, checkpoint: str) -> NodeCommand:
     e, m = config.evaluation, config.model
     full = config.lora.tuner == "full"
@@ -596,6 +605,13 @@ def _eval_server(config: RunConfig, checkpoint: str) -> NodeCommand:
             }
         )
         argv.append("--enable-auto-tool-choice")
+        if _trained_with_qwen3_template(config):
+            # ms-swift's qwen3 template keeps every assistant turn's <think> block in training;
+            # Qwen3's own chat template drops it from every earlier turn: serve with the one
+            # that renders the episode as training did (codegrep_model.train)
+            from codegrep_model.train import qwen3_chat_template_path
+
+            argv += ["--chat-template", str(qwen3_chat_template_path())]
     else:
         argv = [config.swift.executable, "deploy"]
         if full:
