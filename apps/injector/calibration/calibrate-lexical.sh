@@ -10,7 +10,10 @@
 # gate's injections came out 0.708). The instances are read from the pool's files in the
 # pool's order (benchmarks/_pool.sh there: Lite, the Verified dev slice, CodeScout's two
 # SWE-Gym validation files, LocBench; the first file holding an id gives it), and only those
-# with an answer are measured (--predicted-only). The default eight score bins.
+# with an answer are measured (--predicted-only). The default eight score bins, and the
+# context model (--context): precision on the file's score, its rank and its answer's size,
+# its interval from 200 refits on resampled instances, which the gate reads first
+# (apps/injector/benchmarks/gate_by_repository.py judges it with each repository left out).
 # Checked on the shipped ranker's own answers for the Verified dev slice's instances of astropy
 # and sphinx (25), the pool's test repositories: never fitted on, nor in the calibration.
 # Runs in the current directory, which must be a checkout of this repository
@@ -29,7 +32,7 @@ uv run --quiet --all-packages codegrep calibrate \
   -i "$data/codescout_train/swe_gym_validation.parquet" \
   -i "$data/codescout_train/SWE-Gym-code-search_validation.parquet" \
   -i "$data/locbench/locbench_gt.jsonl" \
-  -p "$cv/cv.predictions.jsonl" --predicted-only \
+  -p "$cv/cv.predictions.jsonl" --predicted-only --context \
   --name "out-of-fold answers of the localizer's cross-validation (331 instances, 16 Python repositories)" \
   --check-instances "$data/swebench/verified_dev.jsonl" \
   --check-predictions "$here/lexical-verified_dev.predictions.jsonl" \

@@ -125,10 +125,11 @@ def test_json_has_the_decision_with_reasons(repo: Path) -> None:
     assert gate["calibration"]["retriever"] == "lexical"
     assert [f["path"] for f in gate["files"]] == data["files"]
     for f in gate["files"]:
-        assert f["basis"] == "score"  # the lexical policy gives scores; the calibration has a curve
+        # the lexical policy gives scores; the shipped calibration has a context model
+        assert f["basis"] == "context"
         verdict = "injected" if f["kept"] else "not injected"
         assert f["reason"].endswith(verdict)
-        assert "measured precision" in f["reason"]
+        assert "modelled precision" in f["reason"]
         assert "threshold 0.3" in f["reason"]
     assert data["injected"] == [f["path"] for f in gate["files"] if f["kept"]]
     assert data["injection"] is None  # rendered only with --inject

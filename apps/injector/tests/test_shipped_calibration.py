@@ -154,7 +154,7 @@ def test_codegrep_calibrate_writes_it_again(
         [
             "calibrate",
             *(arg for f in POOL for arg in ("-i", str(data / f))),
-            "-p", str(CV_PREDICTIONS), "--predicted-only",
+            "-p", str(CV_PREDICTIONS), "--predicted-only", "--context",
             "--name", OOF_NAME,
             "--check-instances", str(data / "swebench" / "verified_dev.jsonl"),
             "--check-predictions", str(HERE / "lexical-verified_dev.predictions.jsonl"),

@@ -101,6 +101,24 @@ def _curve_lines(curve: Curve | None, basis: Literal["rank", "score"]) -> list[s
     return out
 
 
+def _context_lines(cal: Calibration) -> list[str]:
+    model = cal.context
+    if model is None:
+        return []
+    coefficients = ", ".join(
+        f"{n} {c:+.3f}"
+        for n, c in zip(("intercept", *model.features), model.coefficients, strict=True)
+    )
+    out = [f"  context model ({model.describe()}): {coefficients}"]
+    for rank, size in ((1, 1), (1, 2), (2, 2)):
+        cells = "  ".join(
+            f"{s:.2f}: {model.precision(s, rank, size).fmt(2)}"
+            for s in (0.15, 0.35, 0.55, 0.75, 0.9)
+        )
+        out.append(f"    rank {rank} of {size}  {cells}")
+    return out
+
+
 def _summary(cal: Calibration) -> str:
     lines = [
         f"retriever {cal.retriever.name} ({cal.retriever.package or '?'} "
@@ -112,6 +130,7 @@ def _summary(cal: Calibration) -> str:
         f"{cal.files_per_answer:.2f} files per answer",
         *_curve_lines(cal.by_rank, "rank"),
         *_curve_lines(cal.by_score, "score"),
+        *_context_lines(cal),
     ]
     for chk in cal.checks:
         verdict = "consistent" if chk.consistent else "NOT consistent"
@@ -204,6 +223,24 @@ def calibrate(
     score_bins: Annotated[int, typer.Option(min=1, help="At most this many score bins.")] = 8,
     include_added: Annotated[bool, typer.Option(help="Count added files as gold.")] = False,
     include_tests: Annotated[bool, typer.Option(help="Count test files as gold.")] = False,
+    context: Annotated[
+        bool,
+        typer.Option(
+            "--context",
+            help="Also fit the context model (precision on score, rank and answer size, with "
+            "a bootstrap interval), which the gate then prefers.",
+        ),
+    ] = False,
+    context_resamples: Annotated[
+        int, typer.Option(min=1, help="Refits of the context model for its interval.")
+    ] = 200,
+    context_unit: Annotated[
+        str,
+        typer.Option(
+            help="What the context model's refits resample: instance (the shipped choice, "
+            "judged by leaving each repository out) or repository (wider intervals)."
+        ),
+    ] = "instance",
 ) -> None:
     """Measure a retriever's precision (by rank and by score, with intervals) for the gate.
 
@@ -231,6 +268,8 @@ def calibrate(
             "--labels and --check-labels go together: a calibration and its check are scored "
             "with the same kind of gold"
         )
+    if context_unit not in ("instance", "repository"):
+        raise fail(f"--context-unit must be instance or repository, not {context_unit!r}")
     data = _load(
         instances,
         predictions,
@@ -260,6 +299,9 @@ def calibrate(
             seed=seed,
             max_rank=max_rank,
             score_bins=score_bins,
+            context=context,
+            groups=data.repositories if context_unit == "repository" else None,
+            context_resamples=context_resamples,
         )
         if check_instances is not None and check_predictions is not None:
             held = _load(

@@ -27,14 +27,17 @@ from codegrep_gate._files import (
 )
 from codegrep_gate._gate import FileDecision, GateConfig, GateDecision, gate
 from codegrep_gate._records import (
+    CONTEXT_FEATURES,
     Bin,
     Calibration,
     Check,
+    ContextModel,
     Curve,
     DataRef,
     FileRef,
     Interval,
     Retriever,
+    context_features,
 )
 from codegrep_gate._render import (
     CANDIDATES_INTRO,
@@ -61,6 +64,7 @@ except _metadata.PackageNotFoundError:
 
 __all__ = [
     "CANDIDATES_INTRO",
+    "CONTEXT_FEATURES",
     "MARKDOWN_HEADING",
     "RENDER_STYLES",
     "Bin",
@@ -70,6 +74,7 @@ __all__ = [
     "CalibrationFileError",
     "CalibrationMismatchError",
     "Check",
+    "ContextModel",
     "Curve",
     "DataRef",
     "FileDecision",
@@ -87,6 +92,7 @@ __all__ = [
     "candidate_files_column",
     "check",
     "choose_calibration",
+    "context_features",
     "data_ref",
     "gate",
     "gold_sets",

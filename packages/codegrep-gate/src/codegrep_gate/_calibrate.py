@@ -26,7 +26,7 @@ blocks, PAV) `_bins`. Pure functions; no I/O.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import metadata
 from typing import Any
@@ -39,6 +39,7 @@ from codegrep_gate._bins import (
     rank_bin_spec,
     score_bin_spec,
 )
+from codegrep_gate._context import fit_context_model
 from codegrep_gate._records import Bin, Calibration, Check, Curve, DataRef, Interval, Retriever
 from codegrep_gate._scored import Evaluated, GoldSets, Scored, evaluate
 from codegrep_gate.errors import CalibrationMismatchError, GateError, GateInputError
@@ -274,8 +275,17 @@ def calibrate(
     max_rank: int = 5,
     score_bins: int = 8,
     min_bin_files: int = 20,
+    context: bool = False,
+    groups: Mapping[str, str] | None = None,
+    context_resamples: int = 200,
+    context_penalty: float = 1.0,
 ) -> Calibration:
     """Measure a retriever's precision on `predictions` against `gold` (id -> gold files).
+
+    With `context`, also fit the context model (`ContextModel`: precision on score, rank and
+    answer size; every answered file must carry a score), its interval from
+    `context_resamples` refits on resamples of the repositories `groups` maps instance ids to
+    (of the instances without `groups`).
 
     `gold` maps every instance of the data to its gold files (a frozenset, or a `GoldLabel`
     as `codegrep_records.gold_from_instances` returns); see `gold_sets` for the toolkit's rule.
@@ -305,6 +315,18 @@ def calibrate(
     assert rank_spec is not None
     score_spec = score_bin_spec(ev.scored, score_bins, min_bin_files)
     m = _measure(ev, rank_spec, score_spec, resamples=resamples, seed=seed, level=level)
+    model = None
+    if context:
+        if context_resamples < 0 or not math.isfinite(context_penalty) or context_penalty < 0:
+            raise GateInputError("context_resamples and context_penalty must be >= 0")
+        model = fit_context_model(
+            ev.scored,
+            groups,
+            resamples=context_resamples,
+            seed=seed,
+            level=level,
+            penalty=context_penalty,
+        )
     bootstrap: dict[str, Any] = {
         "unit": "instance",
         "resamples": resamples,
@@ -324,6 +346,7 @@ def calibrate(
         files_per_answer=m.files_per_answer,
         by_rank=m.by_rank,
         by_score=m.by_score,
+        context=model,
         checks=[],
         created_with=_versions(),
     )

@@ -147,6 +147,8 @@ class CalibrationData:
     gold: dict[str, frozenset[str]]
     data: DataRef
     problems: tuple[RowProblem, ...]
+    repositories: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    """Each measured instance's repository (the context model's bootstrap resamples them)."""
 
 
 def _instances(files: Sequence[str | Path]) -> tuple[list[Instance], list[RowProblem], int]:
@@ -251,4 +253,10 @@ def load_calibration_data(
         selection=selection,
         skipped_rows=len(problems),
     )
-    return CalibrationData(tuple(kept_predictions), gold, data, tuple(problems))
+    return CalibrationData(
+        tuple(kept_predictions),
+        gold,
+        data,
+        tuple(problems),
+        {inst.instance_id: inst.repo for inst in chosen_instances},
+    )

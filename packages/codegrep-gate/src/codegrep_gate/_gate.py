@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from codegrep_gate._records import Bin, Calibration, Curve, Interval
+from codegrep_gate._records import Bin, Calibration, ContextModel, Curve, Interval
 from codegrep_gate.errors import CalibrationMismatchError, GateError, GateInputError
 
 __all__ = [
@@ -49,10 +49,11 @@ class GateConfig(BaseModel):
         default="lower",
         description="Compare the interval's lower bound (cautious) or its point estimate.",
     )
-    basis: Literal["auto", "score", "rank"] = Field(
+    basis: Literal["auto", "context", "score", "rank"] = Field(
         default="auto",
-        description="auto: the score curve when the calibration has one and scores are "
-        "given, else the rank curve.",
+        description="auto: the context model when the calibration has one and scores are "
+        "given, else the score curve when it has one and scores are given, else the rank "
+        "curve.",
     )
     max_files: int | None = Field(
         default=None, ge=0, description="Inject at most this many of the files that clear."
@@ -72,8 +73,11 @@ class FileDecision(BaseModel):
     path: str
     rank: int = Field(ge=1)
     score: float | None
-    basis: Literal["rank", "score"]
-    bin: str = Field(description="The bin its precision was read from, e.g. 'rank 2'.")
+    basis: Literal["rank", "score", "context"]
+    bin: str = Field(
+        description="The bin its precision was read from, e.g. 'rank 2', or for the context "
+        "model the file's context, e.g. 'score 0.55, rank 1 of 1'."
+    )
     precision: Interval
     kept: bool
     reason: str
@@ -93,9 +97,21 @@ class GateDecision(BaseModel):
     summary: str
 
 
-def _choose_curve(calibration: Calibration, scores: Sequence[float] | None, basis: str) -> Curve:
+def _choose_curve(
+    calibration: Calibration, scores: Sequence[float] | None, basis: str
+) -> Curve | ContextModel:
     if basis == "rank":
         return calibration.by_rank
+    if basis == "context":
+        if calibration.context is None:
+            raise GateError(
+                "basis 'context' asked for, but the calibration has no context model (made "
+                "with `calibrate(..., context=True)`, `codegrep calibrate --context`); use "
+                "basis 'score', 'rank' or 'auto'"
+            )
+        if scores is None:
+            raise GateError("basis 'context' asked for, but no scores were given with the files")
+        return calibration.context
     if basis == "score":
         if calibration.by_score is None:
             raise GateError(
@@ -105,6 +121,8 @@ def _choose_curve(calibration: Calibration, scores: Sequence[float] | None, basi
         if scores is None:
             raise GateError("basis 'score' asked for, but no scores were given with the files")
         return calibration.by_score
+    if calibration.context is not None and scores is not None:
+        return calibration.context
     if calibration.by_score is not None and scores is not None:
         return calibration.by_score
     return calibration.by_rank
@@ -156,6 +174,17 @@ def _measured(b: Bin, basis: Literal["rank", "score"], calibration: Calibration)
     )
 
 
+def _modelled(model: ContextModel, where: str, p: Interval, calibration: Calibration) -> str:
+    return (
+        f"{where}: modelled precision {p.point:.2f} ({p.level:.0%} interval "
+        f"{p.low:.2f}-{p.high:.2f}; {model.describe()}) on {calibration.data.describe()}"
+    )
+
+
+def _unique_count(files: Sequence[str]) -> int:
+    return len(dict.fromkeys(files))
+
+
 def gate(
     files: Sequence[str],
     scores: Sequence[float] | None,
@@ -183,7 +212,10 @@ def gate(
             raise CalibrationMismatchError(why)
     _check_inputs(files, scores)
     curve = _choose_curve(calibration, scores, config.basis)
-    basis = curve.basis
+    basis: Literal["rank", "score", "context"] = (
+        "context" if isinstance(curve, ContextModel) else curve.basis
+    )
+    answer_files = _unique_count(files)
     bound_text = config.describe_bound(calibration.level)
     decisions: list[FileDecision] = []
     injected: list[str] = []
@@ -192,10 +224,20 @@ def gate(
     for j, path in enumerate(files):
         rank = j + 1
         score = None if scores is None else float(scores[j])
-        x = score if basis == "score" and score is not None else float(rank)
-        b = curve.lookup(x)
-        value = b.precision.low if config.bound == "lower" else b.precision.point
-        measured = _measured(b, basis, calibration)
+        if isinstance(curve, ContextModel):
+            assert score is not None  # _choose_curve gives the model only with scores
+            # a repeated path is decided at its first rank: its rank among distinct paths
+            distinct = len(dict.fromkeys(files[:j])) + 1
+            precision = curve.precision(score, distinct, answer_files)
+            where = f"score {score:.2f}, rank {distinct} of {answer_files}"
+            measured = _modelled(curve, where, precision, calibration)
+        else:
+            x = score if basis == "score" and score is not None else float(rank)
+            b = curve.lookup(x)
+            precision = b.precision
+            where = b.describe(curve.basis)
+            measured = _measured(b, curve.basis, calibration)
+        value = precision.low if config.bound == "lower" else precision.point
         if path in seen:
             kept, reason = False, f"repeats the file at rank {seen[path]}; decided there"
         elif value + _EPS >= config.threshold:
@@ -225,8 +267,8 @@ def gate(
                 rank=rank,
                 score=score,
                 basis=basis,
-                bin=b.describe(basis),
-                precision=b.precision,
+                bin=where,
+                precision=precision,
                 kept=kept,
                 reason=reason,
             )

@@ -18,6 +18,7 @@ from bisect import bisect_right
 from itertools import pairwise
 from typing import Annotated, Any, ClassVar, Literal
 
+from codegrep_records import percentile_interval
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -29,13 +30,16 @@ from pydantic import (
 )
 
 __all__ = [
+    "CONTEXT_FEATURES",
     "Bin",
     "Calibration",
     "Check",
+    "ContextModel",
     "Curve",
     "DataRef",
     "Interval",
     "Retriever",
+    "context_features",
 ]
 
 Basis = Literal["rank", "score"]
@@ -319,6 +323,100 @@ class Check(_Model):
     note: str
 
 
+# The context model's features, in the order of its coefficients after the intercept. A
+# file's score is a probability; its log-odds are taken with the score clipped to
+# [CONTEXT_SCORE_CLIP, 1 - CONTEXT_SCORE_CLIP], so that 0 and 1 stay finite.
+CONTEXT_FEATURES: tuple[str, ...] = ("logit_score", "rank_2plus", "several_files")
+CONTEXT_SCORE_CLIP = 0.01
+
+
+def context_features(score: float, rank: int, answer_files: int) -> tuple[float, ...]:
+    """The context model's inputs for one file: 1 (the intercept), the log-odds of its score,
+    whether it is ranked 2nd or lower, whether its answer holds more than one file.
+
+    >>> [round(x, 3) for x in context_features(0.5, 1, 1)]
+    [1.0, 0.0, 0.0, 0.0]
+    >>> [round(x, 3) for x in context_features(1.0, 2, 3)]
+    [1.0, 4.595, 1.0, 1.0]
+    """
+    s = min(max(score, CONTEXT_SCORE_CLIP), 1 - CONTEXT_SCORE_CLIP)
+    return (1.0, math.log(s / (1 - s)), float(rank > 1), float(answer_files > 1))
+
+
+def _sigmoid(z: float) -> float:
+    if z >= 0:
+        return 1 / (1 + math.exp(-z))
+    e = math.exp(z)
+    return e / (1 + e)
+
+
+Coefficients = tuple[Annotated[float, Field(allow_inf_nan=False)], ...]
+
+
+class ContextModel(_Model):
+    """Precision conditioned on what is known when a file is gated: a logistic model of "this
+    file is gold" on the file's score (log-odds), its rank (1st or lower) and its answer's size
+    (one file or more), fitted on answers with known gold; its interval comes from refits on
+    resamples of the data's repositories (or instances), so that it says how far the promise
+    moves from one set of repositories to another."""
+
+    kind: Literal["logistic"] = "logistic"
+    features: tuple[str, ...] = Field(description="Names, in coefficient order after 1.")
+    coefficients: Coefficients = Field(description="Intercept first, then one per feature.")
+    draws: tuple[Coefficients, ...] = Field(
+        description="The coefficients refitted on each bootstrap resample; the interval of a "
+        "file's precision is the percentiles of its predictions under them."
+    )
+    level: float = Field(default=0.95, gt=0, lt=1, allow_inf_nan=False)
+    unit: Literal["repository", "instance"] = Field(
+        description="What the bootstrap resamples: repositories (a new repository's answers "
+        "vary with it) or instances."
+    )
+    groups: Count = Field(description="Repositories (or instances) resampled.")
+    instances: Count
+    files: Count
+    hits: Count
+    penalty: float = Field(ge=0, allow_inf_nan=False, description="L2 on the non-intercept terms.")
+    seed: Count = 0
+    note: str = ""
+
+    @model_validator(mode="after")
+    def _shape(self) -> ContextModel:
+        unknown = [f for f in self.features if f not in CONTEXT_FEATURES]
+        if unknown or tuple(self.features) != CONTEXT_FEATURES[: len(self.features)]:
+            raise ValueError(
+                f"context model features {list(self.features)} are not this codegrep-gate's "
+                f"{list(CONTEXT_FEATURES)}; upgrade codegrep-gate to read it"
+            )
+        n = len(self.features) + 1
+        if len(self.coefficients) != n or any(len(d) != n for d in self.draws):
+            raise ValueError(f"context model coefficients and every draw must have {n} numbers")
+        if self.hits > self.files:
+            raise ValueError(f"context model has {self.hits} hits among {self.files} files")
+        return self
+
+    def _x(self, score: float, rank: int, answer_files: int) -> tuple[float, ...]:
+        return context_features(score, rank, answer_files)[: len(self.features) + 1]
+
+    def precision(self, score: float, rank: int, answer_files: int) -> Interval:
+        """The modelled precision of a file with this score, rank and answer size, with its
+        percentile interval over the draws (the point when there are none)."""
+        x = self._x(score, rank, answer_files)
+        point = _sigmoid(math.fsum(c * v for c, v in zip(self.coefficients, x, strict=True)))
+        dist = [_sigmoid(math.fsum(c * v for c, v in zip(d, x, strict=True))) for d in self.draws]
+        low, high = percentile_interval(point, dist, self.level)
+        return Interval(point=point, low=low, high=high, level=self.level)
+
+    def describe(self) -> str:
+        """`logistic on score, rank and answer size (365 files of 330 instances; interval
+        over 16 repositories)`."""
+        return (
+            f"logistic on score, rank and answer size ({self.files} files of {self.instances} "
+            f"instances; interval over {self.groups} "
+            f"{'repositories' if self.unit == 'repository' else 'instances'})"
+        )
+
+
 class Calibration(_Model):
     """A retriever's measured precision: overall, by rank, and by score when it has scores."""
 
@@ -344,6 +442,12 @@ class Calibration(_Model):
     files_per_answer: float = Field(ge=0, allow_inf_nan=False)
     by_rank: Curve
     by_score: Curve | None = Field(description="None when the predictions carry no scores.")
+    context: ContextModel | None = Field(
+        default=None,
+        description="Precision conditioned on score, rank and answer size (`calibrate(..., "
+        "context=True)`); the gate prefers it when the answer carries scores. None: not fitted "
+        "(a reader that does not know the field ignores it and reads the curves).",
+    )
     checks: list[Check] = Field(default_factory=list)
     created_with: dict[str, str] = Field(description="Package versions that wrote it.")
 
