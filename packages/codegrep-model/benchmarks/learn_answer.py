@@ -232,9 +232,9 @@ def _score(text: str, gold: list[str]) -> dict[str, Any]:
     """The training reward (`fbeta_file`, strict parse) and the main job's answer (the
     episode's tolerant parse) of one reply."""
     from codegrep_model.answer import parse_answer
-    from grpo_rewards import fbeta, score_completion
+    from grpo_rewards import Gold, fbeta, score_completion
 
-    reward = score_completion("fbeta_file", text, gold).reward
+    reward = score_completion("fbeta_file", text, Gold.of(gold), None).reward
     parsed = parse_answer(text)
     files = list(parsed.files) if parsed is not None else []
     return {
