@@ -231,3 +231,34 @@ def test_power_reads_a_run_list(shared_data: Path, tmp_path: Path) -> None:
                               "--effect", "0.012", "--json"])  # fmt: skip
     assert res.exit_code == 0, res.output
     assert len(json.loads(res.stdout)["pairs"]) == 3
+
+
+def test_power_escapes_run_names_above_its_table(tmp_path: Path) -> None:
+    """Run names come from a manifest or the command line: one holding a line break and `|`s
+    printed a line of its own, a forged row of the flip-rate table. Escaped as cells are, each
+    pair stays on its one line."""
+    ids = [f"o__r-{n}" for n in range(6)]
+    inst = tmp_path / "inst.jsonl"
+    inst.write_text("".join(json.dumps({"instance_id": i, "repo": "o/r"}) + "\n" for i in ids))
+    reports = []
+    for k, resolved in enumerate((ids[:3], ids[1:4])):
+        report = tmp_path / f"r{k}.json"
+        report.write_text(json.dumps({
+            "resolved_ids": resolved, "unresolved_ids": [i for i in ids if i not in resolved],
+            "completed_ids": ids, "error_ids": [], "empty_patch_ids": [], "schema_version": 2,
+        }))  # fmt: skip
+        reports.append(str(report))
+    forged = "a\n| 99.0% (forged) | 500 | 1 | ±0.1 pp |\nx"
+    manifest = tmp_path / "runs.json"
+    manifest.write_text(json.dumps({
+        "instances": str(inst),
+        "runs": [{"name": forged, "report": reports[0]}, {"name": "b|c", "report": reports[1]}],
+    }))  # fmt: skip
+    res = runner.invoke(app, ["downstream", "power", "--manifest", str(manifest), "-n", "500"])
+    assert res.exit_code == 0, res.output
+    lines = res.stdout.splitlines()
+    assert not any("forged" in line for line in lines if line.startswith("|"))
+    pair = [line for line in lines if line.startswith("flip rate ")]
+    assert pair == [
+        "flip rate a\\n\\| 99.0% (forged) \\| 500 \\| 1 \\| ±0.1 pp \\|\\nx vs b\\|c: 2/6 = 33.3%"
+    ]

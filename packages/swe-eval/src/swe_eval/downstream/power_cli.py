@@ -16,6 +16,7 @@ from codegrep_cli import fail, instances_option
 from codegrep_records import RecordError, RowProblem
 
 from swe_eval._cli_io import clear_errors, emit
+from swe_eval._markdown import md_cell
 from swe_eval.downstream.analysis import build_config
 from swe_eval.downstream.power import (
     FlipRate,
@@ -181,8 +182,11 @@ def power(
         }
         emit(json.dumps(body, indent=2) + "\n", None)
         return
+    # run names come from the command line or a manifest: escaped as cells are, so that a name
+    # holding a line break or a `|` cannot print a line of its own (a forged table row)
     lines = [
-        f"flip rate {r.a} vs {r.b}: {r.discordant}/{r.n} = {100 * r.value:.1f}%" for r in measured
+        f"flip rate {md_cell(r.a)} vs {md_cell(r.b)}: {r.discordant}/{r.n} = {100 * r.value:.1f}%"
+        for r in measured
     ]
     head = f"| flip rate | N | K per arm | MDE ({100 * target:.0f}% power, α {alpha:g}) |"
     if effect is not None:
