@@ -236,6 +236,18 @@ HOSTILE_JSON = [
     '"just a string"',
     "not json",
     "",
+    *(
+        LONE_SURROGATES := [
+            # JSON's escape decodes to a lone surrogate, which no record can carry
+            '{"s": "\\udce9"}',
+            '{"\\ud800": 1}',
+            '["ok", "r\\udce9sum\\udce9.py"]',
+            '{"s": "\\ude00\\ud83d"}',  # low before high: two lone ones
+            '{"s": "\udce9"}',  # the surrogate itself in the text (bytes read with surrogateescape)
+        ]
+    ),
+    '{"s": "\\ud83d\\ude00"}',  # a pair: one character, U+1F600
+    '{"s": "\\\\udce9"}',  # an escaped backslash, then the letters: text
 ]
 
 
@@ -256,6 +268,25 @@ def test_one_hostile_json_rule_for_the_engine_the_reward_and_the_report(text: st
     engine = _read(parse_json, text)
     assert _read(grpo_rewards.loads_strict, text) == engine
     assert _read(report_loads, text) == engine
+
+
+@pytest.mark.parametrize("text", LONE_SURROGATES, ids=ascii)
+def test_a_lone_surrogate_is_refused_by_the_engine_the_reward_and_the_report(text: str) -> None:
+    """A string JSON decodes to a lone surrogate is no Unicode text: a model's call or answer
+    holding one made the rollout record unwritable. All three readers refuse it."""
+    from codegrep_records import parse_json
+    from codegrep_report._jsonl import loads_strict as report_loads
+
+    for loads in (parse_json, grpo_rewards.loads_strict, report_loads):
+        with pytest.raises(ValueError, match="lone surrogate"):
+            loads(text)
+
+
+def test_a_surrogate_pair_and_an_escaped_backslash_are_text() -> None:
+    from codegrep_records import parse_json
+
+    assert parse_json('{"s": "\\ud83d\\ude00"}') == {"s": "\U0001f600"}
+    assert parse_json('{"s": "\\\\udce9"}') == {"s": "\\udce9"}
 
 
 @pytest.mark.parametrize("reply", REPLIES)

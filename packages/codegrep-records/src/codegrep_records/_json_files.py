@@ -53,6 +53,10 @@ _STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 _NOT_BRACKET = re.compile(r"[^\[\]{}]+")
 _STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
 _CHUNK = 1 << 20
+# Where a decoded string may hold a surrogate: a `\uD800`-`\uDFFF` escape, or one in the text
+# itself (bytes read with `surrogateescape`). Only then is the decoded value checked (pairs, as
+# Python's own json.dumps writes every character past U+FFFF, are text; a lone one is not).
+_SURROGATE = re.compile("\\\\u[dD][89a-fA-F]|[\ud800-\udfff]")
 
 
 def _too_deep(text: str, limit: int) -> bool:
@@ -97,17 +101,18 @@ def parse_json(text: str, *, max_depth: int = MAX_JSON_DEPTH, allow_nan: bool = 
     """`json.loads` for hostile text: every way it can fail is a `ValueError` with one line.
 
     Refused: nesting deeper than `max_depth` (checked before decoding), `NaN` / `Infinity`, a
-    number that overflows to infinity (`1e999`) or is longer than `MAX_NUMBER_CHARS`, and
-    anything that is not JSON. `allow_nan` admits the `NaN` / `Infinity` / `-Infinity` that
-    Python's own `json.dumps` writes (a training log's NaN loss is data); `1e999` stays refused,
-    nothing writes it. The message is the reason alone (`Expecting value (line 1,
-    column 1)`, `nested too deeply to read ...`); callers put "not JSON: " and the file in
-    front.
+    number that overflows to infinity (`1e999`) or is longer than `MAX_NUMBER_CHARS`, a string
+    (or key) that decodes to a lone surrogate (`"\\udce9"`: no text a record can carry; a pair,
+    `"\\ud83d\\ude00"`, is one character and fine), and anything that is not JSON.
+    `allow_nan` admits the `NaN` / `Infinity` / `-Infinity` that Python's own `json.dumps`
+    writes (a training log's NaN loss is data); `1e999` stays refused, nothing writes it. The
+    message is the reason alone (`Expecting value (line 1, column 1)`, `nested too deeply to
+    read ...`); callers put "not JSON: " and the file in front.
     """
     if _too_deep(text, max_depth):
         raise ValueError(f"nested too deeply to read (more than {max_depth} levels)")
     try:
-        return json.loads(
+        value = json.loads(
             text,
             parse_int=_parse_int,
             parse_float=_parse_float,
@@ -117,6 +122,22 @@ def parse_json(text: str, *, max_depth: int = MAX_JSON_DEPTH, allow_nan: bool = 
         raise ValueError(f"{exc.msg} (line {exc.lineno}, column {exc.colno})") from None
     except RecursionError:  # unbalanced brackets slip past _too_deep; the decoder stops here
         raise ValueError("nested too deeply to read") from None
+    if _SURROGATE.search(text) is not None:
+        _refuse_lone_surrogates(value)
+    return value
+
+
+def _refuse_lone_surrogates(value: Any) -> None:
+    """`ValueError` when a string of `value` (a key too) holds a lone surrogate: JSON's
+    `"\\udce9"` decodes to one, and no UTF-8 writer takes it (a record that carried one could
+    not be written). The message does not echo it."""
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError(
+            f"a string holds a lone surrogate (U+{ord(exc.object[exc.start]):04X}), "
+            "which is not Unicode text"
+        ) from None
 
 
 def finite_json(value: Any) -> Any:

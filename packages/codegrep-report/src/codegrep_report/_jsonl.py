@@ -68,12 +68,15 @@ def _finite_float(text: str) -> float:
 
 # A tool-call body is read as the engine reads it (codegrep-records' `parse_json`, and its copy
 # in grpo-rewards, `grpo_rewards.loads_strict`): no NaN or Infinity, no number that overflows or
-# runs past 64 characters, no nesting past 200 levels. A workspace test holds the three equal.
+# runs past 64 characters, no nesting past 200 levels, no string or key that decodes to a lone
+# surrogate (`"\\udce9"`). A workspace test holds the three equal.
 _BODY_DEPTH = 200
 _BODY_NUMBER_CHARS = 64
 _STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 _NOT_BRACKET = re.compile(r"[^\[\]{}]+")
 _STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
+# a `\uD800`-`\uDFFF` escape or a surrogate in the text: only then is the value checked
+_SURROGATE = re.compile("\\\\u[dD][89a-fA-F]|[\ud800-\udfff]")
 
 
 def _body_number(text: str, convert: Callable[[str], float]) -> float:
@@ -96,7 +99,7 @@ def loads_strict(text: str) -> object:
         if max(accumulate(map(_STEP.__getitem__, skeleton)), default=0) > _BODY_DEPTH:
             raise ValueError(f"nested too deeply to read (more than {_BODY_DEPTH} levels)")
     try:
-        return json.loads(
+        value = json.loads(
             text,
             parse_int=lambda t: int(_body_number(t, int)),
             parse_float=lambda t: _body_number(t, float),
@@ -104,6 +107,15 @@ def loads_strict(text: str) -> object:
         )
     except RecursionError:
         raise ValueError("nested too deeply to read") from None
+    if _SURROGATE.search(text) is not None:
+        try:
+            json.dumps(value, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise ValueError(
+                f"a string holds a lone surrogate (U+{ord(exc.object[exc.start]):04X}), "
+                "which is not Unicode text"
+            ) from None
+    return value
 
 
 def parse_line(raw: bytes) -> dict[str, object] | str:

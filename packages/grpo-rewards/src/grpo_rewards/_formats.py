@@ -13,7 +13,8 @@ The rules:
 - A body is JSON as the toolkit reads hostile JSON (`loads_strict`, the rule of
   codegrep-records' `parse_json`, copied because this package imports nothing; a workspace
   test holds the two equal): `NaN` and `Infinity`, a number that overflows (`1e999`) or is
-  longer than 64 characters, and nesting deeper than 200 levels are not JSON.
+  longer than 64 characters, nesting deeper than 200 levels, and a string or key that decodes
+  to a lone surrogate (`"\\udce9"`, no Unicode text; a pair is one character) are not JSON.
 - `<think>…</think>` blocks are reasoning, in any case; text before the last `</think>` is too
   (a chat template that opens the block in the prompt leaves only its close in the reply). A
   `<think>` left open means the answer never came.
@@ -49,6 +50,8 @@ MAX_NUMBER_CHARS = 64
 _STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 _NOT_BRACKET = re.compile(r"[^\[\]{}]+")
 _STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
+# a `\uD800`-`\uDFFF` escape or a surrogate in the text: only then is the value checked
+_SURROGATE = re.compile("\\\\u[dD][89a-fA-F]|[\ud800-\udfff]")
 
 
 def _number(text: str, convert: Callable[[str], float]) -> float:
@@ -67,7 +70,7 @@ def _constant(name: str) -> object:
 def loads_strict(text: str) -> object:
     """`json.loads` for a model's text: `ValueError` for what is not JSON, and for what the
     toolkit's readers refuse as hostile (`NaN`, `Infinity`, `1e999`, a number over 64
-    characters, nesting past 200 levels).
+    characters, nesting past 200 levels, a lone surrogate such as `"\\udce9"`).
 
     >>> loads_strict('{"pattern": "x", "max": 3}')
     {'pattern': 'x', 'max': 3}
@@ -81,7 +84,7 @@ def loads_strict(text: str) -> object:
         if max(accumulate(map(_STEP.__getitem__, skeleton)), default=0) > MAX_JSON_DEPTH:
             raise ValueError(f"nested too deeply to read (more than {MAX_JSON_DEPTH} levels)")
     try:
-        return json.loads(
+        value = json.loads(
             text,
             parse_int=lambda t: int(_number(t, int)),
             parse_float=lambda t: _number(t, float),
@@ -89,6 +92,15 @@ def loads_strict(text: str) -> object:
         )
     except RecursionError:  # unbalanced brackets slip past the depth check
         raise ValueError("nested too deeply to read") from None
+    if _SURROGATE.search(text) is not None:
+        try:
+            json.dumps(value, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise ValueError(
+                f"a string holds a lone surrogate (U+{ord(exc.object[exc.start]):04X}), "
+                "which is not Unicode text"
+            ) from None
+    return value
 
 
 def tool_call_bodies(text: str) -> list[str]:
