@@ -41,7 +41,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from learn_cpu import _boot, _fmt, _grpo_steps, _svg, mde  # noqa: E402
+from learn_cpu import _boot, _fmt, mde, write_curves  # noqa: E402
 
 SALT = "codegrep-learn-answer-v1"
 #: Held-out repositories are taken in the order of sha256(SALT + repo) until they hold at least
@@ -445,16 +445,9 @@ def report(out: Path) -> None:
     dest = out / "report"
     dest.mkdir(exist_ok=True)
     for seed in (0, 1):
-        steps = _grpo_steps(out / f"grpo-s{seed}")
-        if not steps:
-            continue
-        summary.setdefault("grpo_steps", {})[f"s{seed}"] = steps
-        keys = ("step", "reward", "reward_std", "frac_reward_zero_std", "kl", "loss", "grad_norm")
-        (dest / f"curve-s{seed}.csv").write_text(
-            ",".join(keys) + "\n"
-            + "".join(",".join(str(st.get(k, "")) for k in keys) + "\n" for st in steps)
-        )  # fmt: skip
-        (dest / f"curve-s{seed}.svg").write_text(_svg(steps, f"GRPO seed {seed}", "fbeta_file"))
+        steps = write_curves(out / f"grpo-s{seed}", dest, seed, "fbeta_file")
+        if steps:
+            summary.setdefault("grpo_steps", {})[f"s{seed}"] = steps
     (dest / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
     (dest / "table.md").write_text("\n".join(md) + "\n")
     print("\n".join(md))

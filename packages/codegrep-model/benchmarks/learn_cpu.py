@@ -432,17 +432,10 @@ def report(out: Path, model: Path) -> None:
     dest = out / "report"
     dest.mkdir(exist_ok=True)
     for seed in (0, 1):
-        steps = _grpo_steps(out / f"grpo-s{seed}")
+        steps = write_curves(out / f"grpo-s{seed}", dest, seed)
         if not steps:
             continue
         summary.setdefault("grpo_steps", {})[f"s{seed}"] = steps
-        keys = ("step", "reward", "reward_std", "frac_reward_zero_std", "kl", "loss", "grad_norm")
-        (dest / f"curve-s{seed}.csv").write_text(
-            ",".join(keys)
-            + "\n"
-            + "".join(",".join(str(st.get(k, "")) for k in keys) + "\n" for st in steps)
-        )
-        (dest / f"curve-s{seed}.svg").write_text(_svg(steps, f"GRPO seed {seed}"))
         md += [f"GRPO seed {seed}, per step (ms-swift's logging.jsonl; sampled at temperature 1):",
                "", "| step | mean reward | reward std | zero-std groups | KL | loss | grad norm |",
                "| --- | --- | --- | --- | --- | --- | --- |"]  # fmt: skip
@@ -453,6 +446,24 @@ def report(out: Path, model: Path) -> None:
     (dest / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
     (dest / "table.md").write_text("\n".join(md) + "\n")
     print("\n".join(md))
+
+
+def write_curves(
+    run: Path, dest: Path, seed: int, metric: str = "reward v3"
+) -> list[dict[str, Any]]:
+    """A GRPO run's per-step figures as `dest/curve-sSEED.csv` and `.svg`; its steps ([] and
+    nothing written when the run logged none)."""
+    steps = _grpo_steps(run)
+    if not steps:
+        return steps
+    keys = ("step", "reward", "reward_std", "frac_reward_zero_std", "kl", "loss", "grad_norm")
+    (dest / f"curve-s{seed}.csv").write_text(
+        ",".join(keys)
+        + "\n"
+        + "".join(",".join(str(st.get(k, "")) for k in keys) + "\n" for st in steps)
+    )
+    (dest / f"curve-s{seed}.svg").write_text(_svg(steps, f"GRPO seed {seed}", metric))
+    return steps
 
 
 def _grpo_steps(run: Path) -> list[dict[str, Any]]:
