@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -323,3 +324,47 @@ def test_exploration_budget_is_configurable(
     )
     assert rec.stats.turns == turns + 1
     assert "tools" not in chat_server.requests[-1]
+
+
+@pytest.mark.parametrize("strict", [False, True], ids=["inference", "training"])
+def test_a_reply_that_decodes_to_lone_surrogates_is_recorded(
+    chat_server: ChatServer, small_repo: Path, strict: bool
+) -> None:
+    """JSON's `"\\udce9"` decodes to a lone surrogate, which no UTF-8 writer takes: in a reply's
+    content, a call's id, name or arguments or an answer's files it made the rollout record
+    unwritable (`PydanticSerializationError`). The episode records each as U+FFFD."""
+    lone = "\udce9"
+    chat_server.script = [
+        chat_server.tool_reply(
+            (f"gr{lone}p", {"pattern": "x"}),
+            ("grep", json.dumps({"pattern": f"add{lone}"}, ensure_ascii=False)),
+            content=f"looking for r{lone}sum{lone}",
+        ),
+        chat_server.text_reply(json.dumps({"files": [f"shop/{lone}.py", "shop/cart.py"]})),
+    ]
+    rec = run(chat_server, small_repo, config=RolloutConfig(strict=strict))
+    data = json.loads(rec.model_dump_json())
+    assert rec.answer is not None
+    assert rec.answer.files == ("shop/\ufffd.py", "shop/cart.py")
+    assert data["messages"][2]["content"] == "looking for r\ufffdsum\ufffd"
+    names = [c["call"]["name"] for c in data["turns"][0]["calls"]]
+    assert names == ["gr\ufffdp", "grep"]
+    if strict:
+        assert data["reward_view"]["files"] == ["shop/\ufffd.py", "shop/cart.py"]
+
+
+def test_an_endpoint_error_quoting_a_lone_surrogate_is_recorded(
+    chat_server: ChatServer, small_repo: Path
+) -> None:
+    """A policy's error is the record's `error`; one quoting a lone surrogate (a server's
+    message) made the record unwritable."""
+    from codegrep_model import Episode
+
+    failure = chat_server.failure(400)
+    chat_server.script = [replace(failure, raw='{"error": {"message": "bad \\udce9"}}')]
+    rec = run(chat_server, small_repo)
+    assert rec.status == "error"
+    json.loads(rec.model_dump_json())
+    episode = Episode.start(ISSUE, ("shop/cart.py",), policy="p")
+    episode.fail(RuntimeError("the server said: bad \udce9"))
+    assert episode.record().error == "RuntimeError: the server said: bad \ufffd"

@@ -26,12 +26,29 @@ _LineRange = tuple[int, int]
 Score = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]
 
 
+def record_text(text: str) -> str:
+    """`text` as any record can carry it: each lone surrogate replaced by U+FFFD.
+
+    A model's reply reaches the toolkit as JSON, whose `"\\udce9"` decodes to a lone
+    surrogate that no UTF-8 writer takes: one in a reply, a tool call or an answer's file made
+    the rollout record unwritable (`codegrep localize` ended with a traceback, `serve` answered
+    500). Two surrogates that form a pair are joined into the one character they stand for.
+    """
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    return text
+
+
 def answer_path(path: str) -> str:
     """A path as a model wrote it, repository-relative: the quotes and backticks around it go,
     then `codegrep_records.normalize_path` applies the one path rule of the toolkit (mount
     prefixes such as `/testbed/` removed, forward slashes, no `./`), the same rule the rewards
-    score with."""
-    return records.normalize_path(path.strip().strip("`'\""))
+    score with. A lone surrogate in it is U+FFFD (`record_text`)."""
+    return records.normalize_path(record_text(path).strip().strip("`'\""))
 
 
 class Answer(BaseModel):
@@ -83,7 +100,7 @@ class Answer(BaseModel):
     def _reasons(cls, v: Any) -> Any:
         if not isinstance(v, dict):
             return {}
-        return {answer_path(str(k)): str(r)[:300] for k, r in v.items() if r}
+        return {answer_path(str(k)): record_text(str(r)[:300]) for k, r in v.items() if r}
 
     @model_validator(mode="before")
     @classmethod

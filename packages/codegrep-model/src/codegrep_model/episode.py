@@ -27,6 +27,7 @@ answers stays `unanswered`, and the record says why.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any, Literal
 
 import grpo_rewards as rewards
@@ -44,7 +45,7 @@ from codegrep_model._episode_calls import (
     executed_record,
     plan_call,
 )
-from codegrep_model.answer import Answer, read_answer
+from codegrep_model.answer import Answer, read_answer, record_text
 from codegrep_model.budget import (
     CharEstimate,
     OverflowCause,
@@ -148,6 +149,28 @@ def rollout_stats(
         malformed_calls=sum(c.status == "malformed" for c in calls),
         tool_errors=sum(c.status == "tool_error" for c in calls),
     )
+
+
+def _record_reply(reply: PolicyReply) -> PolicyReply:
+    """`reply` with every text a record takes from it as `record_text`: a served model's JSON
+    reply may decode to lone surrogates (`"\\udce9"`) in its content, a call's id, name or
+    arguments, and one made the rollout record unwritable."""
+    content = None if reply.content is None else record_text(reply.content)
+    calls = tuple(
+        c.model_copy(
+            update={
+                "id": record_text(c.id),
+                "name": record_text(c.name),
+                "arguments": record_text(c.arguments),
+            }
+        )
+        if not (c.id + c.name + c.arguments).isascii()
+        else c
+        for c in reply.tool_calls
+    )
+    if content == reply.content and calls == reply.tool_calls:
+        return reply
+    return replace(reply, content=content, tool_calls=calls)
 
 
 def _executed_per_turn(turns: Sequence[TurnRecord]) -> list[int]:
@@ -441,6 +464,7 @@ class Episode:
         """
         if self._status is not None or self._pending is not None:
             raise EpisodeError("the episode is not waiting for a reply")
+        reply = _record_reply(reply)
         self._model_s += model_s
         self._usage += reply.usage
         budget = self._cfg.budget
@@ -485,7 +509,10 @@ class Episode:
         model); no answer."""
         if self._status is not None:
             raise EpisodeError("the episode is already done")
-        self._error = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
+        # the policy's error may quote the server's reply, which may hold a lone surrogate
+        self._error = record_text(
+            error if isinstance(error, str) else f"{type(error).__name__}: {error}"
+        )
         self._answer = None
         self._status = "error"
         self._pending = None
@@ -749,12 +776,16 @@ class Episode:
             return None
         stats = rollout_stats(self._turns, max_calls_per_turn=self._cfg.max_calls_per_turn)
         answer = parsed.answer
+        # the reward's own parse of the reply (JSON's "\udce9" decodes to a lone surrogate there)
         return RewardView(
-            files=None if answer is None else answer.files,
+            files=None if answer is None else tuple(record_text(f) for f in answer.files),
             line_ranges={}
             if answer is None
-            else {f: tuple((r.start, r.end) for r in rs) for f, rs in answer.line_ranges.items()},
-            answer_error=parsed.error,
+            else {
+                record_text(f): tuple((r.start, r.end) for r in rs)
+                for f, rs in answer.line_ranges.items()
+            },
+            answer_error=None if parsed.error is None else record_text(parsed.error),
             turns=stats.turns,
             tool_calls=stats.tool_calls,
             tool_calls_per_turn=tuple(_executed_per_turn(self._turns)),
