@@ -314,6 +314,37 @@ def test_one_tool_call_rule_for_engine_reward_and_report(reply: str) -> None:
             assert json.loads(c["args"]) == json.loads(engine.arguments)
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"files": ["a.py", "r\\udce9sum.py"]}',
+        '{"files": ["r\\udce9.py", "r\\udcea.py", "b.py"]}',  # one path once replaced
+        '{"files": ["a.py"], "line_ranges": {"r\\ud800.py": [[1, 2]]}}',
+        '{"files": ["\\ude00\\ud83d.py"]}',  # low before high: two lone ones
+        '{"files": ["\\ud83d\\ude00.py"]}',  # a pair: one character
+        '{"files": ["r\udce9.py"]}',  # the surrogate itself in the text
+    ],
+    ids=ascii,
+)
+def test_a_lone_surrogate_in_an_answer_means_the_same_to_the_engine_and_the_reward(
+    text: str,
+) -> None:
+    """JSON's `"\\udce9"` in an answer's path: the engine records U+FFFD (`record_text`), and
+    the reward reads the same files, so the training reward scores what the engine recorded."""
+    from codegrep_model.answer import read_answer, record_text
+
+    reward = grpo_rewards.parse_answer(text).answer
+    assert reward is not None
+    engine, parsed = read_answer(text, strict=True)
+    assert engine is not None
+    assert parsed is not None
+    assert engine.files == reward.files == parsed.answer.files  # type: ignore[union-attr]
+    assert set(engine.line_ranges) == set(reward.line_ranges)
+    assert parse_answer(text).files == reward.files  # type: ignore[union-attr]
+    for f in reward.files:
+        assert record_text(f) == f
+
+
 def test_an_unclosed_think_holds_no_answer_for_the_engine_or_the_reward() -> None:
     open_thought = '<think>maybe {"files": ["a.py"]} is it'
     assert grpo_rewards.parse_answer(open_thought).answer is None

@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from grpo_rewards._formats import split_reasoning
+from grpo_rewards._formats import record_text, split_reasoning
 from grpo_rewards._paths import normalize_path
 
 __all__ = [
@@ -167,7 +167,7 @@ def coerce_line_ranges(
         if not isinstance(raw_path, str):
             dropped += 1
             continue
-        path = normalize_path(raw_path, roots=root_list)
+        path = normalize_path(record_text(raw_path), roots=root_list)
         if not path:
             dropped += 1
             continue
@@ -188,7 +188,8 @@ def _answer_from_object(obj: Mapping[str, object], roots: tuple[str, ...]) -> Pa
         raw = item.get("path", item.get("file")) if isinstance(item, Mapping) else item
         if not isinstance(raw, str):
             return ParsedAnswer(None, f"`files` holds a non-path entry: {item!r}"[:200])
-        path = normalize_path(raw, roots=roots)
+        # JSON's "\udce9" decodes to a lone surrogate: U+FFFD, as the engine records it
+        path = normalize_path(record_text(raw), roots=roots)
         if path and path not in seen:
             seen.add(path)
             files.append(path)
@@ -212,7 +213,7 @@ def parse_answer(text: object, *, roots: Iterable[str] = ()) -> ParsedAnswer:
     """
     if not isinstance(text, str):
         return ParsedAnswer(None, f"the answer is not text ({type(text).__name__})")
-    body, unclosed = split_reasoning(text)
+    body, unclosed = split_reasoning(record_text(text))
     if unclosed:
         return ParsedAnswer(None, "unclosed <think> block: no answer after the reasoning")
     root_list = tuple(roots)

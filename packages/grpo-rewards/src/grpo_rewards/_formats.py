@@ -33,6 +33,7 @@ __all__ = [
     "HermesCall",
     "hermes_calls",
     "loads_strict",
+    "record_text",
     "split_reasoning",
     "tool_call_bodies",
     "without_tool_calls",
@@ -101,6 +102,26 @@ def loads_strict(text: str) -> object:
                 "which is not Unicode text"
             ) from None
     return value
+
+
+def record_text(text: str) -> str:
+    """`text` with each lone surrogate replaced by U+FFFD (two that form a pair joined into the
+    one character they stand for): what any record, log line or UTF-8 writer can carry.
+
+    An answer's JSON is read by Python's decoder, whose `"\\udce9"` is a lone surrogate; the
+    engine (codegrep-model's `record_text`, the same rule) records such a path with U+FFFD, and
+    the reward reads it so too, so both see one answer (a workspace test holds them equal).
+
+    >>> print(ascii(record_text(json.loads('"r\\\\udce9.py"'))))
+    'r\\ufffd.py'
+    """
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    return text
 
 
 def tool_call_bodies(text: str) -> list[str]:
