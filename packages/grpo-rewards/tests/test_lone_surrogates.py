@@ -92,3 +92,19 @@ def test_the_orm_scores_a_lone_surrogate_as_the_engine_records_it() -> None:
     recorded_infos = [{**infos[0], **answer_infos(parse_answer(raw))}]
     json.loads(_utf8_json(recorded_infos))
     assert orm([""], gold_files=gold, rollout_infos=recorded_infos) == pytest.approx(from_raw)
+
+
+def test_trl_and_verl_score_a_lone_surrogate_as_the_engine_records_it() -> None:
+    from grpo_rewards.trl_reward import TRLReward
+    from grpo_rewards.verl_score import compute_score
+
+    raw = '{"files": ["src/a.py", "r\\udce9.py", "r\\udcea.py"]}'
+    recorded = '{"files": ["src/a.py", "r\ufffd.py"]}'
+    reward = TRLReward("codegrep_v3", files_column="solution")
+    columns = {"solution": [["src/a.py"]] * 2, "num_turns": [2, 2], "num_tool_calls": [2, 2]}
+    a, b = reward(prompts=["issue"] * 2, completions=[raw, recorded], **columns)
+    assert a == pytest.approx(b)
+    extra = {"assistant_turns": 2, "tool_calls": [1, 1]}
+    verl = compute_score("codegrep", raw, ["src/a.py"], extra)
+    assert verl == pytest.approx(compute_score("codegrep", recorded, ["src/a.py"], extra))
+    json.dumps(verl, ensure_ascii=False).encode("utf-8")

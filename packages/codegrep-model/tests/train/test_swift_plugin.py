@@ -328,3 +328,38 @@ def test_the_trainer_scales_group_advantages(
     # v1 carries its efficiency term in the reward: its advantages are not scaled
     trainer.codegrep_reward = "codegrep_v1"
     assert trainer._compute_advantages(samples, rewards, []).tolist() == group.tolist()
+
+
+def test_a_lone_surrogate_in_a_rollout_cannot_break_the_rollout_log(
+    plugin: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A driver's infos holding a lone surrogate (JSON's "\\udce9" in an answer's path or an
+    error): the trainer still writes every line, with U+FFFD in its place."""
+    monkeypatch.setattr(
+        GRPOTrainer, "_compute_advantages", lambda self, s, r, b: torch.tensor([0.5, -0.5])
+    )
+    trainer = object.__new__(plugin.CodegrepGRPOTrainer)
+    trainer.accelerator = SimpleNamespace(is_main_process=True)
+    trainer.model = SimpleNamespace(training=True)
+    trainer._metrics = {"train": defaultdict(list)}
+    trainer.codegrep_zero_unanswered = False
+    trainer.codegrep_reward = "codegrep_v3"
+    trainer.codegrep_rollout_log = tmp_path / "rollouts.jsonl"
+    trainer.reward_weights = torch.tensor([1.0])
+    trainer.reward_func_names = ["codegrep_v3"]
+    trainer.state = SimpleNamespace(global_step=0)
+    infos = [
+        {"num_turns": 2, "tool_calls_per_turn": [1, 0], "answer_files": ["r\udce9.py"]},
+        {
+            "num_turns": 2,
+            "tool_calls_per_turn": [1, 0],
+            "answer_files": None,
+            "answer_error": "`files` holds \udce9",
+        },
+    ]
+    samples = [SimpleNamespace(rollout_infos=i, extra={"instance_id": "x\udce9"}) for i in infos]
+    trainer._compute_advantages(samples, torch.tensor([[1.0], [0.0]]), [])
+    log = read_rollout_log(trainer.codegrep_rollout_log)
+    assert log[0].answer_files == ("r\ufffd.py",)
+    assert log[1].answer_error == "`files` holds \ufffd"
+    assert {e.instance_id for e in log} == {"x\ufffd"}

@@ -24,8 +24,9 @@ from grpo_rewards import (
     RolloutInfo,
 )
 from grpo_rewards import advantage_scales as _advantage_scales
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from codegrep_model.answer import record_text
 from codegrep_model.train._scheduler_core import TrainingSetupError
 
 __all__ = [
@@ -165,6 +166,20 @@ class RolloutLogEntry(BaseModel):
     tool_results_cut: int = Field(
         default=0, description="Tool results cut, with a marker, to stay within max_length."
     )
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _writable(cls, v: Any) -> Any:
+        """Every text as a UTF-8 log line can carry it: a lone surrogate (a model's JSON
+        `"\\udce9"` in an answer's path, a driver's error) is U+FFFD (`record_text`), so no
+        rollout can make the log unwritable."""
+        if isinstance(v, str):
+            return record_text(v)
+        if isinstance(v, list | tuple) and any(isinstance(x, str) for x in v):
+            return type(v)(record_text(x) if isinstance(x, str) else x for x in v)
+        if isinstance(v, Mapping):
+            return {record_text(k) if isinstance(k, str) else k: x for k, x in v.items()}
+        return v
 
     @classmethod
     def of(
