@@ -390,3 +390,26 @@ def test_a_name_two_members_export_is_one_object() -> None:
         if len(where) > 1 and len({id(value) for value in where.values()}) > 1
     }
     assert two_things == TWO_THINGS_UNDER_ONE_NAME
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "plain",
+        "r\udce9sum\udce9.py",
+        "\ud83d\ude00 pair",
+        "\ude00\ud83d reversed",
+        "\ud83d",
+        "a\udc80b\udfffc",
+        "",
+    ],
+)
+def test_one_rule_makes_model_text_writable_for_the_engine_and_the_reward(text: str) -> None:
+    """The engine's `record_text` and grpo-rewards' copy (that package imports none of ours)
+    turn the same text into the same writable text."""
+    from codegrep_model.answer import record_text as engine_rule
+    from grpo_rewards._formats import record_text as reward_rule
+
+    out = engine_rule(text)
+    assert out == reward_rule(text)
+    out.encode("utf-8")  # writable: no lone surrogate is left
