@@ -41,19 +41,7 @@ export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1 MODELSCOPE_
 export TOKENIZERS_PARALLELISM=false CUDA_VISIBLE_DEVICES="" PATH="$venv/bin:$PATH"
 export HF_HOME="$out/hf" MODELSCOPE_CACHE="$out/modelscope"
 unset CODEGREP_TEST_POLICY CODEGREP_ROLLOUT_LOG
-timings="$out/timings.txt"
-stage() { # NAME CMD...: run unless done (or not in STAGES), log, time
-  local name="$1" t0 t1
-  shift
-  if [[ -f "$out/.done-$name" ]]; then echo "== $name (done before)"; return; fi
-  if [[ -n "${STAGES:-}" && " $STAGES " != *" $name "* ]]; then return; fi
-  t0=$(date +%s)
-  echo "== $name"
-  "$@" >"$out/$name.log" 2>&1 || { tail -40 "$out/$name.log"; echo "stage $name failed" >&2; exit 1; }
-  t1=$(date +%s)
-  touch "$out/.done-$name"
-  echo "$name $((t1 - t0)) s" | tee -a "$timings"
-}
+source "$here/_stage.sh"
 common=(
   --model_type llama --template chatml --use_hf true --check_model false
   --torch_dtype bfloat16 --use_cpu true --split_dataset_ratio 0 --report_to none
