@@ -422,13 +422,7 @@ def report(out: Path) -> None:
         summary.setdefault("differences", {})[f"{a}-{b}"] = {
             "mean": m, "interval": [lo, hi], "sd": sd, "wins": w, "losses": lo_, "sign_p": p,
         }  # fmt: skip
-    pooled = [
-        (base_of[f"grpo_s{s}"][i] - base_of["sft_control"][i])
-        for s in (0, 1)
-        for i in ids
-        if f"grpo_s{s}" in base_of and "sft_control" in base_of
-    ]
-    if pooled and all(f"grpo_s{s}" in base_of for s in (0, 1)):
+    if all(k in base_of for k in ("grpo_s0", "grpo_s1", "sft_control")):
         # the two seeds on the same instances: the mean of the seeds' differences per instance
         per = [(base_of["grpo_s0"][i] + base_of["grpo_s1"][i]) / 2 - base_of["sft_control"][i]
                for i in ids]  # fmt: skip

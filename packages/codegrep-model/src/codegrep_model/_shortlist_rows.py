@@ -106,16 +106,8 @@ async def shortlist_rows(
     """`dataset`'s rows as answer-task rows. `explorer` (default: `LexicalPolicy()`, the shipped
     ranker) explores each row's tree; `explorers` may give another per repository (a ranker
     that never saw that repository, say). `on_row(done, total)` is called as rows finish."""
-    default = explorer or LexicalPolicy()
-    captures: dict[str, _Capture] = {}
-
-    def capture_for(repo: str) -> _Capture:
-        policy = (explorers or {}).get(repo, default)
-        key = f"{repo}" if explorers and repo in explorers else ""
-        if key not in captures:
-            captures[key] = _Capture(policy, config)
-        return captures[key]
-
+    fallback = _Capture(explorer or LexicalPolicy(), config)
+    captures = {repo: _Capture(p, config) for repo, p in (explorers or {}).items()}
     rows = [("train", r) for r in dataset.train] + [("val", r) for r in dataset.val]
     out: dict[str, list[GrpoRow]] = {"train": [], "val": []}
     dropped: list[Dropped] = []
@@ -128,7 +120,7 @@ async def shortlist_rows(
 
         async def one(n: int, row: GrpoRow) -> None:
             nonlocal done
-            capture = capture_for(row.repo)
+            capture = captures.get(row.repo, fallback)
             inst = Instance(
                 instance_id=row.instance_id,
                 repo=row.repo,
