@@ -50,6 +50,8 @@ MIN_HELDOUT = 100
 SHORTLIST = {"size": 5, "lines_per_file": 1, "line_chars": 100, "issue_chars": 1000}
 #: An answer of one path is 15-25 tokens of SmolLM2's tokenizer, of two 30-40.
 MAX_NEW_TOKENS = 40
+#: The effect the decision rule names (README): a paired reward difference of GRPO − SFT control.
+EFFECT = 0.15
 ARMS = (
     ("base", "SmolLM2-135M-Instruct, untrained"),
     ("format_sft", "format SFT (a uniformly drawn candidate as the answer)"),
@@ -344,6 +346,52 @@ def _load(out: Path, name: str) -> dict[str, dict[str, Any]]:
     return {r["instance_id"]: r for r in _read_jsonl(path)} if path.exists() else {}
 
 
+def power(n: int, sd: float, effect: float, alpha: float = 0.05) -> float:
+    """The chance a two-sided paired test at `alpha` detects a true mean difference `effect`
+    over n pairs whose differences have standard deviation `sd` (normal approximation)."""
+    from statistics import NormalDist
+
+    if sd == 0:
+        return 1.0
+    z = NormalDist().inv_cdf(1 - alpha / 2)
+    return NormalDist().cdf(effect * math.sqrt(n) / sd - z)
+
+
+def decide(diffs: dict[str, dict[str, Any]], n: int) -> dict[str, Any] | None:
+    """The README's decision rule, applied to GRPO − SFT control per seed: *learned* when both
+    seeds' 95% intervals lie above 0; *inconclusive* when one does; otherwise *no effect of
+    EFFECT or more* where the test had ≥ 80% power for EFFECT, else *underpowered*."""
+    per = {s: diffs.get(f"grpo_s{s}-sft_control") for s in (0, 1)}
+    if any(v is None for v in per.values()):
+        return None
+    seeds = {}
+    for s, d in per.items():
+        assert d is not None
+        lo, hi = d["interval"]
+        seeds[f"grpo_s{s}"] = {
+            "interval": [lo, hi],
+            "above_0": lo > 0,
+            "power_for_effect": power(n, d["sd"], EFFECT),
+        }
+    above = sum(v["above_0"] for v in seeds.values())
+    powered = all(v["power_for_effect"] >= 0.8 for v in seeds.values())
+    if above == 2:
+        verdict = "GRPO learned"
+        why = "Both seeds' intervals for GRPO − SFT control lie above 0."
+    elif above == 1:
+        verdict = "inconclusive"
+        why = "One seed's interval for GRPO − SFT control lies above 0, the other's does not."
+    elif powered:
+        verdict = f"no effect of {EFFECT} or more"
+        why = (f"Neither seed's interval lies above 0, and each test had at least 80% power "
+               f"for a difference of {EFFECT} (from the observed sd).")  # fmt: skip
+    else:
+        verdict = "underpowered"
+        why = (f"Neither seed's interval lies above 0, and the tests had under 80% power for "
+               f"a difference of {EFFECT}: the negative says little.")  # fmt: skip
+    return {"verdict": verdict, "why": why, "effect": EFFECT, "seeds": seeds}
+
+
 def report(out: Path) -> None:
     spec = json.loads((out / "splits.json").read_text())
     rows = {s: {r["instance_id"]: r for r in _read_jsonl(out / "rows" / f"{s}.jsonl")}
@@ -422,16 +470,23 @@ def report(out: Path) -> None:
         summary.setdefault("differences", {})[f"{a}-{b}"] = {
             "mean": m, "interval": [lo, hi], "sd": sd, "wins": w, "losses": lo_, "sign_p": p,
         }  # fmt: skip
-    if all(k in base_of for k in ("grpo_s0", "grpo_s1", "sft_control")):
+    for other in ("sft_control", "format_sft"):
+        if not all(k in base_of for k in ("grpo_s0", "grpo_s1", other)):
+            continue
         # the two seeds on the same instances: the mean of the seeds' differences per instance
-        per = [(base_of["grpo_s0"][i] + base_of["grpo_s1"][i]) / 2 - base_of["sft_control"][i]
+        per = [(base_of["grpo_s0"][i] + base_of["grpo_s1"][i]) / 2 - base_of[other][i]
                for i in ids]  # fmt: skip
         mean, lo, hi = _boot(per)
         sp = _sign_test(per)
-        md.append(f"| pooled seeds (mean of the two) − sft_control | {_fmt(mean, lo, hi)} | "
+        md.append(f"| pooled seeds (mean of the two) − {other} | {_fmt(mean, lo, hi)} | "
                   f"{sp[0]} / {sp[1]} | {sp[2]:.2g} | |")  # fmt: skip
-        summary.setdefault("differences", {})["grpo_pooled-sft_control"] = {
-            "mean": mean, "interval": [lo, hi]}  # fmt: skip
+        summary.setdefault("differences", {})[f"grpo_pooled-{other}"] = {
+            "mean": mean, "interval": [lo, hi], "wins": sp[0], "losses": sp[1],
+            "sign_p": sp[2]}  # fmt: skip
+    verdict = decide(summary.get("differences", {}), len(ids))
+    if verdict is not None:
+        summary["verdict"] = verdict
+        md += ["", f"**Verdict by the decision rule: {verdict['verdict']}.** {verdict['why']}"]
     md.append("")
     pk = out / "passk.summary.json"
     if pk.exists():
