@@ -292,7 +292,7 @@ def test_a_surrogate_pair_and_an_escaped_backslash_are_text() -> None:
 @pytest.mark.parametrize("reply", REPLIES)
 def test_one_tool_call_rule_for_engine_reward_and_report(reply: str) -> None:
     from codegrep_model._hermes import split_hermes
-    from codegrep_report import parse_completion
+    from codegrep_report._training import parse_completion
     from grpo_rewards._codescout import _calls_in_text
 
     bodies = grpo_rewards.tool_call_bodies(reply)
