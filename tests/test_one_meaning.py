@@ -18,13 +18,12 @@ import codegrep_model
 import codegrep_records as records
 import grpo_rewards
 import pytest
-import swe_eval
 from catm._paths import to_repo_relative
 from catm.cli import app as catm_app
 from codegrep_model import answer_path
 from codegrep_model.answer import parse_answer
 from codegrep_model.cli import app as model_app
-from swe_eval import files_from_patch
+from codegrep_records import files_from_patch
 from typer.testing import CliRunner
 
 FIXTURES = Path(__file__).parent / "fixtures" / "written-by-0.1"
@@ -69,7 +68,7 @@ def test_catm_and_swe_eval_take_the_same_gold_from_a_patch(tmp_path: Path) -> No
     [old] = [m for m in label.mined if m.path == "p/old.py"]
     assert old.in_patch
     # swe-eval reads the label file catm wrote with the same meaning.
-    loaded = swe_eval.load_labels(labels)
+    loaded = records.load_labels(labels)
     assert loaded.records[0].files == frozenset(label.gold)
 
 
@@ -106,20 +105,14 @@ def test_an_answer_means_the_same_whatever_its_quotes(text: str) -> None:
 
 def test_each_shared_record_has_one_definition() -> None:
     assert codegrep_model.Instance is records.Instance
-    assert swe_eval.Instance is records.Instance
     assert codegrep_model.Prediction is records.Prediction
-    assert swe_eval.Prediction is records.Prediction
-    assert swe_eval.GoldLabel is records.GoldLabel
-    assert catm.Instance is records.Instance
-    assert catm.LabelRecord is records.LabelRecord
-    assert catm.MinedFile is records.MinedFile
 
 
 def test_a_prediction_keeps_fallback_through_swe_eval(tmp_path: Path) -> None:
     path = tmp_path / "p.jsonl"
     row = {"instance_id": "a__b-1", "files": ["x.py"], "retriever": "lexical", "fallback": True}
     path.write_text(json.dumps(row) + "\n")
-    [pred] = swe_eval.load_predictions(path).records
+    [pred] = records.load_predictions(path).records
     assert pred.fallback is True
 
 
@@ -147,7 +140,7 @@ def test_codegrep_model_reads_every_instance_format_swe_eval_reads(
         pq = pytest.importorskip("pyarrow.parquet")
         pa = pytest.importorskip("pyarrow")
         pq.write_table(pa.Table.from_pylist(rows), path)
-    assert len(swe_eval.load_instances(path).records) == 2
+    assert len(records.load_instances(path).records) == 2
     out = tmp_path / "pred.jsonl"
     result = runner.invoke(
         model_app,
@@ -292,10 +285,11 @@ def test_a_surrogate_pair_and_an_escaped_backslash_are_text() -> None:
 @pytest.mark.parametrize("reply", REPLIES)
 def test_one_tool_call_rule_for_engine_reward_and_report(reply: str) -> None:
     from codegrep_model._hermes import split_hermes
-    from codegrep_report import parse_completion
+    from codegrep_report._training import parse_completion
     from grpo_rewards._codescout import _calls_in_text
+    from grpo_rewards._formats import tool_call_bodies
 
-    bodies = grpo_rewards.tool_call_bodies(reply)
+    bodies = tool_call_bodies(reply)
     _, calls = split_hermes(reply)
     scored = _calls_in_text(reply)
     assert len(calls) == len(scored) == len(bodies)
@@ -354,11 +348,10 @@ def test_an_unclosed_think_holds_no_answer_for_the_engine_or_the_reward() -> Non
     assert parse_answer(closed).files == ("a.py",)
 
 
-# Names two members both export as two objects. `MissingExtraError` means one thing in each
-# (an optional dependency is missing; the message names the extra) but is each package's own
-# class, under that package's error base, so `except CatmError` still catches it. The list only
-# shrinks.
-TWO_THINGS_UNDER_ONE_NAME = {"MissingExtraError"}
+# Names two members both export as two objects: none. `MissingExtraError` was the last (each
+# package's own class under its error base); catm and swe-eval now keep theirs in their `errors`
+# module, off the package's face. The list only shrinks.
+TWO_THINGS_UNDER_ONE_NAME: set[str] = set()
 _PACKAGES = (
     "catm",
     "codegrep",

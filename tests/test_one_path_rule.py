@@ -14,6 +14,7 @@ import codegrep_records
 import grpo_rewards
 import pytest
 from codegrep_records._paths import normalize_paths as record_paths
+from grpo_rewards._paths import DEFAULT_MOUNT_PREFIXES
 from grpo_rewards._paths import normalize_path as reward_path
 from hypothesis import given
 from hypothesis import strategies as st
@@ -77,7 +78,7 @@ def _both(path: str, **kwargs: object) -> tuple[str, str]:
 
 
 def test_the_tables_are_equal() -> None:
-    assert codegrep_records.MOUNT_PREFIXES == grpo_rewards.DEFAULT_MOUNT_PREFIXES
+    assert codegrep_records.MOUNT_PREFIXES == DEFAULT_MOUNT_PREFIXES
     assert {r"/repo/", r"/app/"} <= set(TABLE)
 
 

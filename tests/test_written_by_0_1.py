@@ -17,6 +17,8 @@ import codegrep_model
 import codegrep_records
 import pytest
 import swe_eval
+from catm._readers import read_trajectories
+from catm._records import MiningStats, Trajectory
 from swe_eval.cli import app as swe_eval_app
 from typer.testing import CliRunner
 
@@ -52,7 +54,7 @@ def _rows(name: str) -> list[dict[str, object]]:
 
 @pytest.mark.parametrize("name", PREDICTION_FILES)
 def test_swe_eval_reads_every_prediction_file_with_its_fields(name: str) -> None:
-    loaded = swe_eval.load_predictions(FIXTURES / name)
+    loaded = codegrep_records.load_predictions(FIXTURES / name)
     assert loaded.problems == ()
     written = _rows(name)
     assert [p.instance_id for p in loaded.records] == [r["instance_id"] for r in written]
@@ -64,7 +66,7 @@ def test_swe_eval_reads_every_prediction_file_with_its_fields(name: str) -> None
 
 
 def test_the_codegrep_model_file_keeps_fallback_empty_line_ranges_and_int_turns() -> None:
-    preds = swe_eval.load_predictions(FIXTURES / "codegrep-model-batch.pred.jsonl").records
+    preds = codegrep_records.load_predictions(FIXTURES / "codegrep-model-batch.pred.jsonl").records
     assert [p.fallback for p in preds] == [False, False]
     assert [p.line_ranges for p in preds] == [{}, {}]
     assert [p.turns for p in preds] == [3, 3]
@@ -74,7 +76,7 @@ def test_the_codegrep_model_file_keeps_fallback_empty_line_ranges_and_int_turns(
 
 def test_the_swe_eval_file_keeps_its_scores_and_writes_back_byte_for_byte(tmp_path: Path) -> None:
     source = FIXTURES / "swe-eval-bm25.pred.jsonl"
-    preds = swe_eval.load_predictions(source).records
+    preds = codegrep_records.load_predictions(source).records
     assert all(p.scores is not None and len(p.scores) == len(p.files) == 5 for p in preds)
     assert all(p.fallback is False for p in preds)
     # What swe-eval writes today is what 0.1 wrote.
@@ -98,18 +100,16 @@ def test_codegrep_records_reads_the_catm_labels_file_as_written() -> None:
 
 def test_catm_reads_its_labels_file() -> None:
     records = list(catm.read_labels(FIXTURES / "catm.labels.jsonl"))
-    assert [type(r) for r in records] == [catm.LabelRecord]
+    assert [type(r) for r in records] == [codegrep_records.LabelRecord]
     (label,) = records
-    assert isinstance(label, catm.LabelRecord)
+    assert isinstance(label, codegrep_records.LabelRecord)
     assert label.patch_files == ["p/new.py", "p/added.py", "tests/test_p.py"]
     assert [m.path for m in label.mined] == ["p/a.py", "p/old.py"]
     assert label.judge == "none"
 
 
 def test_catm_reads_its_stats_file() -> None:
-    stats = catm.MiningStats.model_validate_json(
-        (FIXTURES / "catm.labels.jsonl.stats.json").read_text()
-    )
+    stats = MiningStats.model_validate_json((FIXTURES / "catm.labels.jsonl.stats.json").read_text())
     assert stats.labels_written == 1
 
 
@@ -118,8 +118,8 @@ def test_catm_reads_its_input_files() -> None:
     assert skips == []
     assert list(instances) == ["o__p-1"]
     assert codegrep_records.load_instances(FIXTURES / "catm-input.instances.jsonl").problems == ()
-    trajectories = list(catm.read_trajectories(FIXTURES / "catm-input.trajectories.jsonl"))
-    assert [type(t) for t in trajectories] == [catm.Trajectory]
+    trajectories = list(read_trajectories(FIXTURES / "catm-input.trajectories.jsonl"))
+    assert [type(t) for t in trajectories] == [Trajectory]
 
 
 # codegrep-model's rollout -----------------------------------------------------------------------

@@ -10,7 +10,7 @@ it is judged on:
 - **today's**: the score curve (eight quantile bins merged by pool-adjacent-violators, the
   interval over instances), what `codegrep calibrate` wrote until the context model;
 - **context**: `codegrep calibrate --context`, the logistic model on score, rank and answer
-  size with its interval over resampled repositories (`codegrep_gate.ContextModel`).
+  size with its interval over resampled repositories (a `Calibration`'s `context`).
 
 Leave one repository out over the pool: for each repository of the out-of-fold predictions
 (each instance answered by a ranker that never saw its repository), both calibrations are

@@ -115,8 +115,8 @@ def _pct(values: list[float], q: int) -> float:
 
 def _shm_bytes(pid: int) -> int:
     """Bytes of the checkout folders of process `pid` in the sandbox's default workdir."""
-    from worktree_sandbox import default_workdir
     from worktree_sandbox._liveness import dir_bytes
+    from worktree_sandbox.pool import default_workdir
 
     workdir = default_workdir()
     if not workdir.is_dir():

@@ -13,7 +13,6 @@ import pytest
 from codegrep.cli import app, with_optional_values
 from codegrep.gating import apply, calibration_for
 from codegrep_gate import (
-    DataRef,
     GateConfig,
     Retriever,
     calibrate,
@@ -21,6 +20,7 @@ from codegrep_gate import (
     shipped_calibration,
     write_calibration,
 )
+from codegrep_gate._records import DataRef
 from codegrep_model.ranker import AnswerCut, Ranker
 from codegrep_records import Prediction
 from typer.testing import CliRunner

@@ -25,7 +25,8 @@ import httpx
 from codegrep.cli import app
 from codegrep.serve_http import build_app, serve_in_thread
 from codegrep.service import LocalizeResponse, LocalizeService, ServiceConfigError, ServiceLimits
-from codegrep_gate import Calibration, DataRef, Retriever, calibrate, write_calibration
+from codegrep_gate import Calibration, Retriever, calibrate, write_calibration
+from codegrep_gate._records import DataRef
 from codegrep_model import PolicyError, PolicyReply, PolicyRequest
 from codegrep_model import __version__ as model_version
 from codegrep_records import Prediction

@@ -16,7 +16,8 @@ pytest.importorskip("mcp", reason="needs the 'serve' extra")
 import httpx
 from codegrep.serve_http import build_app, serve_in_thread
 from codegrep.service import LocalizeService
-from codegrep_gate import DataRef, Retriever, calibrate, load_calibration, write_calibration
+from codegrep_gate import Retriever, calibrate, load_calibration, write_calibration
+from codegrep_gate._records import DataRef
 from codegrep_model import __version__ as model_version
 from codegrep_records import Prediction
 from mcp import ClientSession, StdioServerParameters, stdio_client

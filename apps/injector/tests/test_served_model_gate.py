@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 from codegrep.cli import app
 from codegrep.service import LocalizeRequest, LocalizeService
-from codegrep_gate import DataRef, Retriever, calibrate, shipped_calibration, write_calibration
+from codegrep_gate import Retriever, calibrate, shipped_calibration, write_calibration
+from codegrep_gate._records import DataRef
 from codegrep_records import Prediction
 from typer.testing import CliRunner
 

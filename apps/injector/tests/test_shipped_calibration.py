@@ -14,7 +14,9 @@ from typing import Any
 
 import pytest
 from codegrep.cli import app
-from codegrep_gate import shipped_calibration, shipped_calibrations
+from codegrep_gate import shipped_calibration
+from codegrep_gate._files import shipped_calibrations
+from codegrep_records import gold_from_instances, load_instances, load_predictions
 from typer.testing import CliRunner
 
 # apps/injector/tests -> the repository root is parents[3]; shared/ sits beside the checkout.
@@ -107,10 +109,10 @@ def test_it_loads_and_says_what_it_measured() -> None:
     assert chk.note.startswith("held-out precision 0.680 lies above")
 
 
-def _pool_instances(swe_eval: Any) -> list[Any]:
+def _pool_instances() -> list[Any]:
     chosen: dict[str, Any] = {}
     for f in POOL:
-        for inst in swe_eval.load_instances(DATA / f).records:
+        for inst in load_instances(DATA / f).records:
             chosen.setdefault(inst.instance_id, inst)
     return list(chosen.values())
 
@@ -119,16 +121,16 @@ def _pool_instances(swe_eval: Any) -> list[Any]:
 def test_its_precision_is_what_swe_eval_measures() -> None:
     swe_eval = pytest.importorskip("swe_eval", reason="needs swe-eval (the workspace)")
     cal = shipped_calibration("lexical")
-    rows = swe_eval.load_predictions(ROOT / CV_PREDICTIONS)
+    rows = load_predictions(ROOT / CV_PREDICTIONS)
     asked = {r.instance_id for r in rows.records}
-    chosen = [i for i in _pool_instances(swe_eval) if i.instance_id in asked]
-    dev_rows = swe_eval.load_predictions(ROOT / HERE / "lexical-verified_dev.predictions.jsonl")
-    dev = swe_eval.load_instances(DATA / "swebench" / "verified_dev.jsonl").records
+    chosen = [i for i in _pool_instances() if i.instance_id in asked]
+    dev_rows = load_predictions(ROOT / HERE / "lexical-verified_dev.predictions.jsonl")
+    dev = load_instances(DATA / "swebench" / "verified_dev.jsonl").records
     for what, instances, predictions, measured, n in (
         ("out of fold", chosen, rows, cal, 331),
         ("held out", [i for i in dev if i.repo in HELD_OUT], dev_rows, cal.checks[0], 25),
     ):
-        gold = swe_eval.gold_from_instances(instances)
+        gold = gold_from_instances(instances)
         ids = set(gold)
         summary = swe_eval.summarize(
             swe_eval.evaluate(gold, [r for r in predictions.records if r.instance_id in ids]),

@@ -24,16 +24,9 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from catm import (
-    Instance,
-    NoJudge,
-    Skip,
-    Trajectory,
-    iter_records,
-    load_mining_instances,
-    mine_labels,
-    write_labels,
-)
+from catm import NoJudge, iter_records, load_mining_instances, mine_labels, write_labels
+from catm._records import Skip, Trajectory
+from codegrep_records import Instance
 
 DEFAULT_DATA = Path(__file__).resolve().parents[3] / ".." / "shared" / "data"
 TRAJECTORIES = [

@@ -15,8 +15,10 @@ import os
 import posixpath
 from pathlib import Path
 
-from catm import Trajectory, mine_trajectory, read_trajectories
+from catm._mining import mine_trajectory
 from catm._paths import classify
+from catm._readers import read_trajectories
+from catm._records import Trajectory
 
 DEFAULT_DATA = Path(__file__).resolve().parents[3] / ".." / "shared" / "data"
 RUNS = {

@@ -10,8 +10,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from catm import LabelRecord, label_report, read_labels
+from catm import read_labels
+from catm._output import label_report
 from catm.cli import app
+from codegrep_records import LabelRecord
 from typer.testing import CliRunner
 
 DATA = Path(
@@ -283,8 +285,8 @@ def test_mine_the_shared_lite_sessions(tmp_path: Path) -> None:
 def test_missing_plot_extra_names_it(
     tmp_path: Path, small_corpus: tuple[Path, Path], hide_modules: Callable[..., None]
 ) -> None:
-    from catm import MissingExtraError
     from catm._output import label_report, plot_histogram
+    from catm.errors import MissingExtraError
 
     trajectories, instances = small_corpus
     labels = tmp_path / "labels.jsonl"

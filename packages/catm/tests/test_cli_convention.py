@@ -15,8 +15,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from catm import LabelRecord, Verdict, __version__, read_labels
+from catm import __version__, read_labels
 from catm.cli import app
+from codegrep_records import LabelRecord, Verdict
 from typer.testing import CliRunner
 
 runner = CliRunner()

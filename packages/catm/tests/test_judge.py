@@ -18,15 +18,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from catm import (
-    JudgeCache,
-    JudgeError,
-    JudgeRequest,
-    JudgeResult,
-    OpenAIJudge,
-    Verdict,
-    parse_verdict,
-)
+from catm import JudgeRequest, JudgeResult, OpenAIJudge
+from catm._judge import JudgeCache, parse_verdict
+from catm.errors import JudgeError
+from codegrep_records import Verdict
 
 _PATH = re.compile(r"<file>(.*?)</file>")
 
@@ -339,8 +334,9 @@ def test_resume_after_kill(tmp_path: Path) -> None:
 
 def test_cli_with_a_judge_endpoint(server: ScriptedServer, tmp_path: Path) -> None:
     """`catm mine --judge M --endpoint URL`: verdicts land in the labels, reruns hit the cache."""
-    from catm import LabelRecord, read_labels
+    from catm import read_labels
     from catm.cli import app
+    from codegrep_records import LabelRecord
     from typer.testing import CliRunner
 
     ws = "/workspace/o__p__1"

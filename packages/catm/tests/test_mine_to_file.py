@@ -6,20 +6,10 @@ import json
 from pathlib import Path
 
 import pytest
-from catm import (
-    GoldRule,
-    JudgeError,
-    JudgeResult,
-    JudgeSpec,
-    LabelRecord,
-    MiningConfig,
-    MiningProgress,
-    NoJudge,
-    OpenAIJudge,
-    mine_to_file,
-    prepare_mining,
-    read_labels,
-)
+from catm import JudgeResult, MiningConfig, NoJudge, OpenAIJudge, read_labels
+from catm._pipeline import JudgeSpec, MiningProgress, mine_to_file, prepare_mining
+from catm.errors import JudgeError
+from codegrep_records import GoldRule, LabelRecord
 
 
 @pytest.fixture

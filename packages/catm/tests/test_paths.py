@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from catm import DropReason, to_repo_relative
-from catm._paths import classify, guess_root
+from catm._paths import DropReason, classify, guess_root, to_repo_relative
 from codegrep_records import normalize_path
 
 ROOT = "/workspace/astropy__astropy__4.3"

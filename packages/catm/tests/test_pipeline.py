@@ -6,24 +6,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 import pytest
-from catm import (
-    GoldRule,
-    Instance,
-    JudgeRequest,
-    JudgeResult,
-    MiningConfig,
-    NoJudge,
-    Skip,
-    Step,
-    Trajectory,
-    TrajectoryCall,
-    TrajectoryFormat,
-    Verdict,
-    median_beta,
-    mine_labels,
-    mine_trajectory,
-    saturation_weight,
-)
+from catm import JudgeRequest, JudgeResult, MiningConfig, NoJudge, mine_labels
+from catm._mining import mine_trajectory
+from catm._records import Skip, Step, Trajectory, TrajectoryCall, TrajectoryFormat
+from catm._weights import median_beta, saturation_weight
+from codegrep_records import GoldRule, Instance, Verdict
 
 WS = "/workspace/o__p__1"
 WORDS = "word "  # one token each under the regex tokenizer
@@ -193,7 +180,7 @@ def test_keep_reasoning_writes_the_evidence() -> None:
 
 def test_eval_output_records_carry_their_own_patch() -> None:
     """An OpenHands eval `output.jsonl` row has `instance.patch`: no instance file is needed."""
-    from catm import parse_record
+    from catm._readers import parse_record
 
     row = {
         "instance_id": "o__p-3",

@@ -10,17 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from catm import (
-    InputError,
-    Skip,
-    Trajectory,
-    TrajectoryFormat,
-    _readers,
-    mine_trajectory,
-    parse_record,
-    read_trajectories,
-    record_steps,
-)
+from catm import _readers, record_steps
+from catm._mining import mine_trajectory
+from catm._readers import parse_record, read_trajectories
+from catm._records import Skip, Trajectory, TrajectoryFormat
+from catm.errors import InputError
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -598,7 +592,7 @@ def test_broken_v0_events_never_raise(events: list[Any]) -> None:
 def test_tool_arguments_and_content_text_are_read_once_for_every_reader() -> None:
     # swe-eval's case view imports these two; a hostile argument string is no arguments there
     # and here alike (msgspec decoded 1e999 to inf and left deep nesting to its own limit)
-    from catm import json_arguments, text_of
+    from catm._readers import json_arguments, text_of
 
     assert json_arguments('{"path": "a.py"}') == {"path": "a.py"}
     assert json_arguments('{"path": 1e999}') == {}

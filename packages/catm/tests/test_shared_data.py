@@ -13,8 +13,10 @@ import posixpath
 from pathlib import Path
 
 import pytest
-from catm import Skip, Trajectory, mine_trajectory, read_trajectories
+from catm._mining import mine_trajectory
 from catm._paths import classify
+from catm._readers import read_trajectories
+from catm._records import Skip, Trajectory
 
 DATA = Path(
     os.environ.get(

@@ -6,7 +6,7 @@ import itertools
 import math
 
 import pytest
-from catm import median_beta, normalized_weights, saturation_weight
+from catm._weights import median_beta, normalized_weights, saturation_weight
 from hypothesis import given
 from hypothesis import strategies as st
 

@@ -6,7 +6,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from catm import LabelRecord, MiningStats, read_labels, write_labels
+from catm import read_labels, write_labels
+from catm._records import MiningStats
+from codegrep_records import LabelRecord
 
 
 def _stats() -> MiningStats:

@@ -7,17 +7,9 @@ import json
 from pathlib import Path
 
 import pytest
-from codegrep_gate import (
-    CalibrationMismatchError,
-    GateError,
-    GateInputError,
-    Retriever,
-    calibrate,
-    check,
-    data_ref,
-    gold_sets,
-    load_calibration_data,
-)
+from codegrep_gate import GateError, Retriever, calibrate, check, data_ref, load_calibration_data
+from codegrep_gate._data import gold_sets
+from codegrep_gate.errors import CalibrationMismatchError, GateInputError
 from codegrep_records import GoldLabel, GoldRule, Instance, Prediction, gold_from_instances
 
 TOY = Retriever(name="toy", version="0.1.0")

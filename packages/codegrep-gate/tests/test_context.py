@@ -7,20 +7,11 @@ import math
 import random
 
 import pytest
-from codegrep_gate import (
-    CONTEXT_FEATURES,
-    CalibrationFileError,
-    GateConfig,
-    GateError,
-    GateInputError,
-    Retriever,
-    calibrate,
-    context_features,
-    data_ref,
-    gate,
-    parse_calibration,
-)
+from codegrep_gate import GateConfig, GateError, Retriever, calibrate, data_ref, gate
 from codegrep_gate._context import fit_logistic
+from codegrep_gate._files import parse_calibration
+from codegrep_gate._records import CONTEXT_FEATURES, context_features
+from codegrep_gate.errors import CalibrationFileError, GateInputError
 from codegrep_records import Prediction
 
 LEXICAL = Retriever(name="lexical", version="0.1.0", package="codegrep-model")

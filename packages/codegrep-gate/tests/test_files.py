@@ -11,16 +11,16 @@ from typing import Any
 import pytest
 from codegrep_gate import (
     Calibration,
-    CalibrationFileError,
     GateError,
     Retriever,
     calibrate,
     data_ref,
     load_calibration,
     shipped_calibration,
-    shipped_calibrations,
     write_calibration,
 )
+from codegrep_gate._files import shipped_calibrations
+from codegrep_gate.errors import CalibrationFileError
 from codegrep_records import Prediction
 from pydantic import ValidationError
 
@@ -215,7 +215,8 @@ def test_hostile_numbers_and_nesting_are_refused_before_validation(tmp_path: Pat
 def test_choose_calibration_is_one_rule_for_every_gate(tmp_path: Path) -> None:
     """A file when given; else the retriever's shipped one; predictions naming no retriever
     get the lexical one; a retriever with none shipped has none (or None when not required)."""
-    from codegrep_gate import CalibrationMismatchError, choose_calibration
+    from codegrep_gate import choose_calibration
+    from codegrep_gate.errors import CalibrationMismatchError
 
     lexical = choose_calibration("lexical")
     assert lexical is not None

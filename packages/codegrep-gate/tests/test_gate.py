@@ -3,19 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from codegrep_gate import (
-    Bin,
-    Calibration,
-    CalibrationMismatchError,
-    Curve,
-    DataRef,
-    GateConfig,
-    GateError,
-    GateInputError,
-    Interval,
-    Retriever,
-    gate,
-)
+from codegrep_gate import Calibration, Curve, GateConfig, GateError, Retriever, gate
+from codegrep_gate._records import Bin, DataRef, Interval
+from codegrep_gate.errors import CalibrationMismatchError, GateInputError
 from pydantic import ValidationError
 
 

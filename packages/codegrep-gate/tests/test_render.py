@@ -10,15 +10,14 @@ from typing import Any
 
 import pytest
 from codegrep_gate import (
-    CANDIDATES_INTRO,
-    MARKDOWN_HEADING,
     GateConfig,
     GateDecision,
-    GateInputError,
     candidate_files_column,
     openhands_template_path,
     render,
 )
+from codegrep_gate._render import CANDIDATES_INTRO, MARKDOWN_HEADING
+from codegrep_gate.errors import GateInputError
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

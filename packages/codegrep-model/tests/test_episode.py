@@ -41,14 +41,8 @@ from codegrep_model import (
 from codegrep_records import load_predictions
 from grpo_rewards.swift_orm import CodeGrepV3ORM
 from pydantic import ValidationError
-from worktree_sandbox import (
-    TOOL_ARGS,
-    GlobResult,
-    GrepMatch,
-    GrepResult,
-    ReadResult,
-    ToolErrorKind,
-)
+from worktree_sandbox import TOOL_ARGS, GlobResult, GrepResult, ReadResult, ToolErrorKind
+from worktree_sandbox.models import GrepMatch
 
 Result = GrepResult | GlobResult | ReadResult
 

@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 from codegrep_records import (
-    MAX_JSON_DEPTH,
     RecordFileError,
     dumps_json,
     parse_json,
@@ -24,6 +23,7 @@ from codegrep_records import (
     read_rows,
     read_text_file,
 )
+from codegrep_records._json_files import MAX_JSON_DEPTH
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 import random
 
 import pytest
-from codegrep_records import ClusterBootstrap, Ratio, percentile, percentile_interval, two_sided_p
+from codegrep_records import ClusterBootstrap, Ratio, percentile_interval, two_sided_p
+from codegrep_records._stats import percentile
 
 
 def test_percentile_is_numpys_linear_percentile() -> None:

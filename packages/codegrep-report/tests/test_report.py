@@ -15,14 +15,13 @@ import pytest
 from codegrep_report import (
     ReportInputError,
     RetrievalCase,
-    embed_json,
-    parse_completion,
     write_downstream_report,
     write_retrieval_report,
     write_training_report,
 )
 from codegrep_report._jsonl import BadRow, iter_json_objects
-from codegrep_report._training import training_payload
+from codegrep_report._page import embed_json
+from codegrep_report._training import parse_completion, training_payload
 
 ROOT = Path(__file__).resolve().parents[3]
 HEALTHY = ROOT / "apps" / "train-launcher" / "tests" / "fixtures" / "monitor" / "healthy"

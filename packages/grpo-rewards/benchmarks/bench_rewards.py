@@ -23,14 +23,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from grpo_rewards import (
-    REWARDS,
-    Gold,
-    RolloutStats,
-    efficiency_scale,
-    group_advantages,
-    score_batch,
-)
+from grpo_rewards import REWARDS, Gold, RolloutStats, group_advantages
+from grpo_rewards._advantages import efficiency_scale
+from grpo_rewards._spec import score_batch
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 DEFAULT_INSTANCES = (

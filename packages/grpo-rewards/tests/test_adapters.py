@@ -11,7 +11,8 @@ from types import MappingProxyType
 from typing import ClassVar
 
 import pytest
-from grpo_rewards import GrpoRewardsError, InvalidRolloutError, MissingFrameworkError
+from grpo_rewards import GrpoRewardsError
+from grpo_rewards.errors import InvalidRolloutError, MissingFrameworkError
 from grpo_rewards.swift_orm import (
     SWIFT_ORMS,
     CodeGrepORM,

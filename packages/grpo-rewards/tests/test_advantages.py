@@ -6,19 +6,16 @@ import math
 
 import pytest
 from grpo_rewards import (
-    BatchShapeError,
-    InvalidRolloutError,
     RolloutStats,
-    degenerate_mask,
     dr_grpo_advantages,
-    efficiency_scale,
     filter_informative_groups,
     group_advantages,
     grpo_advantages,
-    informative_groups,
     scale_by_efficiency,
-    sigma_v1,
 )
+from grpo_rewards._advantages import degenerate_mask, efficiency_scale, informative_groups
+from grpo_rewards._rewards import sigma_v1
+from grpo_rewards.errors import BatchShapeError, InvalidRolloutError
 from hypothesis import given
 from hypothesis import strategies as st
 

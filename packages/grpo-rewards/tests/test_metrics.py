@@ -10,7 +10,6 @@ from grpo_rewards import (
     LineRange,
     fbeta,
     fbeta_line_ranges,
-    line_range_scores,
     multilevel_f1,
     normalize_paths,
     precision,
@@ -18,6 +17,7 @@ from grpo_rewards import (
     set_scores,
     targets_from_file_changes,
 )
+from grpo_rewards._metrics import line_range_scores
 from hypothesis import given
 from hypothesis import strategies as st
 

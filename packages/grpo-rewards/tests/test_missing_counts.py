@@ -19,13 +19,12 @@ from grpo_rewards import (
     Gold,
     GrpoRewardsError,
     MissingRolloutStatsError,
-    MissingRolloutStatsWarning,
-    OnMissingCounts,
     RolloutStats,
 )
 from grpo_rewards import verl_score as verl_module
-from grpo_rewards._missing_counts import MissingCountsGuard
+from grpo_rewards._missing_counts import MissingCountsGuard, OnMissingCounts
 from grpo_rewards._trainer_rows import stats_per_row
+from grpo_rewards.errors import MissingRolloutStatsWarning
 from grpo_rewards.swift_orm import CodeGrepORM, CodeGrepV3ORM, FbetaFileORM
 from grpo_rewards.trl_reward import TRLReward
 from grpo_rewards.verl_score import compute_score

@@ -13,17 +13,17 @@ from grpo_rewards import (
     REWARDS,
     Gold,
     GrpoRewardsError,
-    MissingRolloutStatsWarning,
-    ParsedAnswer,
     RewardAnswer,
-    RewardResult,
     RewardSpec,
     RolloutStats,
     UnknownRewardError,
-    register_reward,
     score_completion,
 )
 from grpo_rewards import _spec as spec_module
+from grpo_rewards._answer import ParsedAnswer
+from grpo_rewards._rewards import RewardResult
+from grpo_rewards._spec import register_reward
+from grpo_rewards.errors import MissingRolloutStatsWarning
 from grpo_rewards.swift_orm import SWIFT_ORMS, CodeGrepV3ORM, register_swift_orms
 from grpo_rewards.trl_reward import TRLReward
 from grpo_rewards.verl_score import compute_score

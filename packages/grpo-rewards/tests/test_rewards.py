@@ -8,23 +8,22 @@ import pytest
 from grpo_rewards import (
     CodeLocation,
     Gold,
-    InvalidRolloutError,
     LineRange,
     RolloutStats,
     UnknownRewardError,
     codegrep_v1,
     codegrep_v2,
     codegrep_v3,
-    codescout_last_turn_ok,
     codescout_multilevel,
-    colgrep_file_f1,
     colgrep_reward,
     parse_answer,
-    score_batch,
     score_completion,
-    sigma_v1,
     targets_from_file_changes,
 )
+from grpo_rewards._codescout import codescout_last_turn_ok
+from grpo_rewards._rewards import colgrep_file_f1, sigma_v1
+from grpo_rewards._spec import score_batch
+from grpo_rewards.errors import InvalidRolloutError
 
 GOLD = Gold.of(["a.py"], {"a.py": [[15, 24]]})
 # files: P = 1/2, R = 1 -> F0.5 = 5/9; lines: 5 of 10 predicted, 5 of 10 gold -> F0.5 = 1/2

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from grpo_rewards import InvalidRolloutError, RolloutStats, rollout_stats_from_messages
+from grpo_rewards import RolloutStats
+from grpo_rewards._rollout import rollout_stats_from_messages
+from grpo_rewards.errors import InvalidRolloutError
 
 
 def test_paper_budget() -> None:

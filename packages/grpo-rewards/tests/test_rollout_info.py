@@ -6,13 +6,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from grpo_rewards import (
-    INFO_SCHEMA_VERSION,
-    ROLLOUT_INFO_SCHEMA_VERSION,
-    InvalidRolloutError,
-    RolloutInfo,
-    parse_answer,
-)
+from grpo_rewards import RolloutInfo, parse_answer
+from grpo_rewards._rollout_infos import INFO_SCHEMA_VERSION, ROLLOUT_INFO_SCHEMA_VERSION
+from grpo_rewards.errors import InvalidRolloutError
 from grpo_rewards.swift_orm import CodeGrepV3ORM
 
 FULL = RolloutInfo(

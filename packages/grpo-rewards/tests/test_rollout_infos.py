@@ -10,19 +10,21 @@ import pytest
 from grpo_rewards import (
     INFO_ANSWER_ERROR,
     INFO_ANSWER_FILES,
-    INFO_ANSWER_LINE_RANGES,
-    INFO_NUM_TOOL_CALLS,
     INFO_NUM_TURNS,
     INFO_TOOL_CALLS_PER_TURN,
     Gold,
-    InvalidRolloutError,
     RolloutStats,
-    answer_from_infos,
     answer_infos,
     parse_answer,
     score_completion,
-    score_parsed,
 )
+from grpo_rewards._rollout_infos import (
+    INFO_ANSWER_LINE_RANGES,
+    INFO_NUM_TOOL_CALLS,
+    answer_from_infos,
+)
+from grpo_rewards._spec import score_parsed
+from grpo_rewards.errors import InvalidRolloutError
 from grpo_rewards.swift_orm import CodeGrepV1ORM, CodeGrepV3ORM, swift_rollout_stats
 
 GOLD = [["a.py"]]
@@ -155,11 +157,12 @@ def test_the_advantage_scale_has_one_rule_for_every_caller() -> None:
     """`advantage_scale` (the trainer's), `advantage_factor` (verl's) and
     `scale_advantages_for` (TRL's) give the same factor; no known reward means 1.0."""
     import grpo_rewards as gr
+    from grpo_rewards._advantages import advantage_factor
 
     info = gr.RolloutInfo(num_turns=4, tool_calls_per_turn=(1, 1, 0, 0))  # c̄ = 0.5
     for reward in ("codegrep_v1", "codegrep_v2", "codegrep_v3", "fbeta_file", None):
         factor = gr.advantage_scale(info, reward=reward).factor
-        assert factor == gr.advantage_factor(reward, 0.5)
+        assert factor == advantage_factor(reward, 0.5)
         assert gr.scale_advantages_for(reward, [2.0], [0.5]) == [2.0 * factor]
         expected = 8**-0.5 if reward in ("codegrep_v2", "codegrep_v3") else 1.0
         assert factor == pytest.approx(expected)

@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from grpo_rewards import MissingRolloutStatsWarning, scale_advantages_for
+from grpo_rewards import scale_advantages_for
+from grpo_rewards.errors import MissingRolloutStatsWarning
 from grpo_rewards.trl_reward import TRLReward
 
 NEEDED = ("trl", "torch", "transformers", "tokenizers", "datasets")

@@ -22,7 +22,8 @@ import statistics
 import time
 from pathlib import Path
 
-from swe_eval import GoldLabel, Prediction, evaluate, load_instances, summarize
+from codegrep_records import GoldLabel, Prediction, load_instances
+from swe_eval import evaluate, summarize
 
 DEFAULT_INSTANCES = (
     Path(__file__).resolve().parents[3] / ".." / "shared" / "data" / "swebench" / "lite.jsonl"

@@ -7,7 +7,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from swe_eval import Instance
+from codegrep_records import Instance
 from swe_eval._corpus import MappingTree, code_tokens
 from swe_eval.bm25 import BM25Config, BM25Retriever
 from swe_eval.predict import predict

@@ -175,7 +175,7 @@ def test_plot_writes_a_png(files: dict[str, Path], tmp_path: Path) -> None:
 
 
 def test_precision_curve_stops_when_answers_stop_growing(files: dict[str, Path]) -> None:
-    from swe_eval import gold_from_instances, load_instances, load_predictions
+    from codegrep_records import gold_from_instances, load_instances, load_predictions
     from swe_eval.plots import precision_curve
 
     gold = gold_from_instances(load_instances(files["inst"]).records)

@@ -7,17 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
-from swe_eval import (
-    PeerFormat,
-    Prediction,
-    convert_peer,
-    evaluate,
-    gold_from_instances,
-    load_instances,
-    load_predictions,
-    summarize,
-    write_predictions,
-)
+from codegrep_records import Prediction, gold_from_instances, load_instances, load_predictions
+from swe_eval import PeerFormat, convert_peer, evaluate, summarize, write_predictions
 
 PATCH = "diff --git a/p/m.py b/p/m.py\n--- a/p/m.py\n+++ b/p/m.py\n@@ -1 +1 @@\n-a\n+b\n"
 

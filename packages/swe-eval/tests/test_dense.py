@@ -6,9 +6,9 @@ from __future__ import annotations
 import importlib.util
 
 import pytest
-from swe_eval import MissingExtraError
 from swe_eval._corpus import MappingTree
 from swe_eval.dense import DenseConfig, DenseRetriever, chunk_text
+from swe_eval.errors import MissingExtraError
 
 HAS_ST = importlib.util.find_spec("sentence_transformers") is not None
 requires_dense = pytest.mark.skipif(not HAS_ST, reason="needs the 'dense' extra")

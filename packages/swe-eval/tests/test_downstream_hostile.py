@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from catm import json_arguments
+from catm._readers import json_arguments
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from swe_eval.cli import app

@@ -15,8 +15,8 @@ from contextlib import nullcontext
 from pathlib import Path
 
 import pytest
-from codegrep_records import RecordFileError
-from swe_eval import Instance, convert_peer
+from codegrep_records import Instance, RecordFileError
+from swe_eval import convert_peer
 from swe_eval._corpus import FileSource, MappingTree
 from swe_eval.cli import app
 from swe_eval.predict import predict

@@ -4,17 +4,11 @@ import math
 
 import numpy as np
 import pytest
+from codegrep_records import GoldLabel, Prediction
 from hypothesis import given
 from hypothesis import strategies as st
-from swe_eval import (
-    GoldLabel,
-    Prediction,
-    ScoreStatus,
-    evaluate,
-    paired_difference,
-    score_instance,
-    summarize,
-)
+from swe_eval import evaluate, paired_difference, summarize
+from swe_eval.metrics import ScoreStatus, score_instance
 
 
 def _gold(**files: list[str]) -> dict[str, GoldLabel]:

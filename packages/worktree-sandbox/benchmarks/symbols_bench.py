@@ -20,7 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from worktree_sandbox import CommitTree, SymbolIndex, TreePool, parse_definitions
+from worktree_sandbox import SymbolIndex, TreePool, parse_definitions
+from worktree_sandbox.commit_tree import CommitTree
 from worktree_sandbox.symbols import MAX_PARSE_BYTES, grammar_version, language_of
 
 

@@ -16,14 +16,14 @@ from typing import Any
 import pytest
 from worktree_sandbox import (
     BareRepoCache,
-    CommitNotFoundError,
     GrepArgs,
     RepositoryNotFoundError,
     SandboxError,
     TreePool,
-    prune_workdir,
 )
 from worktree_sandbox._git import _die_with_parent
+from worktree_sandbox.errors import CommitNotFoundError
+from worktree_sandbox.pool import prune_workdir
 
 
 def _source(repo: Any) -> str:

@@ -11,11 +11,8 @@ from typing import Any
 import pytest
 from worktree_sandbox import (
     GREP_ENGINES,
-    CommitTree,
     DirectoryTree,
     GrepArgs,
-    GrepEngine,
-    Runtime,
     SandboxError,
     SandboxLimits,
     TreePool,
@@ -23,15 +20,18 @@ from worktree_sandbox import (
     check_grep_engine,
     commit_tree,
     directory_tree,
-    register_grep_engine,
 )
 from worktree_sandbox._grep_backends import (
     FolderGrep,
     GitGrepFolder,
+    GrepEngine,
     RawMatch,
     RipgrepFolder,
     folder_backend,
+    register_grep_engine,
 )
+from worktree_sandbox._runtime import Runtime
+from worktree_sandbox.commit_tree import CommitTree
 
 
 @dataclass

@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from worktree_sandbox import CommitTree, DirectoryTree
+from worktree_sandbox import DirectoryTree
+from worktree_sandbox.commit_tree import CommitTree
 from worktree_sandbox.history import (
     MAX_FILES_PER_COMMIT,
     HistoryLog,

@@ -21,19 +21,19 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 from worktree_sandbox import (
-    CommitTree,
     DirectoryTree,
     GlobArgs,
     GrepArgs,
     ReadArgs,
-    Runtime,
     SandboxLimits,
     ToolErrorKind,
     TreePool,
-    prune_workdir,
 )
 from worktree_sandbox._owned import MARKER, make_owned_dir
+from worktree_sandbox._runtime import Runtime
 from worktree_sandbox.cli import app
+from worktree_sandbox.commit_tree import CommitTree
+from worktree_sandbox.pool import prune_workdir
 
 runner = CliRunner()
 

@@ -9,14 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from worktree_sandbox import (
-    GrepArgs,
-    RepositoryLayoutError,
-    RepositoryLocations,
-    TreePool,
-    repository_locations,
-)
+from worktree_sandbox import GrepArgs, TreePool, repository_locations
 from worktree_sandbox._liveness import dir_bytes, dir_footprint
+from worktree_sandbox.errors import RepositoryLayoutError
+from worktree_sandbox.locations import RepositoryLocations
 
 
 @pytest.fixture

@@ -10,15 +10,14 @@ from typing import Any
 import pytest
 from worktree_sandbox import (
     BareRepoCache,
-    CommitNotFoundError,
-    CommitRequiredError,
-    CommitTree,
     DirectoryTree,
     GrepArgs,
     SandboxError,
     SyncSandbox,
     TreePool,
 )
+from worktree_sandbox.commit_tree import CommitTree
+from worktree_sandbox.errors import CommitNotFoundError, CommitRequiredError
 
 
 @pytest.fixture

@@ -13,15 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from worktree_sandbox import (
-    CommitNotFoundError,
-    DirectoryTree,
-    GrepArgs,
-    SandboxError,
-    TreePool,
-    repository_locations,
-)
+from worktree_sandbox import DirectoryTree, GrepArgs, SandboxError, TreePool, repository_locations
 from worktree_sandbox._gitconfig import _entries, local_path, promisor_urls
+from worktree_sandbox.errors import CommitNotFoundError
 
 
 def _promisor_repo(tmp_path: Path, git_kit: Any, url: str, extra: str = "") -> tuple[Path, Path]:
@@ -125,7 +119,7 @@ def test_the_config_reader_reads_as_git_does(tmp_path: Path, text: str) -> None:
 
 
 def test_the_config_reader_refuses_what_it_cannot_read(tmp_path: Path) -> None:
-    from worktree_sandbox import RepositoryLayoutError
+    from worktree_sandbox.errors import RepositoryLayoutError
 
     for bad in ('[remote "x"\n', '[s]\n\tk = "open\n', "[s]\n\tk = \\q\n", "[s]\n\t1k = v\n"):
         (tmp_path / "config").write_text(bad)

@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from worktree_sandbox import RepositoryLayoutError, TreePool, repository_locations
+from worktree_sandbox import TreePool, repository_locations
 from worktree_sandbox import _git as sandbox_git
+from worktree_sandbox.errors import RepositoryLayoutError
 
 
 def _within(seconds: float, work: Callable[[], Any], fifos: list[Path]) -> Any:
@@ -117,7 +118,8 @@ def test_a_config_include_naming_a_fifo_stops_git_from_running(
 def test_a_fifo_gitignore_in_a_folder_holds_no_thread(repo: Any) -> None:
     # The work tree is the user's folder: git opens every .gitignore of the folders it walks.
     fifo = _replace_with_fifo(repo.path / "src" / ".gitignore")
-    from worktree_sandbox import DirectoryTree, Runtime, SandboxLimits, ToolErrorKind
+    from worktree_sandbox import DirectoryTree, SandboxLimits, ToolErrorKind
+    from worktree_sandbox._runtime import Runtime
 
     # more trees than asyncio's default pool has threads (min(32, cores + 4))
     count = min(32, (os.cpu_count() or 1) + 4) + 1

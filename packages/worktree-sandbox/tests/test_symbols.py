@@ -22,9 +22,7 @@ from worktree_sandbox import (
     Definition,
     DirectoryTree,
     SandboxError,
-    SymbolCacheError,
     SymbolIndex,
-    SymbolsUnavailable,
     TreePool,
     enclosing,
     language_of,
@@ -32,6 +30,7 @@ from worktree_sandbox import (
     symbols_available,
 )
 from worktree_sandbox._owned import owned_tag
+from worktree_sandbox.errors import SymbolCacheError, SymbolsUnavailable
 from worktree_sandbox.symbols import MAX_PARSE_BYTES
 
 EXTRA = "pip install 'worktree-sandbox[symbols]'"

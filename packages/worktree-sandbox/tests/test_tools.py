@@ -15,12 +15,12 @@ from worktree_sandbox import (
     GlobArgs,
     GrepArgs,
     ReadArgs,
-    Runtime,
     SandboxLimits,
     ToolErrorKind,
     Tree,
     TreePool,
 )
+from worktree_sandbox._runtime import Runtime
 
 BACKENDS = ["objects", "checkout", "directory"]
 

@@ -249,8 +249,9 @@ def calibrate(
         --exclude-repo django/django --check-instances verified_dev.jsonl \\
         --check-predictions lexical-verified_dev.jsonl
     """
-    from codegrep_gate import CalibrationMismatchError, GateError, write_calibration
+    from codegrep_gate import GateError, write_calibration
     from codegrep_gate import calibrate as measure
+    from codegrep_gate.errors import CalibrationMismatchError
     from codegrep_records import RecordError, why_unwritable
 
     problem = why_unwritable(output)

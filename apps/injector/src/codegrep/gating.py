@@ -16,8 +16,6 @@ from pathlib import Path
 
 from codegrep_gate import (
     Calibration,
-    CalibrationFileError,
-    CalibrationMismatchError,
     GateConfig,
     GateDecision,
     GateError,
@@ -26,6 +24,7 @@ from codegrep_gate import (
     gate,
     render,
 )
+from codegrep_gate.errors import CalibrationFileError, CalibrationMismatchError
 
 from codegrep.errors import InjectorError
 

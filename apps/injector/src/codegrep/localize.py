@@ -23,13 +23,8 @@ from codegrep_model import (
     run_rollout,
 )
 from pydantic import ValidationError
-from worktree_sandbox import (
-    BareRepoCache,
-    CommitRequiredError,
-    SandboxError,
-    SandboxLimits,
-    TreePool,
-)
+from worktree_sandbox import BareRepoCache, SandboxError, SandboxLimits, TreePool
+from worktree_sandbox.errors import CommitRequiredError
 
 from codegrep.errors import RepositoryInputError
 from codegrep.response import Localization, LocalizedFile

@@ -49,15 +49,12 @@ from codegrep_model import (
 )
 from codegrep_model.local_policy import episode_for
 from pydantic import BaseModel, ConfigDict, Field, field_validator
-from worktree_sandbox import (
+from worktree_sandbox import RepositoryNotFoundError, SandboxLimits, TreePool, repository_locations
+from worktree_sandbox.errors import (
     CommitNotFoundError,
     CommitRequiredError,
     RepositoryLayoutError,
-    RepositoryNotFoundError,
     SandboxClosedError,
-    SandboxLimits,
-    TreePool,
-    repository_locations,
 )
 
 from codegrep.errors import RepositoryInputError

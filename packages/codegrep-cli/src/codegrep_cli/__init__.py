@@ -19,7 +19,6 @@ from importlib import metadata as _metadata
 from codegrep_cli._kit import (
     EXIT_BAD_INPUT,
     EXIT_FAILED,
-    POLICY_HELP,
     api_key_option,
     base_url_option,
     dry_run_option,
@@ -45,7 +44,6 @@ except _metadata.PackageNotFoundError:
 __all__ = [
     "EXIT_BAD_INPUT",
     "EXIT_FAILED",
-    "POLICY_HELP",
     "__version__",
     "api_key_option",
     "base_url_option",

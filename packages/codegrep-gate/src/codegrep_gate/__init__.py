@@ -15,46 +15,23 @@ from __future__ import annotations
 from importlib import metadata as _metadata
 
 from codegrep_gate._calibrate import calibrate, check
-from codegrep_gate._data import CalibrationData, data_ref, gold_sets, load_calibration_data
+from codegrep_gate._data import CalibrationData, data_ref, load_calibration_data
 from codegrep_gate._files import (
-    CalibrationChoice,
     choose_calibration,
     load_calibration,
-    parse_calibration,
     shipped_calibration,
-    shipped_calibrations,
     write_calibration,
 )
-from codegrep_gate._gate import FileDecision, GateConfig, GateDecision, gate
-from codegrep_gate._records import (
-    CONTEXT_FEATURES,
-    Bin,
-    Calibration,
-    Check,
-    ContextModel,
-    Curve,
-    DataRef,
-    FileRef,
-    Interval,
-    Retriever,
-    context_features,
-)
+from codegrep_gate._gate import GateConfig, GateDecision, gate
+from codegrep_gate._records import Calibration, Check, Curve, Retriever
 from codegrep_gate._render import (
-    CANDIDATES_INTRO,
-    MARKDOWN_HEADING,
     RENDER_STYLES,
     RenderStyle,
     candidate_files_column,
     openhands_template_path,
     render,
 )
-from codegrep_gate._scored import GoldSets
-from codegrep_gate.errors import (
-    CalibrationFileError,
-    CalibrationMismatchError,
-    GateError,
-    GateInputError,
-)
+from codegrep_gate.errors import GateError
 
 # pyproject.toml holds the version; a source checkout that was never installed has no metadata.
 try:
@@ -63,28 +40,14 @@ except _metadata.PackageNotFoundError:
     __version__ = "0+unknown"
 
 __all__ = [
-    "CANDIDATES_INTRO",
-    "CONTEXT_FEATURES",
-    "MARKDOWN_HEADING",
     "RENDER_STYLES",
-    "Bin",
     "Calibration",
-    "CalibrationChoice",
     "CalibrationData",
-    "CalibrationFileError",
-    "CalibrationMismatchError",
     "Check",
-    "ContextModel",
     "Curve",
-    "DataRef",
-    "FileDecision",
-    "FileRef",
     "GateConfig",
     "GateDecision",
     "GateError",
-    "GateInputError",
-    "GoldSets",
-    "Interval",
     "RenderStyle",
     "Retriever",
     "__version__",
@@ -92,16 +55,12 @@ __all__ = [
     "candidate_files_column",
     "check",
     "choose_calibration",
-    "context_features",
     "data_ref",
     "gate",
-    "gold_sets",
     "load_calibration",
     "load_calibration_data",
     "openhands_template_path",
-    "parse_calibration",
     "render",
     "shipped_calibration",
-    "shipped_calibrations",
     "write_calibration",
 ]

@@ -16,14 +16,11 @@ from codegrep_records._gold import (
     GoldRule,
     PatchFile,
     files_from_patch,
-    is_changelog_path,
     is_test_path,
     parse_patch,
 )
 from codegrep_records._json_files import (
-    MAX_JSON_DEPTH,
     dumps_json,
-    finite_json,
     parse_json,
     read_json_file,
     read_json_object,
@@ -57,13 +54,7 @@ from codegrep_records._records import (
     Prediction,
     Verdict,
 )
-from codegrep_records._stats import (
-    ClusterBootstrap,
-    Ratio,
-    percentile,
-    percentile_interval,
-    two_sided_p,
-)
+from codegrep_records._stats import ClusterBootstrap, Ratio, percentile_interval, two_sided_p
 from codegrep_records.errors import MissingExtraError, RecordError, RecordFileError
 
 # pyproject.toml holds the version; a source checkout that was never installed has no metadata.
@@ -74,7 +65,6 @@ except _metadata.PackageNotFoundError:
 
 __all__ = [
     "CATM_WEIGHT_THRESHOLD",
-    "MAX_JSON_DEPTH",
     "MOUNT_PREFIXES",
     "ChangeKind",
     "ClusterBootstrap",
@@ -96,9 +86,7 @@ __all__ = [
     "describe_validation_error",
     "dumps_json",
     "files_from_patch",
-    "finite_json",
     "gold_from_instances",
-    "is_changelog_path",
     "is_test_path",
     "load_instances",
     "load_labels",
@@ -109,7 +97,6 @@ __all__ = [
     "open_replacing",
     "parse_json",
     "parse_patch",
-    "percentile",
     "percentile_interval",
     "read_json_file",
     "read_json_object",

@@ -20,19 +20,14 @@ from codegrep_report._cases import (
     write_downstream_report,
     write_retrieval_report,
 )
-from codegrep_report._jsonl import BadRow, JsonLinesTail, parse_line
-from codegrep_report._page import embed_json
+from codegrep_report._jsonl import BadRow, JsonLinesTail
 from codegrep_report._training import (
     COMPLETIONS_FILE,
-    AlarmLike,
     ComparedRun,
-    SeriesLike,
-    TrainingReportSummary,
     completion_rows,
-    parse_completion,
     write_training_report,
 )
-from codegrep_report.errors import CodegrepReportError, ReportInputError, ReportWriteError
+from codegrep_report.errors import CodegrepReportError, ReportInputError
 
 # pyproject.toml holds the version; a source checkout that was never installed has no metadata.
 try:
@@ -42,22 +37,15 @@ except _metadata.PackageNotFoundError:
 
 __all__ = [
     "COMPLETIONS_FILE",
-    "AlarmLike",
     "BadRow",
     "CodegrepReportError",
     "ComparedRun",
     "JsonLinesTail",
     "ReportInputError",
-    "ReportWriteError",
     "RetrievalCase",
     "RetrievalSummary",
-    "SeriesLike",
-    "TrainingReportSummary",
     "__version__",
     "completion_rows",
-    "embed_json",
-    "parse_completion",
-    "parse_line",
     "write_downstream_report",
     "write_retrieval_report",
     "write_training_report",

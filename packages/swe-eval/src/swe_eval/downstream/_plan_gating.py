@@ -11,8 +11,6 @@ from typing import Literal
 
 from codegrep_gate import (
     Calibration,
-    CalibrationFileError,
-    CalibrationMismatchError,
     GateConfig,
     GateError,
     candidate_files_column,
@@ -20,6 +18,7 @@ from codegrep_gate import (
     gate,
     render,
 )
+from codegrep_gate.errors import CalibrationFileError, CalibrationMismatchError
 from codegrep_records import (
     Instance,
     Prediction,

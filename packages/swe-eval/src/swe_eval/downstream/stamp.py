@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from codegrep_records import RecordFileError, read_text_file
-from worktree_sandbox import RepositoryLayoutError, repository_locations
+from worktree_sandbox import repository_locations
+from worktree_sandbox.errors import RepositoryLayoutError
 
 from swe_eval.downstream._plan_pins import STOCK_TEMPLATE
 
