@@ -11,19 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from train_launcher import (
-    Event,
-    NodeCommand,
-    NodeInfo,
-    PlanError,
-    StageFailed,
-    SubprocessRunner,
-    latest_checkpoint,
-    launch,
-    load_config,
-)
+from train_launcher import Event, NodeInfo, PlanError, StageFailed, launch, load_config
 from train_launcher.cli import app
-from train_launcher.launch import _lock
+from train_launcher.launch import SubprocessRunner, _lock
+from train_launcher.outputs import latest_checkpoint
+from train_launcher.plan import NodeCommand
 from typer.testing import CliRunner
 
 ALL = [
