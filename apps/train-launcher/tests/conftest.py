@@ -11,7 +11,9 @@ from typing import Any
 
 import pytest
 import yaml
-from train_launcher import GpuInfo, NodeCommand, NodeInfo
+from train_launcher import NodeInfo
+from train_launcher.node import GpuInfo
+from train_launcher.plan import NodeCommand
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 

@@ -28,12 +28,12 @@ def _commands(setup: str) -> str:
 
 
 def test_the_monitor_is_registered_when_its_module_imports() -> None:
-    pytest.importorskip("train_launcher.monitor_cli")
+    pytest.importorskip("train_launcher.monitor.cli")
     assert _commands("") == "['launch', 'monitor', 'plan']"
 
 
 def test_without_the_monitor_module_there_is_no_monitor_command() -> None:
-    setup = "sys.modules['train_launcher.monitor_cli'] = None  # as if the file were not there"
+    setup = "sys.modules['train_launcher.monitor.cli'] = None  # as if the file were not there"
     assert _commands(setup) == "['launch', 'plan']"
 
 
@@ -42,7 +42,7 @@ def test_a_monitor_that_fails_to_import_says_why() -> None:
         "import importlib.abc, importlib.machinery\n"
         "class Broken(importlib.abc.MetaPathFinder):\n"
         "    def find_spec(self, name, path, target=None):\n"
-        "        if name == 'train_launcher.monitor_cli':\n"
+        "        if name == 'train_launcher.monitor.cli':\n"
         "            raise ImportError('no module named matplotlib')\n"
         "sys.meta_path.insert(0, Broken())\n"
     )

@@ -10,11 +10,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from train_launcher import NodeInfo, build_plan, load_config, stage_validity
+from train_launcher import NodeInfo, build_plan, load_config
 from train_launcher.config import expand_env
 from train_launcher.errors import ConfigError
 from train_launcher.fetch import main as fetch_main
 from train_launcher.fetch import sidecar
+from train_launcher.plan import stage_validity
 
 
 def instance(i: int) -> dict[str, object]:

@@ -11,19 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from train_launcher import (
-    Event,
-    NodeCommand,
-    NodeInfo,
-    PlanError,
-    StageFailed,
-    SubprocessRunner,
-    latest_checkpoint,
-    launch,
-    load_config,
-)
+from train_launcher import Event, NodeInfo, PlanError, StageFailed, launch, load_config
 from train_launcher.cli import app
-from train_launcher.launch import _lock
+from train_launcher.launch import SubprocessRunner, _lock
+from train_launcher.outputs import latest_checkpoint
+from train_launcher.plan import NodeCommand
 from typer.testing import CliRunner
 
 ALL = [
@@ -335,7 +327,7 @@ def test_the_subprocess_runner_logs_and_returns_the_exit_status(tmp_path: Path) 
 
 
 def test_the_subprocess_runner_starts_waits_for_and_stops_a_server(tmp_path: Path) -> None:
-    from train_launcher.launch import _wait_ready
+    from train_launcher._processes import _wait_ready
 
     port = _free_port()
     command = NodeCommand(
@@ -359,7 +351,7 @@ def test_the_subprocess_runner_starts_waits_for_and_stops_a_server(tmp_path: Pat
 def test_stopping_a_server_takes_down_children_its_launcher_leaves(tmp_path: Path) -> None:
     # `swift deploy` is a launcher: on SIGTERM it exits, while the server it started may not.
     # The stop must not end when the launcher does, but when the whole group is gone.
-    from train_launcher.launch import _group_alive, _kill_group
+    from train_launcher._processes import _group_alive, _kill_group
 
     pid_file = tmp_path / "child.pid"
     child = (

@@ -23,7 +23,7 @@ from train_launcher.monitor import (
     follow_run,
     read_run,
 )
-from train_launcher.monitor_cli import register
+from train_launcher.monitor.cli import register
 from typer.testing import CliRunner
 
 FIXTURES = Path(__file__).parent / "fixtures" / "monitor"

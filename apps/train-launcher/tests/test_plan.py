@@ -9,18 +9,12 @@ from pathlib import Path
 
 import pytest
 from codegrep_model.train import qwen3_chat_template_path, swift_plugin_path
-from train_launcher import (
-    GpuInfo,
-    NodeCommand,
-    NodeInfo,
-    NodePlan,
-    RunConfig,
-    build_plan,
-    load_config,
-)
+from train_launcher import NodeInfo, NodePlan, RunConfig, build_plan, load_config
 from train_launcher.cli import app
 from train_launcher.errors import ConfigError
 from train_launcher.estimate import PAPER_SECONDS_PER_STEP, model_size
+from train_launcher.node import GpuInfo
+from train_launcher.plan import NodeCommand
 from typer.testing import CliRunner
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"

@@ -9,10 +9,10 @@ import json
 from pathlib import Path
 
 import pytest
-from train_launcher._monitor_checks import MONITOR_REPORT_SCHEMA_VERSION, MonitorReport
 from train_launcher._plan_records import NODE_PLAN_SCHEMA_VERSION, NodePlan
 from train_launcher.errors import PlanError
 from train_launcher.fetch import FETCH_REPORT_SCHEMA_VERSION, FetchReport
+from train_launcher.monitor._checks import MONITOR_REPORT_SCHEMA_VERSION, MonitorReport
 from train_launcher.outputs import Layout
 
 # the module, not the `launch` function the package exports under the same name
@@ -61,7 +61,7 @@ def test_the_fetch_sidecar_and_the_monitor_report_say_their_layout() -> None:
         "bad_lines": [],
         "verdict": "OK",
     }
-    from train_launcher._monitor_checks import MonitorThresholds
+    from train_launcher.monitor._checks import MonitorThresholds
 
     old = MonitorReport.model_validate({**fields, "thresholds": MonitorThresholds()})
     assert old.schema_version == MONITOR_REPORT_SCHEMA_VERSION == 1

@@ -12,16 +12,15 @@ from typing import TYPE_CHECKING, Annotated
 
 from codegrep_cli import api_key_option, base_url_option, model_option, policy_option
 
+from codegrep.localize_options import BASE_URL_HELP
+
 if TYPE_CHECKING:
     from codegrep_model import PolicySpec
 
 _PolicyOption = Annotated[str | None, policy_option()]
 _BaseUrlOption = Annotated[
     str | None,
-    base_url_option(
-        "OpenAI-compatible endpoint of a served model (the old spelling of "
-        "--policy openai:MODEL@URL); default: lexical."
-    ),
+    base_url_option(BASE_URL_HELP),
 ]
 _ModelOption = Annotated[str | None, model_option()]
 _ApiKeyOption = Annotated[str | None, api_key_option()]

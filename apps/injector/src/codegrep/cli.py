@@ -11,14 +11,23 @@ from __future__ import annotations
 import inspect
 import json
 import sys
-from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from dataclasses import MISSING, fields
+from typing import TYPE_CHECKING, Annotated, Any
 
+import codegrep_cli
 import typer
-from codegrep_cli import fail, grep_engine_option, output_option, timeout_option, version_option
+from codegrep_cli import fail, version_option
 
-from codegrep._cli_options import _ApiKeyOption, _BaseUrlOption, _ModelOption, _PolicyOption
 from codegrep.calibrate_cli import calibrate
+from codegrep.localize_options import (
+    DEFAULT_MAX_ISSUE_BYTES as DEFAULT_MAX_ISSUE_BYTES,
+)
+from codegrep.localize_options import (
+    DEFAULT_TIMEOUT_S,
+    GATE_DEFAULT,
+    LocalizeJob,
+    cli_options,
+)
 from codegrep.serve_cli import serve
 
 if TYPE_CHECKING:
@@ -28,8 +37,6 @@ if TYPE_CHECKING:
 
 # The search and its dependencies are imported when a command runs, not here: `--version` and
 # `--help` import typer and this package's command modules only (tests/test_cli.py times it).
-DEFAULT_TIMEOUT_S = 120.0  # codegrep.localize_job.DEFAULT_TIMEOUT_S (a test holds them equal)
-DEFAULT_MAX_ISSUE_BYTES = 262_144  # codegrep_model.DEFAULT_MAX_ISSUE_BYTES (likewise)
 
 _RICH = sys.stdout.isatty()  # help through rich on a terminal, click's plain text piped
 
@@ -43,7 +50,6 @@ app = typer.Typer(
     rich_markup_mode="rich" if _RICH else None,
 )
 
-GATE_DEFAULT = 0.45  # codegrep_gate.GateConfig's default: the paper's neutral precision
 _GATE_FLAG = "default"  # what `--gate` with no value stands for
 
 
@@ -86,104 +92,7 @@ def _whole_summary(doc: str | None) -> str:
     return " ".join((doc or "").strip().split("\n\n", 1)[0].split())
 
 
-def localize(
-    repo: Annotated[
-        str,
-        typer.Option(
-            "--repo",
-            help="The repository to search: a local directory (as it is, or at --commit), or "
-            "owner/name (cloned into --cache; needs --commit).",
-        ),
-    ],
-    issue: Annotated[str, typer.Option("--issue", help="Issue text file, or - for stdin.")],
-    commit: Annotated[
-        str | None, typer.Option(help="Search the repository at this commit, not the work tree.")
-    ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")] = False,
-    output: Annotated[Path | None, output_option("Also write the JSON here.")] = None,
-    rollout: Annotated[
-        Path | None, typer.Option(help="Write the full rollout record (JSON) here.")
-    ] = None,
-    policy: _PolicyOption = None,
-    base_url: _BaseUrlOption = None,
-    model: _ModelOption = None,
-    api_key: _ApiKeyOption = None,
-    timeout: Annotated[
-        float | None,
-        timeout_option("Seconds per model request (default 120).", show_default=False),
-    ] = None,
-    timeout_s: Annotated[
-        float | None, typer.Option("--timeout-s", hidden=True, help="Old spelling of --timeout.")
-    ] = None,
-    cache: Annotated[
-        Path | None,
-        typer.Option(
-            help="Clone cache (a worktree_sandbox.BareRepoCache folder) for owner/name "
-            "(default ~/.cache/codegrep/repos)."
-        ),
-    ] = None,
-    source: Annotated[
-        str, typer.Option(help="Clone source template for owner/name.")
-    ] = "https://github.com/{repo}.git",
-    max_issue_bytes: Annotated[
-        int,
-        typer.Option(
-            min=1, help="Cut a longer issue (UTF-8 bytes) to this before searching; warns."
-        ),
-    ] = DEFAULT_MAX_ISSUE_BYTES,
-    gate: Annotated[
-        str | None,
-        typer.Option(
-            "--gate",
-            metavar="[THRESHOLD]",
-            help="Keep only files whose calibrated precision (95% lower bound) is at least "
-            f"THRESHOLD (default {GATE_DEFAULT}: the paper's neutral point); nothing at all "
-            "when none is.",
-            show_default=False,
-        ),
-    ] = None,
-    calibration: Annotated[
-        Path | None,
-        typer.Option(
-            help="The calibration to gate with (default: the one shipped for the lexical "
-            "policy; a served model needs its own, from `codegrep calibrate`)."
-        ),
-    ] = None,
-    gate_bound: Annotated[
-        str,
-        typer.Option(
-            "--gate-bound", help="Compare the interval's `lower` bound or its `point` estimate."
-        ),
-    ] = "lower",
-    inject: Annotated[
-        str | None,
-        typer.Option(
-            "--inject",
-            help="Print what to inject into a coding agent's prompt, in this form: "
-            "openhands, markdown, agent_context or json (the gate's reasons go to stderr).",
-        ),
-    ] = None,
-    max_files: Annotated[
-        int | None, typer.Option(min=0, help="Inject at most this many files.")
-    ] = None,
-    grep_engine: Annotated[str | None, grep_engine_option()] = None,
-    paths: Annotated[
-        bool,
-        typer.Option(
-            "--paths",
-            help="Print one path a line and nothing else: the files to inject (the gate's, "
-            "when gated), or the --top N best.",
-        ),
-    ] = False,
-    top: Annotated[
-        int | None,
-        typer.Option(
-            min=1,
-            help="Also give the policy's N best files with their scores, the answer's first "
-            "and beyond it (`top` in --json; a table, or N paths with --paths).",
-        ),
-    ] = None,
-) -> None:
+def localize(**options: Any) -> None:
     """Find the files ISSUE needs in REPO and print them with a reason each.
 
     Example:
@@ -192,30 +101,19 @@ def localize(
       codegrep localize --repo . --issue issue.md --paths --top 10
     """
     from codegrep.errors import InjectorError
-    from codegrep.localize_job import LocalizeJob, run_localize_job
+    from codegrep.localize_job import run_localize_job
 
+    as_json, paths, inject, top = (options[k] for k in ("as_json", "paths", "inject", "top"))
     if paths and (as_json or inject is not None):
         raise fail(f"--paths and {'--json' if as_json else '--inject'}: choose one output")
     job = LocalizeJob(
-        repo=repo,
-        issue=issue,
-        commit=commit,
-        output=output,
-        rollout=rollout,
-        policy=policy,
-        base_url=base_url,
-        model=model,
-        api_key=api_key,
-        timeout_s=_timeout(timeout, timeout_s),
-        cache=cache,
-        source=source,
-        max_issue_bytes=max_issue_bytes,
-        gate=_gate_config(gate, gate_bound, max_files),
-        calibration=calibration,
-        inject=inject,
-        max_files=max_files,
-        grep_engine=grep_engine,
-        top=top,
+        **{
+            f.name: options[f.name]
+            for f in fields(LocalizeJob)
+            if f.name in options and f.name not in ("timeout_s", "gate")
+        },
+        timeout_s=_timeout(options["timeout"], options["timeout_s"]),
+        gate=_gate_config(options["gate"], options["gate_bound"], options["max_files"]),
         progress=lambda line: typer.echo(line, err=True),
     )
     try:
@@ -245,6 +143,31 @@ def localize(
         _print_human(result, gated.decision, data.get("top"), data["clone_s"])
     if result.status == "error":
         raise fail(f"the search failed: {result.record.error}", code=1)
+
+
+def _signature() -> inspect.Signature:
+    """`localize`'s parameters, built from the one declaration of its options
+    (`codegrep.localize_options`): the kit's option where the flag convention has one."""
+    params = []
+    for name, kind, default, flag in cli_options():
+        given = dict(flag.options)
+        if flag.kit is not None:
+            make = getattr(codegrep_cli, flag.kit)
+            info = make(flag.help, **given) if flag.help else make(**given)
+        else:
+            info = typer.Option(*flag.flags, help=flag.help, **given)
+        params.append(
+            inspect.Parameter(
+                name,
+                inspect.Parameter.KEYWORD_ONLY,
+                default=inspect.Parameter.empty if default is MISSING else default,
+                annotation=Annotated[kind, info],
+            )
+        )
+    return inspect.Signature(params, return_annotation=None)
+
+
+localize.__signature__ = _signature()  # type: ignore[attr-defined]
 
 
 def _timeout(timeout: float | None, old_spelling: float | None) -> float:

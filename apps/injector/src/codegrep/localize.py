@@ -27,6 +27,7 @@ from worktree_sandbox import BareRepoCache, SandboxError, SandboxLimits, TreePoo
 from worktree_sandbox.errors import CommitRequiredError
 
 from codegrep.errors import RepositoryInputError
+from codegrep.localize_options import DEFAULT_SOURCE
 from codegrep.response import Localization, LocalizedFile
 
 __all__ = ["Localization", "LocalizedFile", "clone_cache", "localize"]
@@ -68,7 +69,7 @@ async def localize(
     policy: Policy | None = None,
     config: RolloutConfig | None = None,
     cache_dir: Path | None = None,
-    source: str = "https://github.com/{repo}.git",
+    source: str = DEFAULT_SOURCE,
     pool: TreePool | None = None,
     folders: bool = True,
     grep_engine: str | None = None,

@@ -13,54 +13,29 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from codegrep_gate import RENDER_STYLES as INJECT_STYLES
-from codegrep_model import DEFAULT_MAX_ISSUE_BYTES, PolicySpecError, spec_from_options
+from codegrep_model import PolicySpecError, spec_from_options
 from codegrep_model import base_url_problem as base_url_problem
 from codegrep_records import why_unwritable
 from worktree_sandbox import SandboxError, check_grep_engine
 
 from codegrep.errors import IssueInputError, JobInputError, OutputWriteError
 from codegrep.gating import Gated, apply, calibration_for
+from codegrep.localize_options import DEFAULT_TIMEOUT_S as DEFAULT_TIMEOUT_S
+from codegrep.localize_options import LocalizeJob
 from codegrep.response import Localization, LocalizeResponse
 
 if TYPE_CHECKING:
-    from codegrep_gate import Calibration, GateConfig, RenderStyle
+    from codegrep_gate import Calibration, RenderStyle
     from codegrep_model import Policy, PolicySpec
 
 __all__ = ["LocalizeJob", "LocalizeOutcome", "base_url_problem", "run_localize_job"]
 
-DEFAULT_TIMEOUT_S = 120.0
-
-
-@dataclass(frozen=True)
-class LocalizeJob:
-    """One `codegrep localize`: where to search, the issue, the policy, the gate, the outputs."""
-
-    repo: str
-    issue: str  # a file, or "-" for standard input
-    commit: str | None = None
-    output: Path | None = None  # also write the response JSON here
-    rollout: Path | None = None  # write the full rollout record here
-    policy: str | None = None  # a policy spec (codegrep_model.spec_from_options); None: lexical
-    base_url: str | None = None  # the old spelling of a served model's spec
-    model: str | None = None  # the model at base_url (None: codegrep)
-    api_key: str | None = None
-    timeout_s: float = DEFAULT_TIMEOUT_S  # per model request
-    cache: Path | None = None
-    source: str = "https://github.com/{repo}.git"
-    max_issue_bytes: int = DEFAULT_MAX_ISSUE_BYTES
-    gate: GateConfig | None = None  # None: not gated
-    calibration: Path | None = None
-    inject: str | None = None  # a style of `codegrep_gate.RENDER_STYLES`
-    max_files: int | None = None
-    grep_engine: str | None = None  # a `worktree_sandbox.GREP_ENGINES` name; None: the default
-    top: int | None = None  # also give the policy's `top` best files with their scores
-    progress: Callable[[str], None] | None = None  # told of a clone before the search
+# The job's options (fields, defaults, help) are declared once, in `codegrep.localize_options`.
 
 
 @dataclass(frozen=True)

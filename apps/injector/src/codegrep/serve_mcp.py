@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Annotated, Any, cast
 
 from pydantic import Field, ValidationError
 
+from codegrep.localize_options import tool_field
 from codegrep.service import (
     InjectStyle,
     LocalizeRequest,
@@ -91,32 +92,16 @@ def build_mcp_server(service: LocalizeService) -> MCPServer:
     )
 
     async def localize_files(
-        repo: Annotated[
-            str,
-            Field(
-                description="Absolute path of a folder this server may read (searched as it "
-                "is, or at `commit`), or owner/name from its allow-list (needs `commit`)."
-            ),
-        ],
-        issue: Annotated[str, Field(description="The issue text: what is wrong or wanted.")],
-        commit: Annotated[
-            str | None, Field(description="Search the repository at this commit.")
-        ] = None,
+        # each argument's text and bounds: `codegrep.localize_options`, the options' one
+        # declaration
+        repo: Annotated[str, Field(**tool_field("repo"))],
+        issue: Annotated[str, Field(**tool_field("issue"))],
+        commit: Annotated[str | None, Field(**tool_field("commit"))] = None,
         gate: Annotated[
-            bool | Annotated[float, Field(ge=0, le=1)] | None,
-            Field(
-                description="true: inject only the files whose calibrated precision clears "
-                "the server's threshold; a number in [0, 1]: at that threshold; false: every "
-                "file found; absent: the server's default (`codegrep serve --gate/--no-gate`)."
-            ),
+            bool | Annotated[float, Field(ge=0, le=1)] | None, Field(**tool_field("gate"))
         ] = None,
-        inject: Annotated[
-            InjectStyle | None,
-            Field(description="Render the kept files as text to inject, in this style."),
-        ] = None,
-        max_files: Annotated[
-            int | None, Field(ge=1, le=100, description="Inject at most this many files.")
-        ] = None,
+        inject: Annotated[InjectStyle | None, Field(**tool_field("inject"))] = None,
+        max_files: Annotated[int | None, Field(**tool_field("max_files"))] = None,
     ) -> LocalizeResponse:
         # A refusal is the tool's result with is_error and the reason as its text, returned:
         # raised, the SDK would prefix "Error executing tool localize_files: " to it.

@@ -61,6 +61,7 @@ from codegrep.errors import RepositoryInputError
 from codegrep.gating import apply
 from codegrep.localize import clone_cache
 from codegrep.localize import localize as run_localize
+from codegrep.localize_options import served_field
 from codegrep.response import Localization, LocalizeResponse
 from codegrep.service_errors import (
     BusyError,
@@ -103,10 +104,6 @@ InjectStyle = RenderStyle
 
 # owner/name as the clone cache takes it; "." and ".." are never a name part.
 _REPO_NAME = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
-# A hard ceiling on a request's fields, whatever the limits: pydantic refuses more before the
-# service looks (the issue's own limit, in bytes, is `ServiceLimits.max_issue_bytes`).
-_MAX_REPO_CHARS = 4096
-_MAX_COMMIT_CHARS = 256
 _LATENCY_SAMPLES = 1024
 
 
@@ -119,30 +116,15 @@ class LocalizeRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
-    repo: str = Field(
-        min_length=1,
-        max_length=_MAX_REPO_CHARS,
-        description="An absolute folder path inside an allowed root (searched as it is, or at "
-        "`commit`), or owner/name on the allow-list (needs `commit`).",
-    )
-    issue: str = Field(min_length=1, description="The issue text (non-empty).")
-    commit: str | None = Field(
-        default=None,
-        min_length=1,
-        max_length=_MAX_COMMIT_CHARS,
-        description="Search the repository at this commit (a sha, a branch, HEAD).",
-    )
-    gate: bool | float | None = Field(
-        default=None,
-        description="true/false: gate or not; a number in [0, 1]: gate at that precision "
-        "threshold; null: the server's default.",
-    )
-    inject: InjectStyle | None = Field(
-        default=None, description="Also render the injected files as this style of text."
-    )
-    max_files: int | None = Field(
-        default=None, ge=1, le=100, description="At most this many files injected."
-    )
+    # Each field's text and bounds are `codegrep localize`'s option of that name, declared once
+    # (`codegrep.localize_options`): a hard ceiling on each whatever the limits (the issue's
+    # own limit, in bytes, is `ServiceLimits.max_issue_bytes`).
+    repo: str = Field(**served_field("repo"))
+    issue: str = Field(**served_field("issue"))
+    commit: str | None = Field(**served_field("commit"))
+    gate: bool | float | None = Field(**served_field("gate"))
+    inject: InjectStyle | None = Field(**served_field("inject"))
+    max_files: int | None = Field(**served_field("max_files"))
 
     @field_validator("issue")
     @classmethod

@@ -419,11 +419,11 @@ def launch_command(
 
 
 def _register_monitor() -> None:
-    """`codegrep-train monitor` lives in `train_launcher.monitor_cli` (written apart)."""
+    """`codegrep-train monitor` lives in `train_launcher.monitor.cli` (written apart)."""
     try:
-        module = importlib.import_module("train_launcher.monitor_cli")
+        module = importlib.import_module("train_launcher.monitor.cli")
     except ModuleNotFoundError as exc:
-        if exc.name == "train_launcher.monitor_cli":
+        if exc.name in ("train_launcher.monitor", "train_launcher.monitor.cli"):
             return  # not there: no monitor command
         reason = str(exc)
     except ImportError as exc:

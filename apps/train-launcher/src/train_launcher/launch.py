@@ -12,6 +12,9 @@ Then:
   started, polled until it answers, and stopped when the stage's other commands are done;
 - a command that exits non-zero, or outputs still invalid after the stage, -> `StageFailed`.
 
+The processes (the `Runner` seam, `SubprocessRunner`, a server's readiness) are
+`train_launcher._processes`'s.
+
 GRPO resumes by itself: its plan adds `--resume_from_checkpoint` with the last complete
 `checkpoint-N` of an unfinished run, so a killed launch re-launched continues there. One launch
 at a time holds `<output_dir>/.launch.lock`; `<output_dir>/launch-state.json` records each
@@ -27,25 +30,16 @@ import contextlib
 import hashlib
 import json
 import os
-import signal
-import subprocess
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any, Literal, Protocol
+from typing import Any, Literal
 
-from codegrep_records import (
-    RecordError,
-    open_appending,
-    parse_json,
-    read_json_object,
-    write_atomically,
-)
+from codegrep_records import RecordError, open_appending, read_json_object, write_atomically
 
+from train_launcher._processes import Runner, Service, SubprocessRunner, _poll, _wait_ready
 from train_launcher.config import RunConfig
 from train_launcher.errors import PlanError, StageFailed
 from train_launcher.node import NodeInfo
@@ -105,154 +99,6 @@ class LaunchResult:
     ran: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     plan: NodePlan | None = None
-
-
-class Service(Protocol):
-    """A background command that was started."""
-
-    def ready(self) -> bool:
-        """Whether it answers yet (one poll)."""
-
-    def alive(self) -> bool:
-        """Whether its process still runs."""
-
-    def stop(self) -> None:
-        """Stop it and wait for it to end."""
-
-
-class Runner(Protocol):
-    def run(self, command: NodeCommand, log: Path) -> int:
-        """Run `command` to its end, output appended to `log`; its exit status."""
-
-    def start(self, command: NodeCommand, log: Path) -> Service:
-        """Start a background `command`, output appended to `log`."""
-
-
-# --- the real runner ------------------------------------------------------------------------
-
-
-def _header(fh: IO[str], command: NodeCommand) -> None:
-    stamp = datetime.now(UTC).isoformat(timespec="seconds")
-    fh.write(f"\n==== {stamp} $ {command.shell()}\n")
-    fh.flush()
-
-
-def _group_alive(pgid: int) -> bool:
-    """Whether any process of group `pgid` is left (a zombie counts until it is reaped)."""
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _kill_group(
-    proc: subprocess.Popen[bytes],
-    grace: float = 30.0,
-    *,
-    clock: Callable[[], float] = time.monotonic,
-    sleep: Callable[[float], None] = time.sleep,
-) -> None:
-    """SIGTERM the process group (torchrun's workers, a server's own children), wait until no
-    process of it is left, SIGKILL what still is after `grace`.
-
-    The group, not the leader: a launcher (`swift deploy`) may exit on SIGTERM while the server
-    it started shuts down slowly or not at all, and waiting on the leader alone left that server
-    running, holding its port and its memory, after the stage had failed."""
-    pgid = proc.pid  # started with start_new_session: the leader's pid is the group's id
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGTERM)
-    deadline = clock() + grace
-    while clock() < deadline:
-        proc.poll()  # reap the leader, or its zombie keeps the group alive
-        if not _group_alive(pgid):
-            return
-        sleep(0.2)
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
-    proc.wait()
-
-
-def _http_ready(url: str, model: str | None, timeout: float = 5.0) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=timeout) as resp:  # our own URL
-            if resp.status != 200:
-                return False
-            if model is None:
-                return True
-            body = parse_json((resp.read() or b"{}").decode("utf-8"))
-    except (OSError, ValueError, urllib.error.URLError):  # UnicodeDecodeError is a ValueError
-        return False
-    data = body.get("data") if isinstance(body, dict) else None
-    ids = [m.get("id") for m in data if isinstance(m, dict)] if isinstance(data, list) else []
-    return model in ids
-
-
-class _Process:
-    def __init__(self, proc: subprocess.Popen[bytes], command: NodeCommand, fh: IO[str]) -> None:
-        self.proc, self.command, self.fh = proc, command, fh
-
-    def ready(self) -> bool:
-        url = self.command.ready_url
-        return url is None or _http_ready(url, self.command.ready_model)
-
-    def alive(self) -> bool:
-        self.proc.poll()
-        return _group_alive(self.proc.pid)
-
-    def stop(self) -> None:
-        _kill_group(self.proc)
-        self.fh.close()
-
-
-class SubprocessRunner:
-    """Runs commands as processes of their own group (so a stop reaches every child).
-
-    Logs are appended to, never through a link planted at their name; with `within` (the
-    run's output folder), a log folder that resolves outside it is refused."""
-
-    def __init__(self, within: Path | None = None) -> None:
-        self.within = within
-
-    def _popen(self, command: NodeCommand, fh: IO[str]) -> subprocess.Popen[bytes]:
-        _header(fh, command)
-        return subprocess.Popen(
-            list(command.argv),
-            env={**os.environ, **command.env},
-            stdout=fh,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-
-    def run(self, command: NodeCommand, log: Path) -> int:
-        log.parent.mkdir(parents=True, exist_ok=True)
-        with open_appending(log, within=self.within) as fh:
-            try:
-                proc = self._popen(command, fh)
-            except OSError as exc:
-                fh.write(f"cannot start {command.argv[0]}: {exc}\n")
-                return 127
-            try:
-                return proc.wait()
-            except BaseException:  # KeyboardInterrupt: take the whole group down with us
-                _kill_group(proc)
-                raise
-
-    def start(self, command: NodeCommand, log: Path) -> Service:
-        log.parent.mkdir(parents=True, exist_ok=True)
-        fh = open_appending(log, within=self.within)
-        try:
-            proc = self._popen(command, fh)
-        except OSError:
-            fh.close()
-            raise
-        return _Process(proc, command, fh)
-
-
-# --- the launch -----------------------------------------------------------------------------
 
 
 @contextlib.contextmanager
@@ -357,78 +203,59 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-def _wait_ready(
-    service: Service,
-    command: NodeCommand,
-    *,
-    sleep: Callable[[float], None],
-    clock: Callable[[], float],
-) -> None:
-    deadline = clock() + command.ready_timeout
-    while not service.ready():
-        if not service.alive():
-            raise RuntimeError(
-                f"{command.argv[0]} exited before it answered at {command.ready_url}"
-            )
-        if clock() > deadline:
-            raise RuntimeError(
-                f"{command.ready_url} did not answer within {command.ready_timeout:g} s"
-            )
-        sleep(5.0)
+@dataclass
+class _Launch:
+    """One launch: its settings, its records and where it says what happens."""
+
+    config: RunConfig
+    layout: Layout
+    runner: Runner
+    state: _State | None  # None: a dry run
+    result: LaunchResult
+    node_rank: int
+    force: bool
+    wait_timeout: float
+    on_event: Callable[[Event], None]
+    sleep: Callable[[float], None]
+    clock: Callable[[], float]
+    check: StageCheckFn | None
+    total: int
+
+    def say(
+        self,
+        kind: EventKind,
+        stage: str,
+        index: int,
+        message: str = "",
+        seconds: float | None = None,
+        commands: tuple[NodeCommand, ...] = (),
+    ) -> None:
+        self.on_event(Event(kind, stage, index, self.total, message, seconds, commands))
 
 
-def _run_stage(
-    stage: Stage,
-    *,
-    node_rank: int,
-    layout: Layout,
-    runner: Runner,
-    on_event: Callable[[Event], None],
-    index: int,
-    total: int,
-    sleep: Callable[[float], None],
-    clock: Callable[[], float],
-) -> None:
-    log = layout.logs / f"{stage.name.replace(':', '_')}.log"
+def _run_stage(run: _Launch, stage: Stage, index: int) -> None:
+    log = run.layout.logs / f"{stage.name.replace(':', '_')}.log"
     services: list[Service] = []
     try:
         for command in stage.commands:
-            if command.node_rank != node_rank:
+            if command.node_rank != run.node_rank:
                 continue
             if command.background:
-                services.append(runner.start(command, log))
-                on_event(
-                    Event("server", stage.name, index, total, f"waiting for {command.ready_url}")
-                )
+                services.append(run.runner.start(command, log))
+                run.say("server", stage.name, index, f"waiting for {command.ready_url}")
                 try:
-                    _wait_ready(services[-1], command, sleep=sleep, clock=clock)
+                    _wait_ready(services[-1], command, sleep=run.sleep, clock=run.clock)
                 except RuntimeError as exc:
-                    with open_appending(log, within=layout.root) as fh:
+                    with open_appending(log, within=run.layout.root) as fh:
                         fh.write(f"launcher: {exc}\n")
                     raise StageFailed(stage.name, 1, log) from exc
                 continue
-            rc = runner.run(command, log)
+            rc = run.runner.run(command, log)
             if rc != 0:
                 raise StageFailed(stage.name, rc, log)
     finally:
         for service in reversed(services):
             service.stop()
-
-
-def _wait_for(
-    requirement: Stage,
-    config: RunConfig,
-    *,
-    timeout: float,
-    sleep: Callable[[float], None],
-    clock: Callable[[], float],
-) -> bool:
-    deadline = clock() + timeout
-    while not stage_validity(requirement, config).ok:
-        if clock() > deadline:
-            return False
-        sleep(30.0)
-    return True
 
 
 def launch(
@@ -457,8 +284,15 @@ def launch(
     (`PlanError`, unless `force`); one it cannot judge starts, with a `check` event saying so.
     """
     layout = Layout(config.output_dir)
-    plan = build_plan(config, config_file, node=node, node_rank=node_rank)
-    every = plan if node_rank == 0 else build_plan(config, config_file, node=node, node_rank=0)
+
+    def plans() -> tuple[NodePlan, NodePlan]:
+        """This node's plan, and node 0's, which has every stage (those another node waits
+        for among them)."""
+        plan = build_plan(config, config_file, node=node, node_rank=node_rank)
+        every = plan if node_rank == 0 else build_plan(config, config_file, node=node, node_rank=0)
+        return plan, every
+
+    plan, every = plans()
     chosen = select_stages(every, only=only, from_stage=from_stage)
     if plan.errors and not force and not dry_run:
         raise PlanError(
@@ -467,8 +301,6 @@ def launch(
             + " (--force runs anyway)"
         )
     result = LaunchResult(plan=plan)
-    total = len(chosen)
-    runner = runner or SubprocessRunner(within=layout.root)
     with contextlib.ExitStack() as stack:
         if not dry_run:
             layout.root.mkdir(parents=True, exist_ok=True)
@@ -476,79 +308,65 @@ def launch(
             write_atomically(
                 layout.plan_file, plan.model_dump_json(indent=2) + "\n", within=layout.root
             )
-        state = None if dry_run else _State(layout)
+        run = _Launch(
+            config=config,
+            layout=layout,
+            runner=runner or SubprocessRunner(within=layout.root),
+            state=None if dry_run else _State(layout),
+            result=result,
+            node_rank=node_rank,
+            force=force,
+            wait_timeout=wait_timeout,
+            on_event=on_event,
+            sleep=sleep,
+            clock=clock,
+            check=check,
+            total=len(chosen),
+        )
         for index, name in enumerate(chosen, start=1):
-            plan = build_plan(config, config_file, node=node, node_rank=node_rank)
-            # node 0's plan has every stage: the ones another node waits for are there
-            every = (
-                plan if node_rank == 0 else build_plan(config, config_file, node=node, node_rank=0)
-            )
+            plan, every = plans()  # again: a stage sees what the ones before it wrote
             result.plan = plan
             stages = [s for s in plan.stages if base_stage(s.name) == name]
             if not stages:
-                on_event(Event("elsewhere", name, index, total, f"runs on node 0, not {node_rank}"))
+                run.say("elsewhere", name, index, f"runs on node 0, not {node_rank}")
                 continue
             for stage in stages:
-                _one_stage(
-                    stage,
-                    plan=every,
-                    config=config,
-                    layout=layout,
-                    runner=runner,
-                    state=state,
-                    result=result,
-                    node_rank=node_rank,
-                    dry_run=dry_run,
-                    wait_timeout=wait_timeout,
-                    on_event=on_event,
-                    index=index,
-                    total=total,
-                    sleep=sleep,
-                    clock=clock,
-                    check=check,
-                    force=force,
-                )
+                _one_stage(run, stage, every, index)
     return result
 
 
-def _one_stage(
-    stage: Stage,
-    *,
-    plan: NodePlan,
-    config: RunConfig,
-    layout: Layout,
-    runner: Runner,
-    state: _State | None,
-    result: LaunchResult,
-    node_rank: int,
-    dry_run: bool,
-    wait_timeout: float,
-    on_event: Callable[[Event], None],
-    index: int,
-    total: int,
-    sleep: Callable[[float], None],
-    clock: Callable[[], float],
-    check: StageCheckFn | None = None,
-    force: bool = False,
-) -> None:
+def _wait_for(requirement: Stage, run: _Launch) -> bool:
+    """Whether node 0 made `requirement`'s outputs within the wait (polled every 30 s)."""
+    made = _poll(
+        lambda: stage_validity(requirement, run.config).ok,
+        timeout=run.wait_timeout,
+        every=30.0,
+        sleep=run.sleep,
+        clock=run.clock,
+    )
+    return made == "done"
+
+
+def _one_stage(run: _Launch, stage: Stage, plan: NodePlan, index: int) -> None:
+    config, layout, node_rank = run.config, run.layout, run.node_rank
     mine = tuple(c for c in stage.commands if c.node_rank == node_rank)
     validity = stage_validity(stage, config)
     if validity.ok:
         note = validity.reason
         if _stale(layout, stage):
             note += "; NOTE: made by other commands than this config's (delete them to redo)"
-        kind: EventKind = "would-skip" if dry_run else "skip"
-        on_event(Event(kind, stage.name, index, total, note, commands=mine))
-        result.skipped.append(stage.name)
+        kind: EventKind = "would-skip" if run.state is None else "skip"
+        run.say(kind, stage.name, index, note, commands=mine)
+        run.result.skipped.append(stage.name)
         return
-    if dry_run:
+    state = run.state
+    if state is None:  # a dry run
         why = validity.reason
         if stage.resume_from is not None:
             why += f"; resumes from {stage.resume_from}"
-        on_event(Event("would-run", stage.name, index, total, why, commands=mine))
-        result.ran.append(stage.name)
+        run.say("would-run", stage.name, index, why, commands=mine)
+        run.result.ran.append(stage.name)
         return
-    assert state is not None
     for required in stage.requires:
         req = plan.stage(required)
         if stage_validity(req, config).ok:
@@ -558,53 +376,41 @@ def _one_stage(
                 f"stage {stage.name} reads the outputs of {required}, which are not there or "
                 f"not valid ({stage_validity(req, config).reason}): run {required} first"
             )
-        on_event(Event("wait", stage.name, index, total, f"waiting for node 0's {required}"))
-        if not _wait_for(req, config, timeout=wait_timeout, sleep=sleep, clock=clock):
-            raise PlanError(f"{required} was not ready within {wait_timeout:g} s")
+        run.say("wait", stage.name, index, f"waiting for node 0's {required}")
+        if not _wait_for(req, run):
+            raise PlanError(f"{required} was not ready within {run.wait_timeout:g} s")
     if stage.late:
         raise PlanError(f"stage {stage.name} cannot run yet: it needs {', '.join(stage.late)}")
-    if check is not None and stage.name in TRAIN_STAGES:
-        verdict = check([stage])
-        if verdict.status == "failed" and not force:
+    if run.check is not None and stage.name in TRAIN_STAGES:
+        verdict = run.check([stage])
+        if verdict.status == "failed" and not run.force:
             raise PlanError(
                 f"stage {stage.name} not started: the trainer's own check refused its command "
                 "line: " + "; ".join(verdict.problems) + " (--force runs anyway)"
             )
         said = verdict.reason if verdict.status == "cannot" else verdict.status
-        on_event(Event("check", stage.name, index, total, said))
+        run.say("check", stage.name, index, said)
     message = validity.reason
     if stage.resume_from is not None:
         message = f"resuming from {stage.resume_from}"
-    on_event(Event("start", stage.name, index, total, message, commands=mine))
-    started = clock()
+    run.say("start", stage.name, index, message, commands=mine)
+    started = run.clock()
     state.record(stage.name, status="running", started=_now())
     try:
-        _run_stage(
-            stage,
-            node_rank=node_rank,
-            layout=layout,
-            runner=runner,
-            on_event=on_event,
-            index=index,
-            total=total,
-            sleep=sleep,
-            clock=clock,
-        )
+        _run_stage(run, stage, index)
     except StageFailed as exc:
         state.record(stage.name, status="failed", returncode=exc.returncode, finished=_now())
-        on_event(Event("fail", stage.name, index, total, str(exc), clock() - started))
+        run.say("fail", stage.name, index, str(exc), run.clock() - started)
         raise
     except BaseException:
         state.record(stage.name, status="interrupted", finished=_now())
         raise
-    seconds = clock() - started
+    seconds = run.clock() - started
     after = stage_validity(stage, config)
     if not after.ok and node_rank == 0:
         state.record(stage.name, status="failed", finished=_now(), reason=after.reason)
         log = layout.logs / f"{stage.name.replace(':', '_')}.log"
-        on_event(
-            Event("fail", stage.name, index, total, f"outputs not valid: {after.reason}", seconds)
-        )
+        run.say("fail", stage.name, index, f"outputs not valid: {after.reason}", seconds)
         raise StageFailed(stage.name, 0, log, reason=f"its outputs are not valid: {after.reason}")
     state.record(stage.name, status="done", finished=_now(), seconds=round(seconds, 1))
     stamp = _stamp_path(layout, stage)
@@ -623,5 +429,5 @@ def _one_stage(
         + "\n",
         within=layout.root,
     )
-    on_event(Event("done", stage.name, index, total, after.reason, seconds))
-    result.ran.append(stage.name)
+    run.say("done", stage.name, index, after.reason, seconds)
+    run.result.ran.append(stage.name)

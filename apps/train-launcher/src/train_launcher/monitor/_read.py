@@ -4,7 +4,7 @@ What it reads is listed in `train_launcher.monitor`'s docstring: `logging.jsonl`
 metrics per step), `args.json`, the per-rollout log (`codegrep_model.train.RolloutLogEntry`) and
 `completions.jsonl`. Files are read incrementally (`RunReader.poll`) by codegrep-report's
 `JsonLinesTail` (the report's reader and line rule: no link, a regular file, bounded lines), bad
-lines counted with file and line. Not for alarms (`_monitor_checks`) or plots (`_monitor_plot`).
+lines counted with file and line. Not for alarms (`_checks`) or plots (`_plot`).
 """
 
 from __future__ import annotations

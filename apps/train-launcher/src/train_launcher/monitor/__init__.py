@@ -24,9 +24,9 @@ group's rewards equal) apply from the first logged step; `plot` draws them (need
 Bad lines are counted and reported with file and line, never dropped in silence. This module
 prints nothing; the CLI does.
 
-The work is split along its seams: reading in `_monitor_read` (`read_run`, `RunReader`), checks
-in `_monitor_checks` (`MonitorThresholds`, `check`), plots in `_monitor_plot` (`plot`); this
-module is the public face (every name users import is here) and follows a growing run
+The work is split along its seams: reading in `_read` (`read_run`, `RunReader`), checks
+in `_checks` (`MonitorThresholds`, `check`), plots in `_plot` (`plot`); this
+package's face (every name users import is here) and follows a growing run
 (`follow_run`: reading and checking, poll after poll). The errors are in `errors.py`.
 """
 
@@ -39,20 +39,21 @@ from pathlib import Path
 
 from codegrep_model.train import ROLLOUT_LOG_FILE
 
-from train_launcher._monitor_checks import (
+from train_launcher.errors import MissingPlotExtraError, MonitorError, MonitorInputError
+from train_launcher.monitor._checks import (
     Alarm,
     MonitorReport,
     MonitorThresholds,
     check,
 )
-from train_launcher._monitor_plot import (
+from train_launcher.monitor._plot import (
     PANELS,
     PLOT_FILE,
     plot,
     require_plot_extra,
 )
-from train_launcher._monitor_plot import _figure as _figure
-from train_launcher._monitor_read import (
+from train_launcher.monitor._plot import _figure as _figure
+from train_launcher.monitor._read import (
     ARGS_FILE,
     COMPLETIONS_FILE,
     METRICS_FILE,
@@ -63,7 +64,6 @@ from train_launcher._monitor_read import (
     Series,
     read_run,
 )
-from train_launcher.errors import MissingPlotExtraError, MonitorError, MonitorInputError
 
 __all__ = [
     "ARGS_FILE",

@@ -12,7 +12,8 @@ from typing import Any
 
 from codegrep_model.train import ROLLOUT_LOG_FILE
 
-from train_launcher._monitor_checks import (
+from train_launcher.errors import MissingPlotExtraError
+from train_launcher.monitor._checks import (
     Alarm,
     MonitorReport,
     _baseline,
@@ -21,8 +22,7 @@ from train_launcher._monitor_checks import (
     _rolling,
     _weighted_rolling,
 )
-from train_launcher._monitor_read import COMPLETIONS_FILE, RunData
-from train_launcher.errors import MissingPlotExtraError
+from train_launcher.monitor._read import COMPLETIONS_FILE, RunData
 
 PLOT_FILE = "monitor.png"
 

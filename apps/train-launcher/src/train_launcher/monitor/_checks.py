@@ -1,7 +1,7 @@
 """The run monitor's checks: `MonitorThresholds`, the alarms they raise over `RunData`, the verdict.
 
 Sustained checks wait for a full window; the checks of what kills a run apply from the first
-logged step. Not for reading the logs (`_monitor_read`) or drawing them (`_monitor_plot`).
+logged step. Not for reading the logs (`_read`) or drawing them (`_plot`).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 from codegrep_model.train import ROLLOUT_LOG_FILE
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from train_launcher._monitor_read import (
+from train_launcher.monitor._read import (
     COMPLETIONS_FILE,
     BadLine,
     RunData,

@@ -78,8 +78,8 @@ from typing import Literal
 
 from codegrep_records import RecordError, read_json_object
 
-from train_launcher._estimate_memory import gpu_estimate, host_estimate
-from train_launcher._estimate_records import (
+from train_launcher.config import RunConfig
+from train_launcher.estimate._figures import (
     GIB,
     MIB,
     DiskEstimate,
@@ -92,7 +92,7 @@ from train_launcher._estimate_records import (
     RepoSize,
     TimeEstimate,
 )
-from train_launcher.config import RunConfig
+from train_launcher.estimate._memory import gpu_estimate, host_estimate
 from train_launcher.node import NodeInfo
 
 __all__ = [

@@ -9,7 +9,8 @@ from pathlib import Path
 
 from codegrep_records import RecordError, read_json_object
 
-from train_launcher._estimate_records import (
+from train_launcher.config import RunConfig
+from train_launcher.estimate._figures import (
     GIB,
     Finding,
     GpuEstimate,
@@ -17,7 +18,6 @@ from train_launcher._estimate_records import (
     Level,
     ModelSize,
 )
-from train_launcher.config import RunConfig
 from train_launcher.node import NodeInfo
 
 __all__ = ["HOST_GIB_PER_PROCESS", "gpu_estimate", "host_estimate"]
