@@ -187,3 +187,27 @@ def test_a_reward_the_counts_do_not_scale_trains_without_them() -> None:
     for kw in ({"reward": "codegrep_v3"}, {"reward": "fbeta_file", "zero_unanswered": True}):
         with pytest.raises(gr.MissingRolloutStatsError, match="tool-call counts"):
             gr.advantage_scale({}, **kw)  # type: ignore[arg-type]
+
+
+def test_trl_and_verl_score_the_environments_record_as_the_orm_does() -> None:
+    from grpo_rewards.trl_reward import TRLReward
+    from grpo_rewards.verl_score import compute_score
+
+    record = RolloutInfo(
+        num_turns=3, tool_calls_per_turn=(4, 2, 0), answer=parse_answer('{"files": ["a.py"]}')
+    )
+    unparsable = "(the completion is not parsed again)"
+    orm = CodeGrepV3ORM()([unparsable], gold_files=GOLD, rollout_infos=[record.to_infos()])
+    trl = TRLReward("codegrep_v3")(
+        prompts=["issue"], completions=[unparsable], gold_files=GOLD, rollout_infos=[record]
+    )
+    verl = compute_score("codegrep", unparsable, ["a.py"], {"rollout_info": record.to_infos()})
+    assert orm == trl == [verl["score"]] == [1.0]
+    assert verl["cbar"] == 2.0
+    # a record without an answer: the completion is parsed, as before
+    counts = RolloutInfo(num_turns=3, tool_calls_per_turn=(4, 2, 0))
+    text = '{"files": ["a.py", "b.py"]}'
+    assert TRLReward("codegrep_v3")(
+        completions=[text], gold_files=GOLD, rollout_infos=[counts.to_infos()]
+    ) == TRLReward("codegrep_v3")(completions=[text], gold_files=GOLD, num_turns=[3],
+                                  num_tool_calls=[6])  # fmt: skip

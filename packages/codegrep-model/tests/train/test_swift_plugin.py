@@ -24,7 +24,13 @@ pytest.importorskip(
 
 import torch  # noqa: E402
 from codegrep_model import PromptSet  # noqa: E402
-from codegrep_model.train import CHATML_TURN_BREAK, read_rollout_log, swift_plugin_path  # noqa: E402
+from codegrep_model.train import (  # noqa: E402
+    CHATML_TURN_BREAK,
+    TEST_POLICIES,
+    read_rollout_log,
+    scheduler_with_test_policy,
+    swift_plugin_path,
+)
 from swift.infer_engine.protocol import (  # noqa: E402
     ChatCompletionMessageToolCall,
     ChatCompletionResponse,
@@ -123,6 +129,12 @@ def test_importing_the_plugin_registers_everything(plugin: ModuleType) -> None:
     for name in ("codegrep_v1", "codegrep_v2", "codegrep_v3", "colgrep_file_f1"):
         assert name in orms
     assert multi_turns["codegrep_tools"] is plugin.CodegrepToolsScheduler
+    assert plugin.CodegrepToolsScheduler.test_policy is None  # the real one replaces nothing
+    # TEST ONLY schedulers, chosen by name on the command line
+    for policy in TEST_POLICIES:
+        test_cls = multi_turns[scheduler_with_test_policy("codegrep_tools", policy)]
+        assert issubclass(test_cls, plugin.CodegrepToolsScheduler)
+        assert test_cls.test_policy == policy
     args = SimpleNamespace(rlhf_type="grpo")
     trainer_cls = TrainerFactory.get_cls(args, TrainerFactory.TRAINER_MAPPING)
     assert trainer_cls is plugin.CodegrepGRPOTrainer

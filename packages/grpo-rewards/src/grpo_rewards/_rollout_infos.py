@@ -38,13 +38,16 @@ from grpo_rewards._answer import LineRange, ParsedAnswer, RewardAnswer
 from grpo_rewards._rewards import Gold, RewardResult
 from grpo_rewards._rollout import MAX_CALLS_PER_TURN, RolloutStats, check_calls_per_turn
 from grpo_rewards._spec import score_completion, score_parsed
-from grpo_rewards._trainer_rows import count_value, count_values
+from grpo_rewards._trainer_rows import Label, count_value, count_values, final_text, score_label
 from grpo_rewards.errors import InvalidRolloutError
 
 __all__ = [
     "ROLLOUT_INFO_SCHEMA_VERSION",
     "RolloutInfo",
+    "recorded_stats",
+    "rollout_record",
     "score_rollout",
+    "score_row",
 ]
 
 # The JSON keys (see the table above); private: the record, not its keys, is the interface.
@@ -314,3 +317,30 @@ def score_rollout(
     if parsed is None:
         return score_completion(name, completion, gold, stats, params=params)
     return score_parsed(name, parsed, gold, stats, params=params)
+
+
+def rollout_record(value: object) -> RolloutInfo | None:
+    """The record a trainer's row carries (a `RolloutInfo` or its JSON form), or None."""
+    if value is None or isinstance(value, RolloutInfo):
+        return value
+    return RolloutInfo.from_infos(value)
+
+
+def recorded_stats(record: RolloutInfo | None) -> RolloutStats | None:
+    """T and C_total a record holds, or None (no record, or no counts in it)."""
+    return None if record is None else record.stats()
+
+
+def score_row(
+    reward: str,
+    completion: object,
+    label: Label,
+    stats: RolloutStats | None,
+    record: RolloutInfo | None,
+    params: Mapping[str, object],
+) -> RewardResult:
+    """One row: a gold-files label from the environment's record (`score_rollout`: its parsed
+    answer, else the completion's final text parsed), a CodeScout label from the completion."""
+    if isinstance(label, Gold):
+        return score_rollout(reward, record, final_text(completion), label, stats, params=params)
+    return score_label(reward, completion, label, stats, params)
