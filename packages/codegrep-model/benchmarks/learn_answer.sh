@@ -40,7 +40,7 @@ swift="$venv/bin/swift"
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1 MODELSCOPE_OFFLINE=1
 export TOKENIZERS_PARALLELISM=false CUDA_VISIBLE_DEVICES="" PATH="$venv/bin:$PATH"
 export HF_HOME="$out/hf" MODELSCOPE_CACHE="$out/modelscope"
-unset CODEGREP_TEST_POLICY CODEGREP_ROLLOUT_LOG
+unset CODEGREP_ROLLOUT_LOG
 source "$here/_stage.sh"
 common=(
   --model_type llama --template chatml --use_hf true --check_model false
