@@ -35,10 +35,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from grpo_rewards._answer import LineRange, ParsedAnswer, RewardAnswer
+from grpo_rewards._codescout import MultiLevelTargets, score_codescout
 from grpo_rewards._rewards import Gold, RewardResult
 from grpo_rewards._rollout import MAX_CALLS_PER_TURN, RolloutStats, check_calls_per_turn
 from grpo_rewards._spec import score_completion, score_parsed
-from grpo_rewards._trainer_rows import Label, count_value, count_values, final_text, score_label
+from grpo_rewards._trainer_rows import Label, count_value, count_values, final_text
 from grpo_rewards.errors import InvalidRolloutError
 
 __all__ = [
@@ -339,8 +340,9 @@ def score_row(
     record: RolloutInfo | None,
     params: Mapping[str, object],
 ) -> RewardResult:
-    """One row: a gold-files label from the environment's record (`score_rollout`: its parsed
-    answer, else the completion's final text parsed), a CodeScout label from the completion."""
-    if isinstance(label, Gold):
-        return score_rollout(reward, record, final_text(completion), label, stats, params=params)
-    return score_label(reward, completion, label, stats, params)
+    """One trainer row (TRL, verl): a CodeScout label against the completion's finish call; a
+    gold-files label from the environment's record (`score_rollout`: its parsed answer, else
+    the completion's final text parsed)."""
+    if isinstance(label, MultiLevelTargets):
+        return score_codescout(completion, label, None if stats is None else stats.turns, params)
+    return score_rollout(reward, record, final_text(completion), label, stats, params=params)
