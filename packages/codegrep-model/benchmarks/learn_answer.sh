@@ -43,7 +43,7 @@ export TOKENIZERS_PARALLELISM=false CUDA_VISIBLE_DEVICES="" PATH="$venv/bin:$PAT
 # step (the SFT control at batch 8 reached 23 GB by step 8 and was killed): two arenas suffice
 export MALLOC_ARENA_MAX="${MALLOC_ARENA_MAX:-2}"
 export HF_HOME="$out/hf" MODELSCOPE_CACHE="$out/modelscope"
-unset CODEGREP_TEST_POLICY CODEGREP_ROLLOUT_LOG
+unset CODEGREP_ROLLOUT_LOG
 source "$here/_stage.sh"
 common=(
   --model_type llama --template chatml --use_hf true --check_model false

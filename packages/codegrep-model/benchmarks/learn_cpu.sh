@@ -41,7 +41,7 @@ export TOKENIZERS_PARALLELISM=false CUDA_VISIBLE_DEVICES="" PATH="$venv/bin:$PAT
 export HF_HOME="$out/hf" MODELSCOPE_CACHE="$out/modelscope"
 export CODEGREP_MAX_LENGTH="$max_length" CODEGREP_MAX_TURN_TOKENS="$turn_tokens"
 export CODEGREP_MAX_COMPLETION_TOKENS=160
-unset CODEGREP_TEST_POLICY CODEGREP_ROLLOUT_LOG
+unset CODEGREP_ROLLOUT_LOG
 source "$here/_stage.sh"
 common=(
   --model_type llama --template chatml --agent_template hermes --use_hf true --check_model false

@@ -34,10 +34,6 @@ from codegrep_model import (
     call,
 )
 from codegrep_model.budget import (
-    INFO_COMPLETION_TOKENS,
-    INFO_OVERFLOW,
-    INFO_ROLLOUT_TOKENS,
-    INFO_TOOL_RESULTS_CUT,
     cut_marker,
     fit_texts,
     message_text,
@@ -210,9 +206,9 @@ def test_tool_results_past_max_length_are_cut_and_the_rollout_stays_within(
     assert recount(episode, counter) + 2048 - episode.completion_tokens <= max_length
     assert episode.rollout_tokens == recount(episode, counter)
     infos = episode.rollout_infos()
-    assert infos[INFO_TOOL_RESULTS_CUT] == 2
-    assert infos[INFO_OVERFLOW] is None
-    assert infos[INFO_ROLLOUT_TOKENS] == recount(episode, counter)
+    assert infos["tool_results_cut"] == 2
+    assert infos["overflow"] is None
+    assert infos["rollout_tokens"] == recount(episode, counter)
     # the model still gets its turns: it reads more (cut further) and then answers
     episode.on_reply(reads("shop/cart.py", turn=2))
     feed_results(episode, texts)
@@ -245,7 +241,7 @@ def test_a_rollout_that_cannot_fit_ends_with_overflow_before_max_length(
     assert recount(episode, counter) <= max_length  # no result went in
     assert not [m for m in episode.messages if m.role == "tool"]
     infos = episode.rollout_infos()
-    assert infos[INFO_OVERFLOW] == "max_length"
+    assert infos["overflow"] == "max_length"
     assert infos["answer_files"] is None
     assert "overflowed" in infos["answer_error"]
     assert episode.record().overflow == "max_length"
@@ -292,8 +288,8 @@ def test_the_completion_budget_is_summed_over_rounds(counter: TokenCounter) -> N
     assert episode.completion_tokens > 800
     assert [c.status for c in episode.turns[-1].calls] == ["refused"]  # its call did not run
     infos = episode.rollout_infos()
-    assert infos[INFO_OVERFLOW] == "completion_budget"
-    assert infos[INFO_COMPLETION_TOKENS] == episode.completion_tokens
+    assert infos["overflow"] == "completion_budget"
+    assert infos["completion_tokens"] == episode.completion_tokens
     assert infos["tool_calls_per_turn"] == [1, 1, 0]
 
 
@@ -328,7 +324,7 @@ def test_without_a_budget_nothing_is_cut_or_counted() -> None:
     episode.on_reply(reads("shop/big.py"))
     feed_results(episode, texts)
     assert [m.content for m in episode.messages if m.role == "tool"] == [texts["shop/big.py"]]
-    assert INFO_OVERFLOW not in episode.rollout_infos()
+    assert "overflow" not in episode.rollout_infos()
 
 
 def test_a_counter_needs_an_encode_method() -> None:

@@ -464,18 +464,18 @@ def test_strict_rollout_infos_are_what_the_orm_scores() -> None:
         assert json.loads(json.dumps(infos)) == infos
         view = episode.record().reward_view
         assert view is not None
-        assert infos[rewards.INFO_NUM_TURNS] == view.turns
-        assert infos[rewards.INFO_NUM_TOOL_CALLS] == view.tool_calls
-        assert infos[rewards.INFO_TOOL_CALLS_PER_TURN] == list(view.tool_calls_per_turn)
-        files = infos[rewards.INFO_ANSWER_FILES]
+        assert infos["num_turns"] == view.turns
+        assert infos["num_tool_calls"] == view.tool_calls
+        assert infos["tool_calls_per_turn"] == list(view.tool_calls_per_turn)
+        files = infos["answer_files"]
         assert files == (None if view.files is None else list(view.files))
-        assert infos[rewards.INFO_ANSWER_ERROR] == view.answer_error
+        assert infos["answer_error"] == view.answer_error
         # the ORM scores the recorded answer: the same as parsing the final message, and it
         # ignores whatever the completion column holds
         final = episode.messages[-1].content
         orm = CodeGrepV3ORM()
         from_infos = orm(["(not parsed)"], gold_files=gold, rollout_infos=[infos])
-        counts = {k: infos[k] for k in (rewards.INFO_NUM_TURNS, rewards.INFO_TOOL_CALLS_PER_TURN)}
+        counts = {k: infos[k] for k in ("num_turns", "tool_calls_per_turn")}
         from_text = orm([final], gold_files=gold, rollout_infos=[counts])
         assert from_infos == from_text
 
@@ -484,19 +484,19 @@ def test_non_strict_rollout_infos_hold_the_counts_only() -> None:
     script, config = SCRIPTS["tool turns then the answer turn"]
     episode = start(config)
     assert episode.rollout_infos() == {
-        rewards.INFO_NUM_TURNS: 1,
-        rewards.INFO_NUM_TOOL_CALLS: 0,
-        rewards.INFO_TOOL_CALLS_PER_TURN: [],
-        rewards.INFO_MAX_CALLS_PER_TURN: rewards.MAX_CALLS_PER_TURN,
-        rewards.INFO_SCHEMA_VERSION: rewards.ROLLOUT_INFO_SCHEMA_VERSION,
+        "num_turns": 1,
+        "num_tool_calls": 0,
+        "tool_calls_per_turn": [],
+        "max_calls_per_turn": rewards.MAX_CALLS_PER_TURN,
+        "schema_version": rewards.ROLLOUT_INFO_SCHEMA_VERSION,
     }
     Driver(script, MemoryTree(FILES)).finish(episode)
     assert episode.rollout_infos() == {
-        rewards.INFO_NUM_TURNS: 4,
-        rewards.INFO_NUM_TOOL_CALLS: 5,
-        rewards.INFO_TOOL_CALLS_PER_TURN: [2, 2, 1, 0],
-        rewards.INFO_MAX_CALLS_PER_TURN: rewards.MAX_CALLS_PER_TURN,
-        rewards.INFO_SCHEMA_VERSION: rewards.ROLLOUT_INFO_SCHEMA_VERSION,
+        "num_turns": 4,
+        "num_tool_calls": 5,
+        "tool_calls_per_turn": [2, 2, 1, 0],
+        "max_calls_per_turn": rewards.MAX_CALLS_PER_TURN,
+        "schema_version": rewards.ROLLOUT_INFO_SCHEMA_VERSION,
     }
 
 
@@ -570,8 +570,8 @@ def test_a_cap_above_the_papers_reaches_the_reward_and_the_advantage_scale() -> 
     episode = start(config)
     Driver(script, MemoryTree(FILES)).finish(episode)
     infos = episode.rollout_infos()
-    assert infos[rewards.INFO_TOOL_CALLS_PER_TURN] == [12, 12, 12, 0]
-    assert infos[rewards.INFO_MAX_CALLS_PER_TURN] == 12
+    assert infos["tool_calls_per_turn"] == [12, 12, 12, 0]
+    assert infos["max_calls_per_turn"] == 12
     stats = rewards.RolloutInfo.from_infos(infos).stats()
     assert stats is not None
     assert stats.cbar == 9.0
@@ -579,7 +579,7 @@ def test_a_cap_above_the_papers_reaches_the_reward_and_the_advantage_scale() -> 
     assert orm(["(not parsed)"], gold_files=[["shop/cart.py"]], rollout_infos=[infos]) == [1.0]
     assert advantage_scale(infos).factor == 1.0  # c̄ = 36/4 = 9 saturates s(c̄)
     # a turn over the cap the rollout recorded is still a harness error
-    over = {**infos, rewards.INFO_TOOL_CALLS_PER_TURN: [13, 12, 11, 0]}
+    over = {**infos, "tool_calls_per_turn": [13, 12, 11, 0]}
     with pytest.raises(rewards.InvalidRolloutError, match="more than 12"):
         rewards.RolloutInfo.from_infos(over).stats()
     assert RolloutConfig().max_calls_per_turn == rewards.MAX_CALLS_PER_TURN

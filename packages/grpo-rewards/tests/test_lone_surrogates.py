@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from grpo_rewards import answer_infos, parse_answer
+from grpo_rewards import ParsedAnswer, RolloutInfo, parse_answer
 from grpo_rewards._formats import record_text
 from grpo_rewards.swift_orm import CodeGrepV3ORM
 
@@ -19,6 +19,11 @@ LONE = [
     '{"files": ["src/a.py", {"path": "r\\udfffsum.py"}]}',
     '{"files": ["src/a.py", "r\udce9sum.py"]}',
 ]
+
+
+def answer_infos(parsed: ParsedAnswer) -> dict[str, object]:
+    """The JSON form of a record holding only `parsed` (what the environment writes for it)."""
+    return RolloutInfo(answer=parsed).to_infos()
 
 
 def _utf8_json(value: object) -> bytes:

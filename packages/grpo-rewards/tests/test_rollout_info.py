@@ -6,9 +6,12 @@ from __future__ import annotations
 import json
 
 import pytest
-from grpo_rewards import RolloutInfo, parse_answer
-from grpo_rewards._rollout_infos import INFO_SCHEMA_VERSION, ROLLOUT_INFO_SCHEMA_VERSION
-from grpo_rewards.errors import InvalidRolloutError
+from grpo_rewards import (
+    ROLLOUT_INFO_SCHEMA_VERSION,
+    InvalidRolloutError,
+    RolloutInfo,
+    parse_answer,
+)
 from grpo_rewards.swift_orm import CodeGrepV3ORM
 
 FULL = RolloutInfo(
@@ -28,7 +31,7 @@ FULL = RolloutInfo(
 
 def test_the_dict_is_json_safe_and_reads_back_as_the_same_record() -> None:
     infos = FULL.to_infos()
-    assert infos[INFO_SCHEMA_VERSION] == ROLLOUT_INFO_SCHEMA_VERSION
+    assert infos["schema_version"] == ROLLOUT_INFO_SCHEMA_VERSION
     assert infos["overflow"] is None  # a budgeted rollout records "no overflow" explicitly
     back = RolloutInfo.from_infos(json.loads(json.dumps(infos)))
     assert back == FULL

@@ -149,13 +149,15 @@ def input_findings(config: RunConfig, plugin: Path) -> list[Finding]:
                     f"leave {config.rollout.server.gpus} GPU(s) each idle",
                 )
             )
-    test_policy = {**config.env, **t.env}.get("CODEGREP_TEST_POLICY")
+    # TEST ONLY schedulers (codegrep_model.train.scheduler_with_test_policy) replace the replies
+    args = [*config.swift.extra_args, *t.extra_args]
+    test_policy = next((a for a in args if a.startswith("codegrep_tools_test_")), None)
     if test_policy:
         out.append(
             Finding(
                 level="warning",
                 topic="test only",
-                message=f"CODEGREP_TEST_POLICY={test_policy}: the model's replies are "
+                message=f"--multi_turn_scheduler {test_policy}: the model's replies are "
                 "replaced by a "
                 "scripted policy's (for smoke runs of a random tiny model; never a real run)",
             )

@@ -29,23 +29,11 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from grpo_rewards import (
-    INFO_COMPLETION_TOKENS,
-    INFO_OVERFLOW,
-    INFO_ROLLOUT_TOKENS,
-    INFO_TOKEN_COUNTER,
-    INFO_TOOL_RESULTS_CUT,
-)
 from pydantic import BaseModel, ConfigDict, Field
 
 from codegrep_model.records import ChatMessage
 
 __all__ = [
-    "INFO_COMPLETION_TOKENS",
-    "INFO_OVERFLOW",
-    "INFO_ROLLOUT_TOKENS",
-    "INFO_TOKEN_COUNTER",
-    "INFO_TOOL_RESULTS_CUT",
     "OVERFLOW_CAUSES",
     "CharEstimate",
     "OverflowCause",

@@ -16,8 +16,8 @@ touches no tree: `next_action()` says what to do next, and the driver feeds back
 `run_rollout` (engine.py) is the asyncio driver. A trainer's per-turn hooks (ms-swift's
 `on_turn_end` / `step` / `check_finished`) drive the same object: the ms-swift plugin
 (`codegrep_model.train`) keeps one live `Episode` per request and drives it from those hooks.
-`rollout_infos()` gives the counts, and in strict mode the parsed answer, under
-`grpo_rewards`' `INFO_*` keys.
+`rollout_info()` gives the counts, and in strict mode the parsed answer, as one
+`grpo_rewards.RolloutInfo`.
 
 Strict mode (`RolloutConfig(strict=True)`, for training) reads answers exactly as the reward
 does (`grpo_rewards.parse_answer`, no extra tolerance) and has no fallback: a rollout that never
@@ -448,8 +448,7 @@ class Episode:
         )
 
     def rollout_infos(self) -> dict[str, Any]:
-        """`rollout_info()` as the JSON-safe dict ms-swift carries (`rollout_infos`), under
-        `grpo_rewards`' `INFO_*` keys."""
+        """`rollout_info()` in its JSON form, the dict ms-swift carries (`rollout_infos`)."""
         return self.rollout_info().to_infos()
 
     # ------------------------------------------------------------------ feeding

@@ -1,4 +1,4 @@
-"""`EpisodeHooks`: the agent driven from a trainer's per-turn hooks, on a real git repository.
+"""`RolloutEnvironment`: the agent driven from a trainer's per-turn hooks, on a real git repository.
 
 No trainer here: the hooks get what ms-swift hands its scheduler (the row's messages and
 columns, the reply's text and parsed calls, the turn number). `test_swift_plugin.py` drives the
@@ -19,10 +19,8 @@ from codegrep_model import LexicalPolicy, PromptSet
 from codegrep_model.budget import TokenBudget
 from codegrep_model.errors import EpisodeError
 from codegrep_model.train import (
-    INFO_EPISODE_STATUS,
-    INFO_TEST_POLICY,
-    EpisodeHooks,
     PolicyOverride,
+    RolloutEnvironment,
     RolloutLogEntry,
     SandboxHost,
     TrainingSetupError,
@@ -51,19 +49,19 @@ ANSWER = '{"files": ["shop/cart.py"]}'
 
 
 @pytest.fixture
-async def hooks(tmp_path: Path) -> AsyncIterator[EpisodeHooks]:
-    h = EpisodeHooks(max_turns=4, host=SandboxHost(workdir=str(tmp_path / "trees")))
+async def hooks(tmp_path: Path) -> AsyncIterator[RolloutEnvironment]:
+    h = RolloutEnvironment(max_turns=4, host=SandboxHost(workdir=str(tmp_path / "trees")))
     yield h
     h.close()
 
 
-async def started(hooks: EpisodeHooks, row: dict[str, Any], uuid: str = "u1") -> str:
+async def started(hooks: RolloutEnvironment, row: dict[str, Any], uuid: str = "u1") -> str:
     await hooks.start(uuid, row["messages"], row, tools=json.loads(row["tools"]))
     return uuid
 
 
 async def test_parallel_calls_run_concurrently_and_come_back_in_order(
-    hooks: EpisodeHooks, sandbox: Any, monkeypatch: pytest.MonkeyPatch
+    hooks: RolloutEnvironment, sandbox: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     in_flight = {"now": 0, "max": 0}
     original = Tree.call
@@ -103,7 +101,7 @@ async def test_parallel_calls_run_concurrently_and_come_back_in_order(
     assert hooks.take_messages(uuid) == []
 
 
-async def test_calls_beyond_eight_are_refused(hooks: EpisodeHooks, sandbox: Any) -> None:
+async def test_calls_beyond_eight_are_refused(hooks: RolloutEnvironment, sandbox: Any) -> None:
     uuid = await started(hooks, sandbox.rows()[0])
     ten = calls(*[("grep", {"pattern": f"def {w}"}) for w in "abcdefghij"])
     out = await hooks.turn(uuid, ten, None, current_turn=1)
@@ -117,7 +115,7 @@ async def test_calls_beyond_eight_are_refused(hooks: EpisodeHooks, sandbox: Any)
 
 
 async def test_malformed_calls_get_feedback_and_do_not_count(
-    hooks: EpisodeHooks, sandbox: Any
+    hooks: RolloutEnvironment, sandbox: Any
 ) -> None:
     uuid = await started(hooks, sandbox.rows()[0])
     text = (
@@ -139,7 +137,7 @@ async def test_malformed_calls_get_feedback_and_do_not_count(
 
 
 async def test_a_rollout_that_never_answers_ends_unanswered(
-    hooks: EpisodeHooks, sandbox: Any
+    hooks: RolloutEnvironment, sandbox: Any
 ) -> None:
     uuid = await started(hooks, sandbox.rows()[0])
     for turn in (1, 2):
@@ -154,14 +152,14 @@ async def test_a_rollout_that_never_answers_ends_unanswered(
     assert out.messages == ()
     assert out.rollout_infos["answer_files"] is None
     assert out.rollout_infos["answer_error"]
-    assert out.rollout_infos[INFO_EPISODE_STATUS] == "unanswered"
+    assert out.rollout_infos["episode_status"] == "unanswered"
     assert out.rollout_infos["num_turns"] == 4
     assert out.rollout_infos["num_tool_calls"] == 0
     assert hooks.live == 0
 
 
 async def test_the_answer_turn_follows_three_exploration_turns(
-    hooks: EpisodeHooks, sandbox: Any
+    hooks: RolloutEnvironment, sandbox: Any
 ) -> None:
     row = sandbox.rows()[0]
     uuid = await started(hooks, row)
@@ -176,14 +174,14 @@ async def test_the_answer_turn_follows_three_exploration_turns(
     assert infos["answer_files"] == ["shop/cart.py"]
     assert infos["tool_calls_per_turn"] == [3, 3, 3, 0]
     assert (infos["num_turns"], infos["num_tool_calls"]) == (4, 9)
-    assert infos[INFO_EPISODE_STATUS] == "answered"
+    assert infos["episode_status"] == "answered"
     # what the reward makes of it: F0.5 = 1, c̄ = 9/4 > 0
     reward = CodeGrepV3ORM()([ANSWER], gold_files=[row["gold_files"]], rollout_infos=[infos])
     assert reward == [1.0]
 
 
 async def test_an_answer_before_any_call_ends_the_rollout(
-    hooks: EpisodeHooks, sandbox: Any
+    hooks: RolloutEnvironment, sandbox: Any
 ) -> None:
     uuid = await started(hooks, sandbox.rows()[0])
     out = await hooks.turn(uuid, ANSWER, None, current_turn=1)
@@ -193,7 +191,7 @@ async def test_an_answer_before_any_call_ends_the_rollout(
 
 
 async def test_parsed_tool_calls_are_taken_when_the_text_has_no_blocks(
-    hooks: EpisodeHooks, sandbox: Any
+    hooks: RolloutEnvironment, sandbox: Any
 ) -> None:
     uuid = await started(hooks, sandbox.rows()[0])
     parsed = [
@@ -206,7 +204,7 @@ async def test_parsed_tool_calls_are_taken_when_the_text_has_no_blocks(
 
 
 async def test_a_row_rendered_with_other_prompts_is_refused(
-    hooks: EpisodeHooks, sandbox: Any
+    hooks: RolloutEnvironment, sandbox: Any
 ) -> None:
     row = sandbox.rows()[0]
     row["messages"][1]["content"] += "\nAlso fix the tests."
@@ -220,7 +218,7 @@ async def test_a_row_rendered_with_other_prompts_is_refused(
 
 
 async def test_rows_without_the_sandbox_columns_or_with_other_tools_are_refused(
-    hooks: EpisodeHooks, sandbox: Any
+    hooks: RolloutEnvironment, sandbox: Any
 ) -> None:
     row = sandbox.rows()[0]
     del row["cache_dir"]
@@ -232,7 +230,7 @@ async def test_rows_without_the_sandbox_columns_or_with_other_tools_are_refused(
         await hooks.start("u2", row["messages"], row, tools=bash)
 
 
-async def test_turns_must_match_the_episode(hooks: EpisodeHooks, sandbox: Any) -> None:
+async def test_turns_must_match_the_episode(hooks: RolloutEnvironment, sandbox: Any) -> None:
     with pytest.raises(TrainingSetupError, match="no episode"):
         await hooks.turn("nobody", ANSWER, None, current_turn=1)
     uuid = await started(hooks, sandbox.rows()[0])
@@ -242,7 +240,7 @@ async def test_turns_must_match_the_episode(hooks: EpisodeHooks, sandbox: Any) -
 
 async def test_a_turn_limit_below_the_episode_is_refused(sandbox: Any, tmp_path: Path) -> None:
     # checked per row: a row may carry a shorter episode (`rollout_config`, test_row_config.py)
-    hooks = EpisodeHooks(max_turns=3, host=SandboxHost(workdir=str(tmp_path / "trees")))
+    hooks = RolloutEnvironment(max_turns=3, host=SandboxHost(workdir=str(tmp_path / "trees")))
     try:
         with pytest.raises(TrainingSetupError, match="pass --max_turns 4"):
             await started(hooks, sandbox.rows()[0])
@@ -252,7 +250,7 @@ async def test_a_turn_limit_below_the_episode_is_refused(sandbox: Any, tmp_path:
 
 def test_one_tree_per_commit_across_rollouts_and_event_loops(sandbox: Any, tmp_path: Path) -> None:
     # ms-swift makes a new event loop per batch; the trees stay on the host's and are reused
-    hooks = EpisodeHooks(max_turns=4, host=SandboxHost(workdir=str(tmp_path / "trees")))
+    hooks = RolloutEnvironment(max_turns=4, host=SandboxHost(workdir=str(tmp_path / "trees")))
     row = sandbox.rows()[0]
 
     async def group(prefix: str) -> list[Any]:
@@ -275,7 +273,7 @@ def test_one_tree_per_commit_across_rollouts_and_event_loops(sandbox: Any, tmp_p
 
 async def test_the_test_only_override_drives_real_calls(sandbox: Any, tmp_path: Path) -> None:
     override = PolicyOverride(LexicalPolicy(), alternate=True)
-    hooks = EpisodeHooks(
+    hooks = RolloutEnvironment(
         max_turns=4, host=SandboxHost(workdir=str(tmp_path / "trees")), test_override=override
     )
     row = sandbox.rows()[0]
@@ -289,10 +287,10 @@ async def test_the_test_only_override_drives_real_calls(sandbox: Any, tmp_path: 
             turn += 1
         assert out.rollout_infos["answer_files"] == ["shop/cart.py"]
         assert out.rollout_infos["num_tool_calls"] > 0
-        assert out.rollout_infos[INFO_TEST_POLICY] == "lexical"
+        assert out.rollout_infos["test_policy"] == "lexical"
         own = await hooks.turn("own", "random tokens", None, current_turn=1)
         assert own.replaced_content is None
-        assert own.rollout_infos[INFO_TEST_POLICY] == "model"
+        assert own.rollout_infos["test_policy"] == "model"
     finally:
         hooks.close()
 
@@ -303,7 +301,7 @@ async def test_a_rollout_past_its_completion_budget_ends_with_overflow(
     """The trainer's token count of each reply is summed over rounds: the second reply, each
     within the per-round cap, passes the rollout's budget and ends it."""
     budget = TokenBudget(max_length=32768, max_completion_tokens=1000, max_turn_tokens=800)
-    hooks = EpisodeHooks(
+    hooks = RolloutEnvironment(
         max_turns=4, host=SandboxHost(workdir=str(tmp_path / "trees")), budget=budget
     )
     try:
@@ -316,7 +314,7 @@ async def test_a_rollout_past_its_completion_budget_ends_with_overflow(
         assert out.messages == ()
         assert out.executed_calls == 0
         assert out.rollout_infos["overflow"] == "completion_budget"
-        assert out.rollout_infos[INFO_EPISODE_STATUS] == "unanswered"
+        assert out.rollout_infos["episode_status"] == "unanswered"
         assert out.rollout_infos["answer_files"] is None
         assert hooks.live == 0
         scale = advantage_scale(out.rollout_infos)
@@ -337,7 +335,7 @@ async def test_a_rollout_past_its_completion_budget_ends_with_overflow(
 
 
 async def test_a_reply_cut_at_the_length_limit_ends_the_rollout(
-    hooks: EpisodeHooks, sandbox: Any
+    hooks: RolloutEnvironment, sandbox: Any
 ) -> None:
     """ms-swift ends a rollout on a reply with finish reason `length` (its `check_finished`);
     the hooks' `done` overrides that check, so they end it too: the cut call block is neither
@@ -352,7 +350,7 @@ async def test_a_reply_cut_at_the_length_limit_ends_the_rollout(
     assert out.executed_calls == 0
     infos = out.rollout_infos
     assert infos["tool_calls_per_turn"] == [3, 0]
-    assert infos[INFO_EPISODE_STATUS] == "unanswered"
+    assert infos["episode_status"] == "unanswered"
     assert infos["answer_files"] is None
     assert infos["answer_error"] == "no answer: the reply was cut at its length limit"
     assert hooks.live == 0
@@ -362,7 +360,7 @@ async def test_a_reply_cut_at_the_length_limit_ends_the_rollout(
     out = await hooks.turn(uuid, ANSWER + "\nThe cart", None, current_turn=2, length_cut=True)
     assert out.done
     assert out.rollout_infos["answer_files"] == ["shop/cart.py"]
-    assert out.rollout_infos[INFO_EPISODE_STATUS] == "answered"
+    assert out.rollout_infos["episode_status"] == "answered"
 
 
 async def test_the_budget_counts_the_tool_schemas_only_of_a_row_that_has_them(
@@ -370,7 +368,7 @@ async def test_the_budget_counts_the_tool_schemas_only_of_a_row_that_has_them(
 ) -> None:
     """ms-swift writes the schemas into the system prompt when the row has tools, and nothing
     when it has none: the rollout's count follows the row."""
-    hooks = EpisodeHooks(max_turns=4, host=SandboxHost(workdir=str(tmp_path / "trees")))
+    hooks = RolloutEnvironment(max_turns=4, host=SandboxHost(workdir=str(tmp_path / "trees")))
     try:
         row = sandbox.rows()[0]
         await hooks.start("with", row["messages"], row, tools=json.loads(row["tools"]))

@@ -17,7 +17,7 @@ from codegrep_model.datasets import (
     grpo_rows,
     row_config_json,
 )
-from codegrep_model.train import EpisodeHooks, SandboxHost, TrainingSetupError
+from codegrep_model.train import RolloutEnvironment, SandboxHost, TrainingSetupError
 from worktree_sandbox import BareRepoCache
 
 PROMPTS = PromptSet.load()
@@ -69,7 +69,7 @@ def test_rows_render_the_shape_and_the_scheduler_runs_it(sandbox: Any, tmp_path:
     assert "You have 1 turns with tools" in row["messages"][0]["content"]
 
     async def go() -> tuple[Any, Any]:
-        hooks = EpisodeHooks(max_turns=2, host=SandboxHost(workdir=str(tmp_path / "t")))
+        hooks = RolloutEnvironment(max_turns=2, host=SandboxHost(workdir=str(tmp_path / "t")))
         try:
             await hooks.start("u", row["messages"], row, tools=json.loads(row["tools"]))
             first = await hooks.turn("u", GLOB, None, current_turn=1)
@@ -94,7 +94,9 @@ def test_a_row_whose_shape_needs_more_turns_than_the_trainer_gives_is_refused(
     bad = dict(row, rollout_config='{"strict": false}')
 
     async def start(r: dict[str, Any], max_turns: int) -> None:
-        hooks = EpisodeHooks(max_turns=max_turns, host=SandboxHost(workdir=str(tmp_path / "t")))
+        hooks = RolloutEnvironment(
+            max_turns=max_turns, host=SandboxHost(workdir=str(tmp_path / "t"))
+        )
         try:
             await hooks.start("u", r["messages"], r, tools=json.loads(r["tools"]))
         finally:

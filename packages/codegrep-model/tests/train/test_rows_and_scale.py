@@ -25,16 +25,18 @@ from codegrep_model.datasets import TRAINING_CONFIG, sft_rows
 from codegrep_model.train import (
     CHATML_TURN_BREAK,
     REQUIRED_COLUMNS,
-    TEST_POLICY_ENV,
+    TEST_POLICIES,
+    RolloutEnvironment,
     RolloutLogEntry,
     TrainingSetupError,
     advantage_scale,
     efficiency_reward,
     fold_follow_up,
     hermes_text,
-    override_policy_from_env,
+    named_test_override,
     policy_reply,
     read_rollout_log,
+    scheduler_with_test_policy,
 )
 from worktree_sandbox import BareRepoCache, TreePool
 
@@ -82,18 +84,22 @@ def test_hermes_text_reads_back_as_the_same_calls() -> None:
     assert hermes_text(PolicyReply(content='{"files": []}')) == '{"files": []}'
 
 
-def test_the_test_only_override_comes_from_the_environment() -> None:
-    assert override_policy_from_env({}) is None
-    assert override_policy_from_env({TEST_POLICY_ENV: " "}) is None
-    plain = override_policy_from_env({TEST_POLICY_ENV: "lexical"})
-    assert plain is not None
+def test_the_test_only_override_is_chosen_by_name_never_by_the_process_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert set(TEST_POLICIES) == {"lexical", "lexical-alternate"}
+    plain = named_test_override("lexical")
     assert plain.policy.name == "lexical"
     assert not plain.alternate
-    alternate = override_policy_from_env({TEST_POLICY_ENV: "lexical-alternate"})
-    assert alternate is not None
-    assert alternate.alternate
+    assert named_test_override("lexical-alternate").alternate
     with pytest.raises(TrainingSetupError, match="test-only policies"):
-        override_policy_from_env({TEST_POLICY_ENV: "gpt"})
+        named_test_override("gpt")
+    # the variable that used to choose one is not read any more
+    monkeypatch.setenv("CODEGREP_TEST_POLICY", "lexical")
+    assert RolloutEnvironment().test_override is None
+    assert scheduler_with_test_policy("codegrep_tools", "lexical-alternate") == (
+        "codegrep_tools_test_lexical_alternate"
+    )
 
 
 # ------------------------------------------------------------------------------------ the fold

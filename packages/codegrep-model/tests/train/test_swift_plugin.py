@@ -24,7 +24,13 @@ pytest.importorskip(
 
 import torch  # noqa: E402
 from codegrep_model import PromptSet  # noqa: E402
-from codegrep_model.train import CHATML_TURN_BREAK, read_rollout_log, swift_plugin_path  # noqa: E402
+from codegrep_model.train import (  # noqa: E402
+    CHATML_TURN_BREAK,
+    TEST_POLICIES,
+    read_rollout_log,
+    scheduler_with_test_policy,
+    swift_plugin_path,
+)
 from swift.infer_engine.protocol import (  # noqa: E402
     ChatCompletionMessageToolCall,
     ChatCompletionResponse,
@@ -123,6 +129,12 @@ def test_importing_the_plugin_registers_everything(plugin: ModuleType) -> None:
     for name in ("codegrep_v1", "codegrep_v2", "codegrep_v3", "colgrep_file_f1"):
         assert name in orms
     assert multi_turns["codegrep_tools"] is plugin.CodegrepToolsScheduler
+    assert plugin.CodegrepToolsScheduler.test_policy is None  # the real one replaces nothing
+    # TEST ONLY schedulers, chosen by name on the command line
+    for policy in TEST_POLICIES:
+        test_cls = multi_turns[scheduler_with_test_policy("codegrep_tools", policy)]
+        assert issubclass(test_cls, plugin.CodegrepToolsScheduler)
+        assert test_cls.test_policy == policy
     args = SimpleNamespace(rlhf_type="grpo")
     trainer_cls = TrainerFactory.get_cls(args, TrainerFactory.TRAINER_MAPPING)
     assert trainer_cls is plugin.CodegrepGRPOTrainer
@@ -180,8 +192,8 @@ def test_rollouts_through_ms_swifts_own_loop(plugin: ModuleType, sandbox: Any) -
         messages=[outs[u].messages for u in names],
     )
     assert rewards == [1.0, 0.0, 0.0]  # hasty: c̄ = 0, so v3's mask zeroes a right answer
-    assert scheduler.hooks.live == 0
-    scheduler.hooks.close()
+    assert scheduler.environment.live == 0
+    scheduler.environment.close()
 
 
 def test_a_reply_cut_at_the_length_limit_ends_the_rollout(plugin: ModuleType, sandbox: Any) -> None:
@@ -205,8 +217,8 @@ def test_a_reply_cut_at_the_length_limit_ends_the_rollout(plugin: ModuleType, sa
     assert not any("Malformed tool call" in str(m["content"]) for m in cut.messages)
     assert outs["whole"].rollout_infos["num_turns"] == 4
     assert outs["whole"].rollout_infos["answer_files"] == ["shop/cart.py"]
-    assert scheduler.hooks.live == 0
-    scheduler.hooks.close()
+    assert scheduler.environment.live == 0
+    scheduler.environment.close()
 
 
 def test_a_row_with_other_prompts_stops_training(plugin: ModuleType, sandbox: Any) -> None:
@@ -217,13 +229,13 @@ def test_a_row_with_other_prompts_stops_training(plugin: ModuleType, sandbox: An
 
     with pytest.raises(ValueError, match="system message differs"):
         invoke_async_hook(scheduler.on_trajectory_start([request(row, "r")]))
-    scheduler.hooks.close()
+    scheduler.environment.close()
     # the row's episode takes 4 assistant turns (2 exploring, 1 answering, 1 rescue): a trainer
     # cut at 2 would end every rollout before its answer, so the first request stops training
     short = plugin.CodegrepToolsScheduler(max_turns=2)
     with pytest.raises(ValueError, match="pass --max_turns 4"):
         invoke_async_hook(short.on_trajectory_start([request(sandbox.rows()[0], "s")]))
-    short.hooks.close()
+    short.environment.close()
 
 
 def test_dynamic_sampling_logs_the_rollouts_it_sets_aside(

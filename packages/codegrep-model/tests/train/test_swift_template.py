@@ -176,9 +176,9 @@ def test_the_budget_counts_the_tool_schemas_as_the_template_encodes_them(
     answer = '{"files": ["shop/cart.py"]}'
     try:
         invoke_async_hook(scheduler.on_trajectory_start([request]))
-        out = invoke_async_hook(scheduler.hooks.turn("b", answer, None, current_turn=1))
+        out = invoke_async_hook(scheduler.environment.turn("b", answer, None, current_turn=1))
     finally:
-        scheduler.hooks.close()
+        scheduler.environment.close()
     counter = TokenizerCounter(template.tokenizer)
     texts = [m["content"] for m in prompt] + [answer]
     messages_only = sum(counter.count(t) + 8 for t in texts)
@@ -197,9 +197,9 @@ def test_a_malformed_follow_up_stops_training() -> None:
     plugin: ModuleType = import_external_file(str(swift_plugin_path()))
     scheduler = plugin.CodegrepToolsScheduler(max_turns=4)
     wrong = [{"role": "user", "content": "A"}, {"role": "tool", "content": "R"}]
-    scheduler.hooks.take_messages = lambda uuid: wrong
+    scheduler.environment.take_messages = lambda uuid: wrong
     request = SimpleNamespace(uuid="r", messages=[])
     with pytest.raises(TrainingSetupError, match="r: tool results, then user prompts"):
         scheduler.step(request, None, 1)
     assert request.messages == []
-    scheduler.hooks.close()
+    scheduler.environment.close()

@@ -4,7 +4,7 @@ A tiny Qwen3 with random weights and a tokenizer trained here (no hub access), L
 from LexicalPolicy rollouts and GRPO rows for four issues about a real git repository (both from
 `codegrep_model.datasets`, as `codegrep-model dataset sft|grpo` makes them), and our plugin
 (the `codegrep_tools` scheduler, the `codegrep_v3` reward, the advantage scale). A random model
-makes no tool calls, so the TEST-ONLY override `CODEGREP_TEST_POLICY=lexical-alternate` replaces
+makes no tool calls, so the TEST-ONLY scheduler `codegrep_tools_test_lexical_alternate` replaces
 the replies of every other rollout of an instance with `LexicalPolicy`'s: those make real calls
 on the repository, the others keep the model's text. The assertions read the per-rollout log
 the trainer writes.
@@ -36,8 +36,8 @@ from codegrep_model import LexicalPolicy, run_rollout  # noqa: E402
 from codegrep_model.datasets import TRAINING_CONFIG, sft_rows  # noqa: E402
 from codegrep_model.train import (  # noqa: E402
     ROLLOUT_LOG_ENV,
-    TEST_POLICY_ENV,
     read_rollout_log,
+    scheduler_with_test_policy,
     swift_plugin_path,
 )
 from worktree_sandbox import BareRepoCache, TreePool  # noqa: E402
@@ -176,13 +176,13 @@ async def test_sft_then_grpo_through_the_real_entry_points(sandbox: Any, tmp_pat
     assert (adapter / "adapter_model.safetensors").is_file()
 
     log = work / "rollouts.jsonl"
-    grpo_env = {**env, TEST_POLICY_ENV: "lexical-alternate", ROLLOUT_LOG_ENV: str(log)}
+    grpo_env = {**env, ROLLOUT_LOG_ENV: str(log)}
     grpo_wall = swift(
         "rlhf", "--rlhf_type", "grpo", "--model", str(model), "--adapters", str(adapter),
         *COMMON,
         "--external_plugins", str(swift_plugin_path()),
-        "--multi_turn_scheduler", "codegrep_tools", "--max_turns", "4",
-        "--reward_funcs", "codegrep_v3", "--use_vllm", "false",
+        "--multi_turn_scheduler", scheduler_with_test_policy("codegrep_tools", "lexical-alternate"),
+        "--max_turns", "4", "--reward_funcs", "codegrep_v3", "--use_vllm", "false",
         "--dataset", "grpo.jsonl", "--num_generations", str(GENERATIONS),
         "--per_device_train_batch_size", str(GENERATIONS), "--gradient_accumulation_steps", "1",
         "--max_completion_length", "16", "--temperature", "1.0", "--beta", "0.0",

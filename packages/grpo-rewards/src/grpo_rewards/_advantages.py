@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from grpo_rewards._rollout import RolloutStats
-from grpo_rewards._rollout_infos import INFO_NUM_TOOL_CALLS, INFO_TOOL_CALLS_PER_TURN, RolloutInfo
+from grpo_rewards._rollout_infos import RolloutInfo
 from grpo_rewards._spec import reward_spec
 from grpo_rewards.errors import (
     BatchShapeError,
@@ -433,7 +433,7 @@ def advantage_scale(
                 turns=record.num_turns or 1, tool_calls=0, cbar=0.0, efficiency=1.0, factor=1.0
             )
         raise MissingRolloutStatsError(
-            f"rollout_infos holds no {INFO_TOOL_CALLS_PER_TURN!r} or {INFO_NUM_TOOL_CALLS!r}: "
+            "rollout_infos holds no 'tool_calls_per_turn' or 'num_tool_calls': "
             "the advantage scale needs the rollout's tool-call counts"
         )
     stats = record.stats() or RolloutStats(turns=1, tool_calls=0)

@@ -5,7 +5,7 @@ nothing still had the turn that failed). Each turn may issue at most `MAX_CALLS_
 paper's 8) tool calls, so c̄ ∈ [0, 8]; statistics outside that range mean the harness broke its
 own contract, and raise `InvalidRolloutError` rather than being clamped into a plausible reward.
 The cap is defined here once: codegrep-model's `RolloutConfig` defaults to it, an episode run
-with another cap records that cap in its `rollout_infos` (`INFO_MAX_CALLS_PER_TURN`), and the
+with another cap records that cap in its `rollout_infos` (`RolloutInfo.max_calls_per_turn`), and the
 reward and the advantage scale hold its turns to the cap it recorded (`check_calls_per_turn`).
 
 The helpers read the two shapes trainers hand over: OpenAI-style `messages` (assistant

@@ -1,5 +1,5 @@
 """What the adapters share: the reward names they accept, reading labels and rollout statistics
-from trainers' per-row values, and scoring one row.
+from trainers' per-row values (scoring a row is the rollout record's, `_rollout_infos.score_row`).
 
 Trainers hand rewards their dataset columns as loosely typed values (lists, dicts, Arrow structs
 turned into dicts, sometimes JSON text). This module turns them into `Gold` (or CodeScout's
@@ -14,15 +14,15 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
-from grpo_rewards._codescout import MultiLevelTargets, score_codescout, targets_from_file_changes
-from grpo_rewards._rewards import Gold, RewardResult
+from grpo_rewards._codescout import MultiLevelTargets, targets_from_file_changes
+from grpo_rewards._rewards import Gold
 from grpo_rewards._rollout import (
     MAX_CALLS_PER_TURN,
     RolloutStats,
     check_calls_per_turn,
     rollout_stats_from_messages,
 )
-from grpo_rewards._spec import REWARD_SPECS, score_completion
+from grpo_rewards._spec import REWARD_SPECS
 from grpo_rewards.errors import GrpoRewardsError, InvalidRolloutError, UnknownRewardError
 
 __all__ = [
@@ -38,7 +38,6 @@ __all__ = [
     "final_text",
     "gold_from_values",
     "labels_from_columns",
-    "score_label",
     "stats_from_completion",
     "stats_from_counts",
     "stats_per_row",
@@ -246,16 +245,3 @@ def stats_per_row(
         counted = counted or explicit is not None or row.tool_calls > 0
     labelled = any(row is not None for row in stats)
     return stats, labelled and not counted
-
-
-def score_label(
-    reward: str,
-    completion: object,
-    label: Label,
-    stats: RolloutStats | None,
-    params: Mapping[str, object],
-) -> RewardResult:
-    """Score one rollout: its final answer against gold files, or (CodeScout) its finish call."""
-    if isinstance(label, MultiLevelTargets):
-        return score_codescout(completion, label, None if stats is None else stats.turns, params)
-    return score_completion(reward, final_text(completion), label, stats, params=params)

@@ -14,11 +14,11 @@ Rollout statistics come from `rollout_infos` (`num_turns`, which ms-swift adds, 
 `tool_calls_per_turn` or `num_tool_calls`, which the multi-turn driver records), else from the
 rollout's `messages`. When neither holds any (ms-swift without a multi-turn scheduler), a reward
 that needs them would see c̄ = 0 for every rollout: the ORM warns once, or raises when its
-`on_missing_counts` is "raise". When the driver also recorded the parsed final answer
-(`answer_files`: what codegrep-model's `Episode` writes in strict mode), that answer is scored
-and the completion is not parsed again. Each `rollout_infos` dict is turned into a
-`grpo_rewards.RolloutInfo` where it arrives (`RolloutInfo.from_infos`); nothing else here reads
-its keys.
+`on_missing_counts` is "raise". Each `rollout_infos` dict is turned into the record it is the
+JSON form of (`grpo_rewards.RolloutInfo.from_infos`) where it arrives, and the row is scored from
+that record (`grpo_rewards.score_rollout`): the answer the environment parsed (codegrep-model's
+`RolloutEnvironment` records it) is scored as it is, and the completion is parsed only for a
+record that holds none. Nothing here reads the record's keys.
 `codescout_multilevel` reads the `localization_finish` call from `messages` (else from the
 completion text) and its gold from the `file_changes` column.
 
@@ -43,19 +43,8 @@ from grpo_rewards._missing_counts import (
     needs_counts,
 )
 from grpo_rewards._rollout import RolloutStats, rollout_stats_from_messages
-from grpo_rewards._rollout_infos import (
-    INFO_NUM_TOOL_CALLS,
-    INFO_NUM_TURNS,
-    INFO_TOOL_CALLS_PER_TURN,
-    RolloutInfo,
-)
-from grpo_rewards._spec import (
-    REWARD_SPECS,
-    RewardSpec,
-    reward_spec,
-    score_completion,
-    score_parsed,
-)
+from grpo_rewards._rollout_infos import RolloutInfo, score_rollout
+from grpo_rewards._spec import REWARD_SPECS, RewardSpec, reward_spec
 from grpo_rewards._trainer_rows import (
     DEFAULT_FILES_COLUMN,
     DEFAULT_LINE_RANGES_COLUMN,
@@ -150,10 +139,10 @@ class CodeGrepORM:
             self._missing.report(
                 self.reward_name,
                 self.on_missing_counts,
-                f"no rollout_infos holds {INFO_NUM_TURNS!r} with {INFO_TOOL_CALLS_PER_TURN!r} or "
-                f"{INFO_NUM_TOOL_CALLS!r}, and no rollout's messages record a tool call",
+                "no rollout_infos holds 'num_turns' with 'tool_calls_per_turn' or "
+                "'num_tool_calls', and no rollout's messages record a tool call",
                 "Record the counts from the multi-turn scheduler under those keys "
-                "(grpo_rewards.INFO_*)",
+                "(grpo_rewards.RolloutInfo.to_infos)",
             )
         out: list[float | None] = []
         for i, text in enumerate(completions):
@@ -169,18 +158,11 @@ class CodeGrepORM:
                 turns = None if row_stats is None else row_stats.turns
                 out.append(score_codescout(rollout, label, turns, self.params).reward)
                 continue
-            record = records[i]
-            # the driver's own parse of the final answer, when it recorded one (strict mode);
-            # else the completion, which is ms-swift's final assistant message already
-            parsed = None if record is None else record.answer
-            if parsed is None:
-                result = score_completion(
-                    self.reward_name, text, label, row_stats, params=self.params
-                )
-            else:
-                result = score_parsed(
-                    self.reward_name, parsed, label, row_stats, params=self.params
-                )
+            # the environment's own parse of the final answer, from its record; the completion
+            # (ms-swift's final assistant message) only for a record that holds none
+            result = score_rollout(
+                self.reward_name, records[i], text, label, row_stats, params=self.params
+            )
             out.append(result.reward)
         return out
 

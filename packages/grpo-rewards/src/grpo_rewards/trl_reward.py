@@ -5,8 +5,12 @@ completions (text, or chat messages when the dataset is conversational or tools 
 every other dataset column as a keyword list; `None` skips a row. It logs a function under its
 `__name__`. `TRLReward` follows that contract without importing TRL.
 
-Rollout statistics come from explicit columns when the rollout function provides them
-(`num_turns` + `num_tool_calls`), else from the completion's messages (assistant turns and their
+A rollout function that runs the RL environment can hand over its record instead: a
+`rollout_infos` column of `grpo_rewards.RolloutInfo`s (or their JSON form) gives T, C_total and
+the parsed answer, which is scored as it is (`score_rollout`: the completion is parsed only for a
+record that holds no answer). Otherwise rollout statistics come from explicit columns when the
+rollout function provides them (`num_turns` + `num_tool_calls`), else from the completion's
+messages (assistant turns and their
 tool calls). When neither gives any — plain TRL without tools or count columns — a reward that
 needs them (CodeGrep v1/v2/v3, colgrep) would see c̄ = 0 everywhere, so `TRLReward` warns once
 (`MissingRolloutStatsWarning`) or, with `on_missing_counts="raise"`, raises. `fbeta_file` needs no
@@ -30,6 +34,7 @@ from grpo_rewards._missing_counts import (
     check_on_missing_counts,
     needs_counts,
 )
+from grpo_rewards._rollout_infos import recorded_stats, rollout_record, score_row
 from grpo_rewards._spec import RewardSpec, reward_spec
 from grpo_rewards._trainer_rows import (
     DEFAULT_FILES_COLUMN,
@@ -37,7 +42,6 @@ from grpo_rewards._trainer_rows import (
     check_reward_name,
     column,
     labels_from_columns,
-    score_label,
     stats_from_completion,
     stats_from_counts,
     stats_per_row,
@@ -73,6 +77,7 @@ class TRLReward:
         file_changes_column: str = DEFAULT_FILE_CHANGES_COLUMN,
         turns_column: str = "num_turns",
         tool_calls_column: str = "num_tool_calls",
+        info_column: str = "rollout_infos",
         on_missing_counts: OnMissingCounts = "warn",
         **params: object,
     ) -> None:
@@ -84,6 +89,7 @@ class TRLReward:
         self.file_changes_column = file_changes_column
         self.turns_column = turns_column
         self.tool_calls_column = tool_calls_column
+        self.info_column = info_column
         self.on_missing_counts = check_on_missing_counts(on_missing_counts)
         self.params = params
         self._missing = MissingCountsGuard(f"TRLReward({reward!r})")
@@ -101,9 +107,12 @@ class TRLReward:
         labels = labels_from_columns(kwargs, n, self.reward, self)
         turns = column(kwargs, self.turns_column, n, required=False)
         calls = column(kwargs, self.tool_calls_column, n, required=False)
+        infos = column(kwargs, self.info_column, n, required=False)
+        # the environment's records, where the rollout function handed them over
+        records = [None if labels[i] is None else rollout_record(infos[i]) for i in range(n)]
         stats, uncounted = stats_per_row(
             labels,
-            recorded=lambda i: stats_from_counts(turns[i], calls[i]),
+            recorded=lambda i: recorded_stats(records[i]) or stats_from_counts(turns[i], calls[i]),
             derived=lambda i: stats_from_completion(completions[i]),
         )
         if uncounted and needs_counts(self.reward, self.params):
@@ -122,11 +131,13 @@ class TRLReward:
             )
         out: list[float | None] = []
         malformed = 0
-        for completion, label, row_stats in zip(completions, labels, stats, strict=True):
+        for completion, label, row_stats, record in zip(
+            completions, labels, stats, records, strict=True
+        ):
             if label is None:
                 out.append(None)
                 continue
-            result = score_label(self.reward, completion, label, row_stats, self.params)
+            result = score_row(self.reward, completion, label, row_stats, record, self.params)
             malformed += result.reason is not None
             out.append(result.reward)
         log_metric = kwargs.get("log_metric")

@@ -7,8 +7,12 @@ once per response with the decoded response text and the row's `reward_model.gro
 `{"file_changes": [...]}`).
 
 verl's own `num_turns` counts user, assistant and tool messages together, which is not the
-paper's T, so rollout statistics are read from `extra_info["assistant_turns"]` and
-`extra_info["tool_calls"]` (a count or per-turn counts), set by your agent loop. The reward is
+paper's T. An agent loop that runs the RL environment puts its record in
+`extra_info["rollout_info"]` (a `grpo_rewards.RolloutInfo`'s JSON form): T, C_total and the
+parsed answer are read from it, and that answer is scored as it is (the response is parsed only
+for a record that holds no answer). Otherwise rollout statistics are read from
+`extra_info["assistant_turns"]` and `extra_info["tool_calls"]` (a count or per-turn counts), set
+by your agent loop. The reward is
 chosen by `extra_info["reward"]` or the `reward=` keyword (default `codegrep_v3`; any name in
 `grpo_rewards.REWARD_SPECS`). Without statistics only `fbeta_file` and `codescout_multilevel`
 (without its turn bonus) can be scored: for the others `on_missing_counts="raise"` (the default
@@ -33,12 +37,12 @@ from grpo_rewards._missing_counts import (
     needs_counts,
 )
 from grpo_rewards._rollout import RolloutStats
+from grpo_rewards._rollout_infos import recorded_stats, rollout_record, score_row
 from grpo_rewards._spec import reward_spec
 from grpo_rewards._trainer_rows import (
     Label,
     check_reward_name,
     gold_from_values,
-    score_label,
     stats_from_counts,
     targets_from_values,
 )
@@ -77,7 +81,10 @@ def compute_score(
     if label is None:
         what = "file_changes" if codescout else "gold files"
         raise GrpoRewardsError(f"no {what} in ground_truth for data source {data_source!r}")
-    stats = stats_from_counts(info.get("assistant_turns"), info.get("tool_calls"))
+    record = rollout_record(info.get("rollout_info"))
+    stats = recorded_stats(record) or stats_from_counts(
+        info.get("assistant_turns"), info.get("tool_calls")
+    )
     if stats is None and needs_counts(name, params):
         absent = [k for k in ("assistant_turns", "tool_calls") if info.get(k) is None]
         _MISSING.report(
@@ -87,7 +94,7 @@ def compute_score(
             "Have the agent loop put 'assistant_turns' and 'tool_calls' into extra_info",
         )
         stats = RolloutStats(turns=1, tool_calls=0)
-    result = score_label(name, solution_str, label, stats, params)
+    result = score_row(name, solution_str, label, stats, record, params)
     # no statistics only for rewards without an advantage-layer term, whose factor is 1.0
     factor = advantage_factor(name, stats if stats is not None else 0.0)
     return {

@@ -21,13 +21,7 @@ from codegrep_model.train import ROLLOUT_LOG_FILE, RolloutLogEntry
 from codegrep_records import RecordFileError, read_json_object
 from codegrep_report import COMPLETIONS_FILE as _REPORT_COMPLETIONS_FILE
 from codegrep_report import BadRow, JsonLinesTail, ReportInputError, completion_rows
-from grpo_rewards import (
-    INFO_ANSWER_ERROR,
-    INFO_ANSWER_FILES,
-    INFO_NUM_TURNS,
-    INFO_TOOL_CALLS_PER_TURN,
-    parse_answer,
-)
+from grpo_rewards import parse_answer
 from pydantic import ValidationError
 
 from train_launcher.errors import MonitorInputError
@@ -400,7 +394,7 @@ def _rollout_facts(obj: Mapping[str, Any]) -> _RolloutFacts:
 
 def _partial_facts(obj: Mapping[str, Any]) -> _RolloutFacts:
     cbar: float | None = None
-    turns = obj.get(INFO_NUM_TURNS)
+    turns = obj.get("num_turns")
     if _is_number(obj.get("cbar")):
         cbar = float(obj["cbar"])
     else:
@@ -419,7 +413,7 @@ def _partial_facts(obj: Mapping[str, Any]) -> _RolloutFacts:
 
 
 def _calls(obj: Mapping[str, Any]) -> float | None:
-    per_turn = obj.get(INFO_TOOL_CALLS_PER_TURN)
+    per_turn = obj.get("tool_calls_per_turn")
     if isinstance(per_turn, list) and all(_is_number(c) for c in per_turn):
         return float(sum(per_turn))
     total = obj.get("num_tool_calls")
@@ -428,13 +422,13 @@ def _calls(obj: Mapping[str, Any]) -> float | None:
 
 def _answer_failed(obj: Mapping[str, Any]) -> bool | None:
     """Whether the rollout gave no parsable answer; None when the record does not say."""
-    error = obj.get(INFO_ANSWER_ERROR)
+    error = obj.get("answer_error")
     degenerate = obj.get("degenerate")
     if isinstance(error, str) and error:
         return True
     if isinstance(degenerate, str) and degenerate.startswith("no answer"):
         return True
-    if isinstance(obj.get(INFO_ANSWER_FILES), list):
+    if isinstance(obj.get("answer_files"), list):
         return False
     return None
 

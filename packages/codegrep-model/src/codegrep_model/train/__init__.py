@@ -1,7 +1,9 @@
 """Training the CodeGrep agent with ms-swift GRPO: the pieces that need no trainer installed.
 
-- `EpisodeHooks`: ms-swift's multi-turn hooks mapped onto one `Episode` per rollout (the same
-  agent as inference), with the trees pooled on a loop of their own (`SandboxHost`);
+- `RolloutEnvironment`: the RL environment as one object, one `Episode` per rollout (the same
+  agent as inference), its stop rules and its reward, writing one `grpo_rewards.RolloutInfo`
+  per rollout; the trees pooled on a loop of their own (`SandboxHost`). ms-swift's multi-turn
+  scheduler and its ORMs are thin wrappers around it;
 - `fold_follow_up`: what follows a reply (tool results, the episode's next prompt) as the one
   user turn ms-swift's encoder accepts, in the tokens the model's chat template makes of it
   (defined in `codegrep_model.datasets`, whose SFT rows are written with it too);
@@ -18,8 +20,9 @@ renders a conversation as training did (`vllm serve --chat-template`).
 
 The ms-swift side is a plugin file, `plugins/swift_plugin.py` (`swift_plugin_path()` gives its
 path) for `swift rlhf --external_plugins`: it registers the rewards (`codegrep_v1`, `codegrep_v2`,
-`codegrep_v3`, ... through `grpo_rewards.swift_orm`), the `codegrep_tools` scheduler and the
-GRPOTrainer that scales advantages. It lives in a folder that is not a Python package, so that
+`codegrep_v3`, ... through `grpo_rewards.swift_orm`), the `codegrep_tools` scheduler (and,
+TEST ONLY, one scheduler per `TEST_POLICIES` entry, named by `scheduler_with_test_policy`) and
+the GRPOTrainer that scales advantages. It lives in a folder that is not a Python package, so that
 importing `codegrep_model` (or walking its modules) never imports ms-swift or torch.
 """
 
@@ -39,37 +42,33 @@ from codegrep_model.train._advantage import (
     read_rollout_log,
     set_aside_log,
 )
+from codegrep_model.train._environment import RolloutEnvironment, TurnOutcome
 from codegrep_model.train._scheduler_core import (
     CHATML_TURN_BREAK,
-    INFO_EPISODE_STATUS,
-    INFO_TEST_POLICY,
     REQUIRED_COLUMNS,
-    TEST_POLICY_ENV,
+    TEST_POLICIES,
     TRAINING_BUDGET,
-    EpisodeHooks,
     PolicyOverride,
     SandboxHost,
     TrainingSetupError,
-    TurnOutcome,
     fold_follow_up,
     hermes_text,
-    override_policy_from_env,
+    named_test_override,
     policy_reply,
+    scheduler_with_test_policy,
 )
 
 __all__ = [
     "CHATML_TURN_BREAK",
-    "INFO_EPISODE_STATUS",
-    "INFO_TEST_POLICY",
     "REQUIRED_COLUMNS",
     "ROLLOUT_LOG_ENV",
     "ROLLOUT_LOG_FILE",
     "ROLLOUT_LOG_SCHEMA_VERSION",
-    "TEST_POLICY_ENV",
+    "TEST_POLICIES",
     "TRAINING_BUDGET",
     "AdvantageScale",
-    "EpisodeHooks",
     "PolicyOverride",
+    "RolloutEnvironment",
     "RolloutLogEntry",
     "SandboxHost",
     "TrainingSetupError",
@@ -79,11 +78,12 @@ __all__ = [
     "efficiency_reward",
     "fold_follow_up",
     "hermes_text",
+    "named_test_override",
     "overflow_rate",
-    "override_policy_from_env",
     "policy_reply",
     "qwen3_chat_template_path",
     "read_rollout_log",
+    "scheduler_with_test_policy",
     "set_aside_log",
     "swift_plugin_path",
 ]

@@ -9,10 +9,11 @@ Importing it registers, in ms-swift 4.6's registries:
 - rewards (`--reward_funcs`): `codegrep_v1`, `codegrep_v2`, `codegrep_v3`, `colgrep_file_f1` and
   the other `grpo_rewards.swift_orm.SWIFT_ORMS`; they read the parsed answer and the counts the
   scheduler records in `rollout_infos`;
-- the multi-turn scheduler `codegrep_tools` (`--multi_turn_scheduler`): one
-  `codegrep_model.Episode` per rollout (`codegrep_model.train.EpisodeHooks`); its async
-  `on_turn_end` runs the turn's calls concurrently on the rollout's tree, its `step` appends the
-  tool results and the episode's next user prompt;
+- the multi-turn scheduler `codegrep_tools` (`--multi_turn_scheduler`): a thin wrapper around
+  the RL environment, `codegrep_model.train.RolloutEnvironment` (one `Episode` per rollout, its
+  stop rules, its record); its async `on_turn_end` runs the turn's calls concurrently on the
+  rollout's tree and hands ms-swift the record's JSON form, its `step` appends the tool results
+  and the episode's next user prompt;
 - `TrainerFactory.TRAINER_MAPPING['grpo']` -> `CodegrepGRPOTrainer`, whose `_compute_advantages`
   multiplies each group-normalized advantage by the factor `grpo_rewards.advantage_scales`
   gives it (sqrt(min(c̄/4, 1)) when the reward's spec declares that advantage-layer term, v2
@@ -34,9 +35,12 @@ logged per batch.
 
 Environment: `CODEGREP_ZERO_UNANSWERED=1` zeroes the advantage of rollouts that called tools and
 never answered (default: kept, the paper's A_i · s(c̄), negative below the group mean).
-`CODEGREP_TEST_POLICY=lexical` is TEST ONLY: the scheduler replaces every model reply with
-`LexicalPolicy`'s, so that a random tiny model on a CPU still makes real tool calls; it is
-logged loudly and recorded in every rollout's `rollout_infos` and log line.
+
+TEST ONLY: `--multi_turn_scheduler codegrep_tools_test_lexical` (or
+`codegrep_tools_test_lexical_alternate`, every other rollout of an instance) names a scheduler
+that replaces the model's replies with `LexicalPolicy`'s (`codegrep_model.train.TEST_POLICIES`),
+so that a random tiny model on a CPU still makes real tool calls; it is logged loudly and
+recorded in every rollout's `rollout_infos` and log line.
 
 This is the only file of codegrep-model that imports ms-swift (and, through it, torch); it sits
 in a folder that is not a Python package, so `import codegrep_model` never reaches it.
@@ -51,7 +55,7 @@ import os
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 # ms-swift, torch and accelerate ship no type information, and the workspace's type check runs
 # where they are not installed: either way their names are Any here.
@@ -62,15 +66,16 @@ from codegrep_model.train import (
     CHATML_TURN_BREAK,
     ROLLOUT_LOG_ENV,
     ROLLOUT_LOG_FILE,
-    TEST_POLICY_ENV,
+    TEST_POLICIES,
     TRAINING_BUDGET,
-    EpisodeHooks,
+    RolloutEnvironment,
     RolloutLogEntry,
     TrainingSetupError,
     advantage_scales,
     efficiency_reward,
     fold_follow_up,
-    override_policy_from_env,
+    named_test_override,
+    scheduler_with_test_policy,
     set_aside_log,
 )
 from grpo_rewards import RolloutInfo
@@ -117,25 +122,28 @@ def _sample_view(sample: Any) -> tuple[str, dict[str, Any], Any]:
 class CodegrepToolsScheduler(MultiTurnScheduler):  # type: ignore[misc]
     """`--multi_turn_scheduler codegrep_tools`: the CodeGrep agent's turns on real trees."""
 
+    #: TEST ONLY: the `TEST_POLICIES` entry whose replies replace the model's; set by the
+    #: schedulers registered under `scheduler_with_test_policy`, never by `codegrep_tools`.
+    test_policy: ClassVar[str | None] = None
+
     def __init__(
         self, infer_engine: Any = None, max_turns: int | None = None, *args: Any, **kwargs: Any
     ):
         super().__init__(infer_engine, max_turns, *args, **kwargs)
-        override = override_policy_from_env()
+        override = None if self.test_policy is None else named_test_override(self.test_policy)
         if override is not None:
             logger.warning(
-                "%s=%s: TEST ONLY. The model's replies are REPLACED by the %s policy's replies "
-                "(%s; real tool calls on the real repository, but NOT the model's text). Never "
-                "train a real model like this.",
-                TEST_POLICY_ENV,
-                os.environ.get(TEST_POLICY_ENV),
+                "--multi_turn_scheduler %s: TEST ONLY. The model's replies are REPLACED by the "
+                "%s policy's replies (%s; real tool calls on the real repository, but NOT the "
+                "model's text). Never train a real model like this.",
+                scheduler_with_test_policy(SCHEDULER_NAME, self.test_policy or ""),
                 override.policy.name,
                 "every other rollout of each instance" if override.alternate else "every rollout",
             )
-        self.hooks = EpisodeHooks(
+        self.environment = RolloutEnvironment(
             max_turns=max_turns, policy_name="ms-swift", test_override=override
         )
-        atexit.register(self.hooks.close)
+        atexit.register(self.environment.close)
         self._budget_set = False
 
     def _set_budget(self) -> None:
@@ -156,14 +164,17 @@ class CodegrepToolsScheduler(MultiTurnScheduler):  # type: ignore[misc]
         except AttributeError:
             tokenizer = getattr(template, "tokenizer", None)
         counter = TokenizerCounter(tokenizer) if tokenizer is not None else CharEstimate()
-        self.hooks.set_budget(budget, counter, tools_system=_template_system(template))
+        self.environment.set_budget(budget, counter, tools_system=_template_system(template))
         self._budget_set = True
         logger.info("codegrep: rollout token budget %s, counted by %s", budget, counter.name)
 
     async def on_trajectory_start(self, requests: list[Any]) -> None:
         self._set_budget()
         await asyncio.gather(
-            *(self.hooks.start(r.uuid, r.messages, r.data_dict, tools=r.tools) for r in requests)
+            *(
+                self.environment.start(r.uuid, r.messages, r.data_dict, tools=r.tools)
+                for r in requests
+            )
         )
 
     async def on_turn_end(
@@ -171,7 +182,7 @@ class CodegrepToolsScheduler(MultiTurnScheduler):  # type: ignore[misc]
     ) -> dict[str, Any]:
         message = response_choice.message
         ids = getattr(response_choice, "token_ids", None)
-        out = await self.hooks.turn(
+        out = await self.environment.turn(
             infer_request.uuid,
             message.content,
             message.tool_calls,
@@ -191,7 +202,7 @@ class CodegrepToolsScheduler(MultiTurnScheduler):  # type: ignore[misc]
         # as the SFT rows of codegrep_model.datasets have them)
         try:
             folded = fold_follow_up(
-                self.hooks.take_messages(infer_request.uuid), turn_break=self._turn_break()
+                self.environment.take_messages(infer_request.uuid), turn_break=self._turn_break()
             )
         except ValueError as exc:
             raise TrainingSetupError(f"request {infer_request.uuid}: {exc}") from exc
@@ -250,6 +261,10 @@ def _template_system(template: Any) -> SystemWithTools | None:
 
 
 multi_turns[SCHEDULER_NAME] = CodegrepToolsScheduler
+for _name in TEST_POLICIES:  # TEST ONLY: chosen by name on the command line, never by default
+    multi_turns[scheduler_with_test_policy(SCHEDULER_NAME, _name)] = type(
+        "CodegrepToolsTestScheduler", (CodegrepToolsScheduler,), {"test_policy": _name}
+    )
 
 
 class CodegrepGRPOTrainer(GRPOTrainer):  # type: ignore[misc]
