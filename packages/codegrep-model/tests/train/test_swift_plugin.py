@@ -23,7 +23,7 @@ pytest.importorskip(
 )
 
 import torch  # noqa: E402
-from codegrep_model import PromptSet  # noqa: E402
+from codegrep_model.prompts import PromptSet  # noqa: E402
 from codegrep_model.train import CHATML_TURN_BREAK, read_rollout_log, swift_plugin_path  # noqa: E402
 from swift.infer_engine.protocol import (  # noqa: E402
     ChatCompletionMessageToolCall,

@@ -65,8 +65,8 @@ from codegrep_model.datasets import (
 from codegrep_model.engine import ToolTree
 from codegrep_model.episode import AskPolicy, Episode, RolloutConfig, RunCalls
 from codegrep_model.errors import CodegrepModelError, EpisodeError
-from codegrep_model.lexical import LexicalPolicy
-from codegrep_model.policy import Policy, PolicyReply
+from codegrep_model.policies.lexical.policy import LexicalPolicy
+from codegrep_model.policies.protocol import Policy, PolicyReply
 from codegrep_model.prompts import PromptSet
 from codegrep_model.records import ChatMessage, Instance, ToolCall, Usage
 from codegrep_model.tools import tool_names
