@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from codegrep import localize
 from codegrep.cli import app
-from codegrep_model import PolicyReply, ScriptedPolicy
+from codegrep_model import PolicyReply
+from codegrep_model.policies.scripted import ScriptedPolicy
 from typer.testing import CliRunner
 from worktree_sandbox import BareRepoCache, TreePool
 

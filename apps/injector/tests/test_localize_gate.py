@@ -21,7 +21,7 @@ from codegrep_gate import (
     write_calibration,
 )
 from codegrep_gate._records import DataRef
-from codegrep_model.ranker import AnswerCut, Ranker
+from codegrep_model.policies.lexical.ranker import AnswerCut, Ranker
 from codegrep_records import Prediction
 from typer.testing import CliRunner
 

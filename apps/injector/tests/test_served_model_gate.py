@@ -146,7 +146,7 @@ async def test_the_service_gates_a_served_model_the_same_way(
     server: AnswerServer, repo: Path, model_calibration: Path
 ) -> None:
     from codegrep_gate import load_calibration
-    from codegrep_model import OpenAIPolicy
+    from codegrep_model.policies.served import OpenAIPolicy
 
     async with (
         OpenAIPolicy(server.base_url, MODEL) as policy,

@@ -23,7 +23,7 @@ pytest.importorskip("uvicorn", reason="needs the 'serve' extra")
 import httpx
 from codegrep.serve_http import build_app, serve_in_thread
 from codegrep.service import LocalizeService
-from codegrep_model import OpenAIPolicy
+from codegrep_model.policies.served import OpenAIPolicy
 
 MODEL = "scout-test"
 LONE = "\udce9"  # json.dumps writes it as the escape "\udce9", as a server's JSON would

@@ -71,7 +71,7 @@ def _write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
 
 
 def _config() -> Any:
-    from codegrep_model.shortlist import ShortlistConfig
+    from codegrep_model.policies.shortlist import ShortlistConfig
 
     return ShortlistConfig(**SHORTLIST)
 
@@ -111,8 +111,8 @@ def splits(out: Path, localizer_splits: Path) -> None:
 
 
 def rankers(out: Path, examples: Path) -> None:
-    from codegrep_model.ranker_cv import cross_validate, ranked_answer
-    from codegrep_model.ranker_train import read_examples
+    from codegrep_model.policies.lexical.ranker_cv import cross_validate, ranked_answer
+    from codegrep_model.policies.lexical.ranker_train import read_examples
 
     spec = json.loads((out / "splits.json").read_text())
     wanted = set(spec["train_ids"]) | set(spec["heldout_ids"])
@@ -144,9 +144,9 @@ def rankers(out: Path, examples: Path) -> None:
 def rows(out: Path, instances: list[Path], cache: Path, source: str, jobs: int) -> None:
     from codegrep_model._grpo_rows import grpo_rows
     from codegrep_model._shortlist_rows import shortlist_rows
-    from codegrep_model.lexical import LexicalPolicy
-    from codegrep_model.ranker import Ranker
-    from codegrep_model.ranker_train import load_training_instances
+    from codegrep_model.policies.lexical.policy import LexicalPolicy
+    from codegrep_model.policies.lexical.ranker import Ranker
+    from codegrep_model.policies.lexical.ranker_train import load_training_instances
     from worktree_sandbox import BareRepoCache
 
     spec = json.loads((out / "splits.json").read_text())
@@ -252,8 +252,8 @@ def evaluate(
 ) -> None:
     from codegrep_model._grpo_rows import GrpoRow
     from codegrep_model._shortlist_rows import entries_of_row
-    from codegrep_model.local_policy import LocalPolicy, render_chatml
-    from codegrep_model.shortlist import shortlist_messages, shuffled
+    from codegrep_model.policies.local import LocalPolicy, render_chatml
+    from codegrep_model.policies.shortlist import shortlist_messages, shuffled
 
     rows = [GrpoRow.model_validate(r) for r in _read_jsonl(out / "rows" / f"{split}.jsonl")]
     suffix = ".shuffled" if shuffle else ""
@@ -298,7 +298,7 @@ def evaluate(
 def passk(out: Path, model: Path, k: int, limit: int, seed: int = 0) -> None:
     """pass@k (some of k sampled answers scores above 0) on `limit` GRPO prompts, and the share
     of groups whose k rewards are all equal (flat: GRPO learns nothing from them)."""
-    from codegrep_model.local_policy import LocalPolicy, render_chatml
+    from codegrep_model.policies.local import LocalPolicy, render_chatml
 
     prompts = _read_jsonl(out / "grpo-train.jsonl")
     rng = random.Random(seed)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Does GRPO teach a 135M model to choose the file a coding agent must edit, on repositories it
-# never saw? The answer turn alone, as a task (codegrep_model.shortlist): the issue and
+# never saw? The answer turn alone, as a task (codegrep_model.policies.shortlist): the issue and
 # LexicalPolicy's five best candidates, each with its reasons and matched lines; the model
 # answers {"files": [...]}. SmolLM2-135M-Instruct (dequantized Q4_1 weights), on CPU, through
 # the path a GPU node uses (`swift sft`, `swift rlhf` with the codegrep plugin). The design,

@@ -115,7 +115,7 @@ class ConfirmTeacher:
 
     async def reply(self, request: Any) -> Any:
         from codegrep_model import PolicyReply
-        from codegrep_model.scripted import call
+        from codegrep_model.policies.scripted import call
 
         files = self.answers.get(request.instance.instance_id) or []
         if request.turn == 1 and files:
@@ -252,7 +252,7 @@ def trained_split(out: Path, split: str) -> Path:
 
 def evaluate(out: Path, arm: str, split: str, model: Path, adapter: Path | None, **kw: Any) -> None:
     from codegrep_model.budget import TokenizerCounter
-    from codegrep_model.local_policy import LocalPolicy
+    from codegrep_model.policies.local import LocalPolicy
 
     if split in TRAINED_SPLITS:
         trained_split(out, split)

@@ -21,13 +21,8 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 import codegrep_records as records
-from codegrep_model import (
-    Instance,
-    LexicalPolicy,
-    RolloutRecord,
-    ToolTree,
-    run_batch,
-)
+from codegrep_model import Instance, RolloutRecord, ToolTree, run_batch
+from codegrep_model.policies.lexical import LexicalPolicy
 from grpo_rewards import set_scores
 from worktree_sandbox import BareRepoCache, TreePool
 

@@ -40,8 +40,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from codegrep_model.ranker import Ranker, RankerError, fit
-from codegrep_model.ranker_cv import (
+from codegrep_model.policies.lexical.ranker import Ranker, RankerError, fit
+from codegrep_model.policies.lexical.ranker_cv import (
     FAILURE_KINDS,
     METHODS,
     InstanceScore,
@@ -51,7 +51,7 @@ from codegrep_model.ranker_cv import (
     score_instance,
     summarize,
 )
-from codegrep_model.ranker_train import (
+from codegrep_model.policies.lexical.ranker_train import (
     InstanceCandidates,
     examples_of,
     load_training_instances,

@@ -61,8 +61,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     earlier: set[str] = set()
     if args.unless_in:
-        from codegrep_model.ranker import RankerError
-        from codegrep_model.ranker_train import load_training_instances
+        from codegrep_model.policies.lexical.ranker import RankerError
+        from codegrep_model.policies.lexical.ranker_train import load_training_instances
 
         try:
             earlier = {r.instance_id for r in load_training_instances(args.unless_in).rows}

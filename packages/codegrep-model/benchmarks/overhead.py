@@ -20,13 +20,8 @@ import time
 from pathlib import Path
 
 import codegrep_records as records
-from codegrep_model import (
-    Instance,
-    LexicalPolicy,
-    PolicyReply,
-    PolicyRequest,
-    run_rollout,
-)
+from codegrep_model import Instance, PolicyReply, PolicyRequest, run_rollout
+from codegrep_model.policies.lexical import LexicalPolicy
 from worktree_sandbox import BareRepoCache, TreePool
 
 DATA = Path(__file__).resolve().parents[3] / ".." / "shared" / "data"

@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from codegrep_model.ranker import FEATURES
-from codegrep_model.ranker_train import read_examples
+from codegrep_model.policies.lexical.ranker import FEATURES
+from codegrep_model.policies.lexical.ranker_train import read_examples
 from grpo_rewards import fbeta_from_counts
 from scipy.optimize import minimize
 

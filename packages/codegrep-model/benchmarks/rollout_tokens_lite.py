@@ -24,17 +24,10 @@ import statistics
 from pathlib import Path
 
 import codegrep_records as records
-from codegrep_model import (
-    CharEstimate,
-    Instance,
-    LexicalPolicy,
-    RolloutRecord,
-    TokenCounter,
-    TokenizerCounter,
-    run_rollout,
-)
-from codegrep_model.budget import message_text
+from codegrep_model import Instance, RolloutRecord, run_rollout
+from codegrep_model.budget import CharEstimate, TokenCounter, TokenizerCounter, message_text
 from codegrep_model.datasets import TRAINING_CONFIG
+from codegrep_model.policies.lexical import LexicalPolicy
 from codegrep_model.train import TRAINING_BUDGET
 from worktree_sandbox import BareRepoCache, TreePool
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Reproduces the ranker codegrep-model ships (src/codegrep_model/rankers/lexical.json) from data:
+# Reproduces the ranker codegrep-model ships (src/codegrep_model/policies/lexical/rankers/lexical.json) from data:
 # LexicalPolicy rollouts on the training instances, then the fit (see "The learned ranking" in
 # the README). The training instances are the localizer pool's cross-validation part
 # (`_pool.sh`, `localizer_splits.json`): every labelled instance at hand but the test

@@ -9,7 +9,8 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-from codegrep_model import Instance, LexicalPolicy, ToolTree, run_batch
+from codegrep_model import Instance, ToolTree, run_batch
+from codegrep_model.policies.lexical import LexicalPolicy
 from codegrep_records import load_predictions
 from worktree_sandbox import DirectoryTree, SandboxError
 
@@ -92,17 +93,9 @@ def test_run_batch_file_is_the_whole_job_without_a_command_line(
     import subprocess
 
     import pytest
-    from codegrep_model import (
-        BadInputRow,
-        BatchEvent,
-        BatchInputError,
-        BatchPlan,
-        BatchStarted,
-        PolicySpec,
-        RolloutDone,
-        run_batch_file,
-        served_spec,
-    )
+    from codegrep_model import BatchInputError, BatchPlan, PolicySpec, run_batch_file
+    from codegrep_model.batch import BadInputRow, BatchEvent, BatchStarted, RolloutDone
+    from codegrep_model.policies import served_spec
 
     sha = subprocess.run(
         ["git", "-C", str(small_repo), "rev-parse", "HEAD"], capture_output=True, text=True

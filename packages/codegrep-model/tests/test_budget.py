@@ -18,28 +18,27 @@ from typing import Any
 
 import pytest
 from codegrep_model import (
-    AskPolicy,
-    CharEstimate,
     ChatMessage,
     Episode,
     Instance,
     PolicyReply,
     RolloutConfig,
-    RunCalls,
+    ToolCall,
+    Usage,
+)
+from codegrep_model.budget import (
+    CharEstimate,
     TokenBudget,
     TokenCounter,
     TokenizerCounter,
-    ToolCall,
-    Usage,
-    call,
-)
-from codegrep_model.budget import (
     cut_marker,
     fit_texts,
     message_text,
     tools_block_tokens,
 )
-from codegrep_model.local_policy import hermes_system
+from codegrep_model.episode import AskPolicy, RunCalls
+from codegrep_model.policies.local import hermes_system
+from codegrep_model.policies.scripted import call
 from codegrep_model.tools import openai_tools
 from codegrep_model.train import RolloutLogEntry, advantage_scale, overflow_rate, read_rollout_log
 from worktree_sandbox import ReadResult

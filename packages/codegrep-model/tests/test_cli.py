@@ -109,7 +109,7 @@ def test_train_ranker_cli_runs_rollouts_keeps_examples_and_fits(
     assert all(any(c["path"] == "shop/cart.py" for c in k["candidates"]) for k in kept)
     # the rollouts read the tree's history: the features the shipped ranker was trained with
     assert all("churn" in c["features"] for k in kept for c in k["candidates"])
-    from codegrep_model.ranker import Ranker
+    from codegrep_model.policies.lexical.ranker import Ranker
 
     ranker = Ranker.load(out)
     assert ranker.meta["trained_on"][0]["instances"] == 3

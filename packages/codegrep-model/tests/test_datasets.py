@@ -20,9 +20,6 @@ from codegrep_model import (
     PolicyReply,
     RolloutConfig,
     RolloutRecord,
-    ScriptedPolicy,
-    call,
-    openai_tools,
     run_rollout,
 )
 from codegrep_model.dataset_cli import dataset_app
@@ -38,6 +35,8 @@ from codegrep_model.datasets import (
     sft_rows,
     split_by_repo,
 )
+from codegrep_model.policies.scripted import ScriptedPolicy, call
+from codegrep_model.tools import openai_tools
 from codegrep_records import GoldLabel, RowProblem
 from grpo_rewards.trl_reward import TRLReward
 from typer.testing import CliRunner

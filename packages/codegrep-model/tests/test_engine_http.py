@@ -11,14 +11,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from codegrep_model import (
-    EndpointTimeoutError,
-    Instance,
-    OpenAIPolicy,
-    RolloutConfig,
-    RolloutRecord,
-    run_rollout,
-)
+from codegrep_model import EndpointTimeoutError, Instance, RolloutConfig, RolloutRecord, run_rollout
+from codegrep_model.policies.served import OpenAIPolicy
 from worktree_sandbox import DirectoryTree
 
 if TYPE_CHECKING:

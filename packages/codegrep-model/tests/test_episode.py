@@ -19,25 +19,22 @@ from typing import Any
 import grpo_rewards as rewards
 import pytest
 from codegrep_model import (
-    AskPolicy,
-    Done,
     Episode,
     EpisodeError,
     Instance,
     PolicyError,
     PolicyReply,
     PolicyRequest,
-    PromptSet,
     RolloutConfig,
     RolloutRecord,
-    RunCalls,
-    ScriptedPolicy,
     ToolCall,
     Usage,
-    call,
     run_batch,
     run_rollout,
 )
+from codegrep_model.episode import AskPolicy, Done, RunCalls
+from codegrep_model.policies.scripted import ScriptedPolicy, call
+from codegrep_model.prompts import PromptSet
 from codegrep_records import load_predictions
 from grpo_rewards.swift_orm import CodeGrepV3ORM
 from pydantic import ValidationError

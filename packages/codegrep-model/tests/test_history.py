@@ -1,8 +1,8 @@
-"""The history's scoring of files against an issue (`codegrep_model._history`)."""
+"""The history's scoring of files against an issue (`codegrep_model.policies.lexical._history`)."""
 
 from __future__ import annotations
 
-from codegrep_model._history import HistoryIndex, history_index, terms
+from codegrep_model.policies.lexical._history import HistoryIndex, history_index, terms
 from worktree_sandbox.history import HistoryLog, LoggedCommit
 
 
@@ -87,7 +87,7 @@ def test_the_scores_are_the_documents_bm25() -> None:
 
 
 def test_logs_that_share_commits_share_their_split_messages() -> None:
-    from codegrep_model import _history
+    from codegrep_model.policies.lexical import _history
 
     other = HistoryLog(commits=(LoggedCommit("A new message here", ("new.py",)), *LOG.commits))
     HistoryIndex.build(LOG)

@@ -6,14 +6,14 @@ import json
 import subprocess
 import sys
 
-from codegrep_model._issue import extract_clues
+from codegrep_model.policies.lexical._issue import extract_clues
 
 # Texts that made a regex start over at every character: a call name tried at every letter of
 # a long run of word characters with no '(' after it, a fence tried at every '`' of a line of
 # them. 250 KB each, under the issue limit.
 _SCRIPT = """
 import json, sys, time
-from codegrep_model._issue import extract_clues
+from codegrep_model.policies.lexical._issue import extract_clues
 out = []
 for text in json.loads(sys.stdin.read()):
     start = time.perf_counter()

@@ -8,21 +8,20 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
-import codegrep_model.lexical
+import codegrep_model.policies.lexical.policy
 import pytest
 from codegrep_model import (
     DEFAULT_MAX_ISSUE_BYTES,
     Instance,
-    LexicalConfig,
-    LexicalPolicy,
     RolloutConfig,
     RolloutRecord,
     prediction_from_rollout,
     run_rollout,
 )
-from codegrep_model._issue import IssueClues
-from codegrep_model.policy import PolicyReply, PolicyRequest
-from codegrep_model.ranker import Ranker
+from codegrep_model.policies.lexical import LexicalConfig, LexicalPolicy
+from codegrep_model.policies.lexical._issue import IssueClues
+from codegrep_model.policies.lexical.ranker import Ranker
+from codegrep_model.policies.protocol import PolicyNeeds, PolicyReply, PolicyRequest, TreeContext
 from hypothesis import given
 from hypothesis import strategies as st
 from worktree_sandbox import DirectoryTree, TreePool
@@ -181,12 +180,16 @@ def test_scores_follow_the_ranking(
 
 
 @pytest.fixture
-def seen(monkeypatch: pytest.MonkeyPatch) -> list[list[codegrep_model.lexical.Candidate]]:
+def seen(
+    monkeypatch: pytest.MonkeyPatch,
+) -> list[list[codegrep_model.policies.lexical.policy.Candidate]]:
     """The candidates the ranked policy's answers were chosen from, one list per answer."""
-    out: list[list[codegrep_model.lexical.Candidate]] = []
+    out: list[list[codegrep_model.policies.lexical.policy.Candidate]] = []
     real = LexicalPolicy._choose_ranked
 
-    def choose(cands: list[codegrep_model.lexical.Candidate], ranker: Ranker) -> object:
+    def choose(
+        cands: list[codegrep_model.policies.lexical.policy.Candidate], ranker: Ranker
+    ) -> object:
         out.append(cands)
         return real(cands, ranker)
 
@@ -197,7 +200,7 @@ def seen(monkeypatch: pytest.MonkeyPatch) -> list[list[codegrep_model.lexical.Ca
 def test_ranked_answers_score_each_file_by_the_rankers_probability(
     tmp_path: Path,
     repo_factory: Callable[[Path, dict[str, str]], tuple[Path, str]],
-    seen: list[list[codegrep_model.lexical.Candidate]],
+    seen: list[list[codegrep_model.policies.lexical.policy.Candidate]],
 ) -> None:
     cart = "class Cart:\n    def total(self):\n        return sum(self.prices)\n"
     files = {"shop/cart.py": cart, "shop/legacy/basket.py": cart, "shop/tax.py": "def vat(x): ..."}
@@ -285,13 +288,13 @@ def long_issue(size: int) -> str:
 def parses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The issue texts the real `extract_clues` was called with, in order."""
     seen: list[str] = []
-    real = codegrep_model.lexical.extract_clues
+    real = codegrep_model.policies.lexical.policy.extract_clues
 
     def counting(text: str) -> IssueClues:
         seen.append(text)
         return real(text)
 
-    monkeypatch.setattr(codegrep_model.lexical, "extract_clues", counting)
+    monkeypatch.setattr(codegrep_model.policies.lexical.policy, "extract_clues", counting)
     return seen
 
 
@@ -412,13 +415,13 @@ def test_the_syntax_tree_finds_definitions_the_regular_expression_misses(
     ],
 )
 def test_test_files_of_many_languages_are_recognized(path: str, test: bool) -> None:
-    assert bool(codegrep_model.lexical._TEST.search(path)) is test
+    assert bool(codegrep_model.policies.lexical.policy._TEST.search(path)) is test
 
 
 def test_the_history_brings_files_whose_commit_messages_match_the_issue(
     tmp_path: Path,
     repo_factory: Callable[[Path, dict[str, str]], tuple[Path, str]],
-    seen: list[list[codegrep_model.lexical.Candidate]],
+    seen: list[list[codegrep_model.policies.lexical.policy.Candidate]],
 ) -> None:
     """No identifier of the issue names `shop/rebates.py`; the commits that changed it say
     "rebate ... rounding": the ranked policy's candidates include it, with history features
@@ -439,8 +442,8 @@ def test_the_history_brings_files_whose_commit_messages_match_the_issue(
         subprocess.run([*ident, "commit", "-q", "-am", message], check=True, capture_output=True)
     issue = "The rebate is rounded wrongly when the `Cart` total is computed"
     policy = LexicalPolicy()
-    assert policy.uses_history
-    assert not LexicalPolicy(heuristic=True).uses_history
+    assert policy.needs.history
+    assert not LexicalPolicy(heuristic=True).needs.history
     rec = localize(repo, issue, policy)
     assert rec.answer is not None
     cands = {c.path: c.features for c in seen[-1]}
@@ -461,15 +464,28 @@ def test_the_engine_hands_the_history_only_to_policies_that_use_it(
     geo: Path,
 ) -> None:
     class Probe:
+        """A policy asking for the history or not, and nothing else of the tree."""
+
         name = "probe"
 
-        def __init__(self, uses: bool) -> None:
-            self.uses_history = uses
-            self.logs: list[object] = []
+        def __init__(self, uses: bool, logs: list[object] | None = None) -> None:
+            self.uses = uses
+            self.tree = TreeContext()
+            self.logs: list[object] = [] if logs is None else logs
+
+        @property
+        def needs(self) -> PolicyNeeds:
+            return PolicyNeeds(history=self.uses)
+
+        def for_tree(self, context: TreeContext) -> Probe:
+            assert context.definitions is None  # not asked for
+            bound = Probe(self.uses, self.logs)
+            bound.tree = context
+            return bound
 
         async def reply(self, request: PolicyRequest) -> PolicyReply:
-            if request.commit_log is not None:
-                self.logs.append(await request.commit_log())
+            if self.tree.commit_log is not None:
+                self.logs.append(await self.tree.commit_log())
             else:
                 self.logs.append(None)
             return PolicyReply(content='{"files": []}')

@@ -12,14 +12,14 @@ from pathlib import Path
 
 import pytest
 from codegrep_model.errors import PolicyError, PolicySpecError
-from codegrep_model.local_policy import (
+from codegrep_model.policies.local import (
     LocalPolicy,
     hermes_system,
     parse_local_target,
     render_chatml,
     training_messages,
 )
-from codegrep_model.policy_spec import policy_from_spec
+from codegrep_model.policies.spec import policy_from_spec
 from codegrep_model.records import ChatMessage, ToolCall
 from codegrep_model.tools import openai_tools
 
@@ -82,7 +82,7 @@ def test_without_torch_the_policy_says_what_to_install() -> None:
 
 def test_a_checkpoint_carries_the_episode_shape_it_was_trained_in(tmp_path: Path) -> None:
     from codegrep_model import RolloutConfig
-    from codegrep_model.local_policy import (
+    from codegrep_model.policies.local import (
         EPISODE_FILE,
         episode_for,
         read_episode,

@@ -3,16 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from codegrep_model import (
-    POLICY_KINDS,
-    LexicalPolicy,
-    OpenAIPolicy,
-    PolicySpec,
-    PolicySpecError,
-    parse_policy_spec,
-    policy_from_spec,
-    served_spec,
-)
+from codegrep_model import PolicySpec, PolicySpecError, parse_policy_spec, policy_from_spec
+from codegrep_model.policies import POLICY_KINDS, served_spec
+from codegrep_model.policies.lexical import LexicalPolicy
+from codegrep_model.policies.served import OpenAIPolicy
 
 
 @pytest.mark.parametrize(

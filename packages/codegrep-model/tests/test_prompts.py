@@ -7,7 +7,7 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
-from codegrep_model import render_top_levels
+from codegrep_model.prompts import render_top_levels
 
 MakeRepo = Callable[[Path, dict[str, str]], tuple[Path, str]]
 

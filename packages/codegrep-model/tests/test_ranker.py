@@ -9,8 +9,8 @@ import random
 from pathlib import Path
 
 import pytest
-from codegrep_model import LexicalPolicy
-from codegrep_model.ranker import (
+from codegrep_model.policies.lexical import LexicalPolicy
+from codegrep_model.policies.lexical.ranker import (
     FEATURES,
     AnswerCut,
     Example,
@@ -20,7 +20,11 @@ from codegrep_model.ranker import (
     fit,
     fit_report,
 )
-from codegrep_model.ranker_train import InstanceCandidates, examples_of, read_examples
+from codegrep_model.policies.lexical.ranker_train import (
+    InstanceCandidates,
+    examples_of,
+    read_examples,
+)
 
 
 def test_the_cut_takes_the_first_then_what_clears_both_bars() -> None:
@@ -179,7 +183,7 @@ def test_policy_names_say_which_ranking_answers() -> None:
 
 
 def test_examples_file_round_trip_and_bad_rows(tmp_path: Path) -> None:
-    from codegrep_model.lexical import Candidate
+    from codegrep_model.policies.lexical.policy import Candidate
 
     row = InstanceCandidates(
         instance_id="o__r-1",
@@ -225,7 +229,7 @@ _GOOD_ROW = {
 )
 def test_hostile_examples_are_one_line_errors(tmp_path: Path, line: bytes, reason: str) -> None:
     from codegrep_model.cli import app
-    from codegrep_model.ranker_train import read_examples
+    from codegrep_model.policies.lexical.ranker_train import read_examples
     from typer.testing import CliRunner
 
     examples = tmp_path / "ex.jsonl"

@@ -10,9 +10,9 @@ import random
 from pathlib import Path
 
 import pytest
-from codegrep_model.lexical import Candidate
-from codegrep_model.ranker import RankerError
-from codegrep_model.ranker_cv import (
+from codegrep_model.policies.lexical.policy import Candidate
+from codegrep_model.policies.lexical.ranker import RankerError
+from codegrep_model.policies.lexical.ranker_cv import (
     METHODS,
     InstanceScore,
     answer_heuristic,
@@ -20,7 +20,7 @@ from codegrep_model.ranker_cv import (
     pick_test_repositories,
     summarize,
 )
-from codegrep_model.ranker_train import InstanceCandidates
+from codegrep_model.policies.lexical.ranker_train import InstanceCandidates
 from codegrep_records import load_predictions
 
 
@@ -135,7 +135,7 @@ def test_the_summary_does_not_depend_on_the_order_of_the_scores() -> None:
 def test_the_examples_in_the_docstrings_hold() -> None:
     import doctest
 
-    from codegrep_model import ranker_cv, selection
+    from codegrep_model.policies.lexical import ranker_cv, selection
 
     for module in (ranker_cv, selection):
         result = doctest.testmod(module)

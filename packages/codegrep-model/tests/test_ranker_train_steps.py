@@ -8,8 +8,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from codegrep_model.ranker import Ranker, RankerError
-from codegrep_model.ranker_train import (
+from codegrep_model.policies.lexical.ranker import Ranker, RankerError
+from codegrep_model.policies.lexical.ranker_train import (
     TrainingNote,
     collect_in_cache,
     fit_examples,

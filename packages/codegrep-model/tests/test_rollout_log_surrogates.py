@@ -8,7 +8,8 @@ import json
 from pathlib import Path
 
 import grpo_rewards as rewards
-from codegrep_model import AskPolicy, Done, Episode, Instance, PolicyReply, RolloutConfig
+from codegrep_model import Episode, Instance, PolicyReply, RolloutConfig
+from codegrep_model.episode import AskPolicy, Done
 from codegrep_model.train import RolloutLogEntry, advantage_scale, read_rollout_log
 
 ANSWER = '{"files": ["shop/cart.py", "shop/r\\udce9sum.py"], "line_ranges": {"r\\ud800.py": [1]}}'

@@ -7,15 +7,10 @@ from pathlib import Path
 
 import grpo_rewards as rewards
 import pytest
-from codegrep_model import (
-    Answer,
-    Episode,
-    Instance,
-    PromptSet,
-    openai_tools,
-    render_top_levels,
-)
+from codegrep_model import Answer, Episode, Instance
 from codegrep_model.answer import parse_answer, read_answer
+from codegrep_model.prompts import PromptSet, render_top_levels
+from codegrep_model.tools import openai_tools
 from worktree_sandbox import TOOL_ARGS
 
 

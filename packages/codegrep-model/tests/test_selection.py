@@ -11,8 +11,20 @@ import random
 from pathlib import Path
 
 import pytest
-from codegrep_model.ranker import AnswerCut, Example, Ranker, RankerError, fit, fit_platt
-from codegrep_model.selection import ExpectedFCut, SelectionError, expected_fbeta, missing_pmf
+from codegrep_model.policies.lexical.ranker import (
+    AnswerCut,
+    Example,
+    Ranker,
+    RankerError,
+    fit,
+    fit_platt,
+)
+from codegrep_model.policies.lexical.selection import (
+    ExpectedFCut,
+    SelectionError,
+    expected_fbeta,
+    missing_pmf,
+)
 from grpo_rewards import fbeta_from_counts
 
 
@@ -157,6 +169,10 @@ def test_a_cut_a_version_cannot_hold_is_refused(tmp_path: Path) -> None:
 def test_the_shipped_ranker_file_reads_and_writes_as_it_always_did() -> None:
     from importlib import resources
 
-    text = resources.files("codegrep_model").joinpath("rankers/lexical.json").read_text()
+    text = (
+        resources.files("codegrep_model.policies.lexical")
+        .joinpath("rankers/lexical.json")
+        .read_text()
+    )
     shipped = Ranker.shipped()
     assert shipped.to_dict() == json.loads(text)  # same fields, same version: same digest

@@ -9,14 +9,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from codegrep_model import Instance, LexicalPolicy, run_rollout
+from codegrep_model import Instance, run_rollout
 from codegrep_model._grpo_rows import GrpoRow, grpo_rows
 from codegrep_model._shortlist_rows import entries_of_row, shortlist_rows
 from codegrep_model.dataset_cli import dataset_app
-from codegrep_model.local_policy import render_chatml
-from codegrep_model.policy_spec import parse_policy_spec
-from codegrep_model.records import Usage
-from codegrep_model.shortlist import (
+from codegrep_model.policies.lexical import LexicalPolicy
+from codegrep_model.policies.local import render_chatml
+from codegrep_model.policies.shortlist import (
     ShortlistConfig,
     ShortlistEntry,
     ShortlistPolicy,
@@ -24,6 +23,8 @@ from codegrep_model.shortlist import (
     shortlist_messages,
     shuffled,
 )
+from codegrep_model.policies.spec import parse_policy_spec
+from codegrep_model.records import Usage
 from typer.testing import CliRunner
 from worktree_sandbox import BareRepoCache, DirectoryTree
 

@@ -17,13 +17,7 @@ from grpo_rewards import (
     parse_answer,
     score_completion,
 )
-from grpo_rewards._rollout_infos import (
-    INFO_ANSWER_LINE_RANGES,
-    INFO_NUM_TOOL_CALLS,
-    answer_from_infos,
-)
 from grpo_rewards._spec import score_parsed
-from grpo_rewards.errors import InvalidRolloutError
 from grpo_rewards.swift_orm import CodeGrepV1ORM, CodeGrepV3ORM, swift_rollout_stats
 
 GOLD = [["a.py"]]

@@ -28,6 +28,6 @@ _ApiKeyOption = Annotated[str | None, api_key_option()]
 
 def _policy_spec(policy: str | None, base_url: str | None, model: str | None) -> PolicySpec:
     """The policy the flags name; exit 2 with the reason when they name none."""
-    from codegrep_model.policy_options import spec_or_exit
+    from codegrep_model.policies.options import spec_or_exit
 
     return spec_or_exit(policy, base_url=base_url, model=model)

@@ -41,7 +41,7 @@ class CalibrationChoiceError(InjectorError):
 
 def retriever_version(name: str) -> tuple[str | None, str | None]:
     """(package, version) of the code behind retriever `name` (`lexical`, `openai:MODEL`)."""
-    from codegrep_model.policy_spec import POLICY_KINDS
+    from codegrep_model.policies.spec import POLICY_KINDS
 
     kind = name.split(":", 1)[0]
     entry = POLICY_KINDS.get(kind)

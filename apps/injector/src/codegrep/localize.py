@@ -16,12 +16,12 @@ from pathlib import Path
 
 from codegrep_model import (
     Instance,
-    LexicalPolicy,
     Policy,
     RolloutConfig,
     RolloutRecord,
     run_rollout,
 )
+from codegrep_model.policies import DEFAULT_POLICY, policy_from_spec
 from pydantic import ValidationError
 from worktree_sandbox import BareRepoCache, SandboxError, SandboxLimits, TreePool
 from worktree_sandbox.errors import CommitRequiredError
@@ -90,7 +90,7 @@ async def localize(
     answer's `clone_s`, apart from `latency_s`.
     """
     started = time.perf_counter()
-    chosen = policy or LexicalPolicy()
+    chosen = policy or policy_from_spec(DEFAULT_POLICY)
     name = str(repo)
     local = Path(name).expanduser()
     if folders and commit is None and _is_bare(local):

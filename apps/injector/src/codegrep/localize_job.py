@@ -13,13 +13,13 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from codegrep_gate import RENDER_STYLES as INJECT_STYLES
 from codegrep_model import PolicySpecError, spec_from_options
-from codegrep_model import base_url_problem as base_url_problem
+from codegrep_model.policies import base_url_problem as base_url_problem
 from codegrep_records import why_unwritable
 from worktree_sandbox import SandboxError, check_grep_engine
 
@@ -91,8 +91,8 @@ def _check(job: LocalizeJob, spec: PolicySpec) -> tuple[Calibration | None, str]
 
 
 async def _search(job: LocalizeJob, spec: PolicySpec, text: str) -> Localization:
-    from codegrep_model import LexicalPolicy, RolloutConfig, policy_from_spec
-    from codegrep_model.local_policy import episode_for
+    from codegrep_model import RolloutConfig, policy_from_spec
+    from codegrep_model.policies.local import episode_for
 
     from codegrep.localize import localize
 
@@ -100,12 +100,12 @@ async def _search(job: LocalizeJob, spec: PolicySpec, text: str) -> Localization
     policy: Policy | None = None
     if spec.kind != "lexical" or job.top:
         try:
-            policy = policy_from_spec(spec, api_key=job.api_key, timeout_s=job.timeout_s)
+            # a ranking beside the answer, for a policy that keeps one; the answer is the same
+            policy = policy_from_spec(
+                spec, api_key=job.api_key, timeout_s=job.timeout_s, ranking=job.top or 0
+            )
         except PolicySpecError as exc:
             raise JobInputError(str(exc)) from exc
-    if job.top and isinstance(policy, LexicalPolicy):
-        # its ranking beside the answer (`LexicalConfig.ranking`); the answer is the same
-        policy.config = replace(policy.config, ranking=job.top)
     try:
         return await localize(
             job.repo,

@@ -20,7 +20,6 @@ and says one line to the caller).
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
 import math
 import re
@@ -41,13 +40,20 @@ from codegrep_gate import (
 )
 from codegrep_model import (
     DEFAULT_MAX_ISSUE_BYTES,
-    LexicalPolicy,
     Policy,
     PolicyReply,
     PolicyRequest,
     RolloutConfig,
 )
-from codegrep_model.local_policy import episode_for
+from codegrep_model.policies import (
+    DEFAULT_POLICY,
+    PolicyNeeds,
+    TreeContext,
+    bind_tree,
+    needs_of,
+    policy_from_spec,
+)
+from codegrep_model.policies.local import episode_for
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from worktree_sandbox import RepositoryNotFoundError, SandboxLimits, TreePool, repository_locations
 from worktree_sandbox.errors import (
@@ -241,7 +247,7 @@ class LocalizeService:
     ) -> None:
         from codegrep import __version__
 
-        self.policy: Policy = policy or LexicalPolicy()
+        self.policy: Policy = policy or policy_from_spec(DEFAULT_POLICY)
         self.limits = limits or ServiceLimits()
         self.roots = tuple(_allowed_root(r, broad_ok=allow_broad_root) for r in allow_roots)
         self.repos = {_allowed_name(n).casefold(): n for n in allow_repos}
@@ -284,9 +290,7 @@ class LocalizeService:
             max_idle_trees=self.limits.max_idle_trees,
             max_checkout_bytes=self.limits.max_checkout_bytes,
         )
-        off_loop = (
-            isinstance(self.policy, LexicalPolicy) if rank_off_loop is None else rank_off_loop
-        )
+        off_loop = needs_of(self.policy).own_thread if rank_off_loop is None else rank_off_loop
         self._off_loop = _OffLoopPolicy(self.policy) if off_loop else None
         self._abandoned = 0
         # a trained checkpoint's own episode shape, its issue cut never above the server's
@@ -709,46 +713,59 @@ def _on_loop(
 
 
 class _OffLoopPolicy:
-    """A CPU-heavy policy (the lexical one ranks in Python) run on one worker thread with its
-    own event loop, so the server's loop keeps answering (`/health`, other requests) while it
-    ranks. One thread: the policy's own caches are never touched by two threads at once; its
-    awaits (definitions, history) are run back on the server's loop. Cancelling a reply (the
-    client left) cancels it on the worker at its next await."""
+    """A CPU-heavy policy (one whose `needs` ask for a thread of its own: the lexical one ranks
+    in Python) run on one worker thread with its own event loop, so the server's loop keeps
+    answering (`/health`, other requests) while it ranks. One thread: the policy's own caches
+    are never touched by two threads at once; what it asked of the tree (definitions, history)
+    is run back on the server's loop. Cancelling a reply (the client left) cancels it on the
+    worker at its next await."""
 
-    def __init__(self, inner: Policy) -> None:
+    def __init__(self, inner: Policy, worker: _Worker | None = None) -> None:
         self.inner = inner
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
+        self._worker = worker or _Worker()
 
     @property
     def name(self) -> str:
         return self.inner.name
 
-    def __getattr__(self, attr: str) -> Any:  # `uses_history` and the like: the policy's own
-        return getattr(self.inner, attr)
+    @property
+    def needs(self) -> PolicyNeeds:
+        return needs_of(self.inner)
 
-    def _worker(self) -> asyncio.AbstractEventLoop:
+    def for_tree(self, context: TreeContext) -> _OffLoopPolicy:
+        """The policy bound to one rollout's tree on the same worker, its lookups run on the
+        loop that binds it (the server's, which owns the tree's git processes)."""
+        home, defs, log = asyncio.get_running_loop(), context.definitions, context.commit_log
+        bridged = TreeContext(
+            definitions=None if defs is None else _on_loop(defs, home),
+            commit_log=None if log is None else _on_loop(log, home),
+        )
+        return _OffLoopPolicy(bind_tree(self.inner, bridged), self._worker)
+
+    async def reply(self, request: PolicyRequest) -> PolicyReply:
+        async def run() -> PolicyReply:
+            return await self.inner.reply(request)
+
+        loop = self._worker.loop()
+        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(run(), loop))
+
+    def close(self) -> None:
+        self._worker.close()
+
+
+class _Worker:
+    """The worker thread of `_OffLoopPolicy` and its event loop, started on first use."""
+
+    _loop: asyncio.AbstractEventLoop | None = None
+    _thread: threading.Thread | None = None
+
+    def loop(self) -> asyncio.AbstractEventLoop:
         if self._loop is None:
             loop = asyncio.new_event_loop()
             thread = threading.Thread(target=loop.run_forever, name="codegrep-ranking", daemon=True)
             thread.start()
             self._loop, self._thread = loop, thread
         return self._loop
-
-    async def reply(self, request: PolicyRequest) -> PolicyReply:
-        home = asyncio.get_running_loop()
-        bridged = dataclasses.replace(
-            request,
-            definitions=None
-            if request.definitions is None
-            else _on_loop(request.definitions, home),
-            commit_log=None if request.commit_log is None else _on_loop(request.commit_log, home),
-        )
-
-        async def run() -> PolicyReply:
-            return await self.inner.reply(bridged)
-
-        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(run(), self._worker()))
 
     def close(self) -> None:
         loop, thread = self._loop, self._thread

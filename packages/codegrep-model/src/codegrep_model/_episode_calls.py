@@ -13,7 +13,7 @@ from typing import Any, Literal
 from codegrep_records import parse_json
 from worktree_sandbox import GlobResult, GrepResult, ReadResult, ToolErrorKind
 
-from codegrep_model.policy import PolicyReply, PolicyRequest
+from codegrep_model.policies.protocol import PolicyReply, PolicyRequest
 from codegrep_model.records import RolloutRecord, ToolCall, ToolCallRecord
 
 __all__ = [

@@ -1,6 +1,6 @@
 """Answer-task rows: the GRPO rows of `_grpo_rows` with their prompt replaced by the answer
-task's (`codegrep_model.shortlist`): the issue and `LexicalPolicy`'s shortlist, found by its
-exploration of the instance's tree. `dataset grpo --shortlist K` writes them.
+task's (`codegrep_model.policies.shortlist`): the issue and `LexicalPolicy`'s shortlist, found
+by its exploration of the instance's tree. `dataset grpo --shortlist K` writes them.
 
 Each tree is checked out (the exploration greps and reads it), `jobs` at a time. An instance
 whose exploration fails is dropped as `tree_error` with the reason, as a tree that cannot be
@@ -30,10 +30,10 @@ from codegrep_model._grpo_rows import (
 )
 from codegrep_model.engine import run_rollout
 from codegrep_model.episode import RolloutConfig
-from codegrep_model.lexical import LexicalPolicy
-from codegrep_model.policy import PolicyReply, PolicyRequest
+from codegrep_model.policies.lexical.policy import LexicalPolicy
+from codegrep_model.policies.protocol import PolicyNeeds, PolicyReply, PolicyRequest, TreeContext
+from codegrep_model.policies.shortlist import ShortlistConfig, ShortlistEntry, shortlist_messages
 from codegrep_model.records import Instance
-from codegrep_model.shortlist import ShortlistConfig, ShortlistEntry, shortlist_messages
 
 __all__ = ["entries_of_row", "row_with_entries", "shortlist_rows"]
 
@@ -51,8 +51,14 @@ class _Capture:
         return self.explorer.name
 
     @property
-    def uses_history(self) -> bool:
-        return self.explorer.uses_history
+    def needs(self) -> PolicyNeeds:
+        return self.explorer.needs
+
+    def for_tree(self, context: TreeContext) -> _Capture:
+        """The capture of one rollout: the explorer bound to its tree, the same shortlists."""
+        bound = _Capture(self.explorer.for_tree(context), self.config)
+        bound.entries = self.entries
+        return bound
 
     async def reply(self, request: PolicyRequest) -> PolicyReply:
         reply = await self.explorer.reply(request)

@@ -31,7 +31,7 @@ import codegrep_records as records
 from codegrep_model.budget import TokenCounter
 from codegrep_model.engine import RolloutConfig, ToolTree, definitions_mode, run_rollout
 from codegrep_model.errors import BatchInputError, BatchStoppedError, PolicySpecError
-from codegrep_model.policy import Policy
+from codegrep_model.policies.protocol import Policy
 from codegrep_model.prompts import PromptSet
 from codegrep_model.records import (
     Instance,
@@ -42,7 +42,7 @@ from codegrep_model.records import (
 )
 
 if TYPE_CHECKING:
-    from codegrep_model.policy_spec import PolicySpec
+    from codegrep_model.policies.spec import PolicySpec
 
 __all__ = [
     "DEFAULT_SOURCE",
@@ -320,8 +320,8 @@ def run_batch_file(
         check_grep_engine,
     )
 
-    from codegrep_model.policy_spec import policy_from_spec
-    from codegrep_model.ranker import Ranker, RankerError
+    from codegrep_model.policies.lexical.ranker import Ranker, RankerError
+    from codegrep_model.policies.spec import policy_from_spec
 
     def tell(event: BatchEvent) -> None:
         if on_event is not None:

@@ -170,7 +170,7 @@ def tools_block_tokens(
 
     `render` is the trainer's template (the ms-swift plugin passes its template's own
     `_get_system`); default: ms-swift 4.6's hermes agent template, as
-    `codegrep_model.local_policy.hermes_system` writes it (held to ms-swift's encoding token
+    `codegrep_model.policies.local.hermes_system` writes it (held to ms-swift's encoding token
     for token by the training tier).
     """
     if not tools:

@@ -241,7 +241,7 @@ def batch(
         --source "https://github.com/{repo}.git" -j 4 --limit 20
     """
     from codegrep_model.batch import BatchPlan, run_batch_file
-    from codegrep_model.policy_options import spec_or_exit
+    from codegrep_model.policies.options import spec_or_exit
 
     path = _instances_path(instances, instances_flag)
     request_timeout = _timeout(timeout, timeout_s)
@@ -352,8 +352,8 @@ def train_ranker(
     from rich.console import Console
     from worktree_sandbox import BareRepoCache, SandboxError
 
-    from codegrep_model.ranker import SELECTIONS, RankerError
-    from codegrep_model.ranker_train import (
+    from codegrep_model.policies.lexical.ranker import SELECTIONS, RankerError
+    from codegrep_model.policies.lexical.ranker_train import (
         TrainingNote,
         collect_in_cache,
         fit_examples,

@@ -153,7 +153,8 @@ def grpo(
         typer.Option(
             min=1,
             help="Answer-task rows: LexicalPolicy explores each tree and the prompt is the "
-            "issue with its best K candidate files (no tools; see codegrep_model.shortlist).",
+            "issue with its best K candidate files (no tools; see "
+            "codegrep_model.policies.shortlist).",
         ),
     ] = None,
     ranker: Annotated[
@@ -196,8 +197,8 @@ def grpo(
         raise fail("--ranker orders a shortlist: give --shortlist K too")
     explorer = None
     if shortlist is not None:
-        from codegrep_model.lexical import LexicalPolicy
-        from codegrep_model.ranker import Ranker, RankerError
+        from codegrep_model.policies.lexical.policy import LexicalPolicy
+        from codegrep_model.policies.lexical.ranker import Ranker, RankerError
 
         try:
             explorer = LexicalPolicy(ranker=Ranker.load(ranker) if ranker else None)
@@ -246,7 +247,7 @@ def grpo(
             if explorer is None or shortlist is None or repo_cache is None or dry_run:
                 return made
             from codegrep_model._shortlist_rows import shortlist_rows
-            from codegrep_model.shortlist import ShortlistConfig
+            from codegrep_model.policies.shortlist import ShortlistConfig
 
             explored = progress.add_task("explorations", total=None)
 

@@ -21,7 +21,6 @@ training plugin (`codegrep_model.train`) drives the same `Episode` from its per-
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import functools
 import time
 from typing import Any, Protocol
@@ -41,12 +40,16 @@ from codegrep_model.episode import (
     rollout_stats,
 )
 from codegrep_model.errors import PolicyError
-from codegrep_model.policy import (
+from codegrep_model.policies.protocol import (
     CommitLogLookup,
     DefinitionLookup,
     Policy,
+    PolicyNeeds,
     PolicyReply,
     PolicyRequest,
+    TreeContext,
+    bind_tree,
+    needs_of,
 )
 from codegrep_model.prompts import PromptSet
 from codegrep_model.records import Instance, RolloutRecord
@@ -89,10 +92,10 @@ def definition_lookup(tree: object) -> DefinitionLookup | None:
     return functools.partial(index.definitions, tree)
 
 
-def _start_history(policy: Policy, tree: object) -> asyncio.Task[HistoryLog] | None:
-    """Start reading the tree's history when the policy uses it (`uses_history`), so that git
-    log runs while the first tool calls do."""
-    if not getattr(policy, "uses_history", False) or not isinstance(tree, Tree):
+def _start_history(needs: PolicyNeeds, tree: object) -> asyncio.Task[HistoryLog] | None:
+    """Start reading the tree's history when the policy asked for it (`PolicyNeeds.history`),
+    so that git log runs while the first tool calls do."""
+    if not needs.history or not isinstance(tree, Tree):
         return None
     return asyncio.ensure_future(commit_log(tree))
 
@@ -130,10 +133,14 @@ async def run_rollout(
     episode = Episode.start(
         instance, files, policy=policy.name, config=cfg, prompts=prompts, counter=counter
     )
-    lookup = definition_lookup(tree)
-    history = _start_history(policy, tree)
+    needs = needs_of(policy)
+    history = _start_history(needs, tree)
     try:
-        return await _drive(episode, policy, tree, cfg, lookup, history, started)
+        context = TreeContext(
+            definitions=definition_lookup(tree) if needs.definitions else None,
+            commit_log=_history_lookup(history) if history is not None else None,
+        )
+        return await _drive(episode, bind_tree(policy, context), tree, cfg, started)
     finally:
         if history is not None and not history.done():
             history.cancel()
@@ -144,11 +151,8 @@ async def _drive(
     policy: Policy,
     tree: ToolTree,
     cfg: RolloutConfig,
-    lookup: DefinitionLookup | None,
-    history: asyncio.Task[HistoryLog] | None,
     started: float,
 ) -> RolloutRecord:
-    log = _history_lookup(history) if history is not None else None
     while True:
         match episode.next_action():
             case Done():
@@ -158,8 +162,6 @@ async def _drive(
                 results = await asyncio.gather(*(tree.call(c.name, c.arguments) for c in calls))
                 episode.on_results(results, tools_s=time.perf_counter() - t0)
             case AskPolicy(request=request):
-                if lookup is not None or log is not None:
-                    request = dataclasses.replace(request, definitions=lookup, commit_log=log)
                 t0 = time.perf_counter()
                 try:
                     reply = await _ask(policy, request, cfg.reply_timeout_s)

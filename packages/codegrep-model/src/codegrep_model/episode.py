@@ -56,7 +56,7 @@ from codegrep_model.budget import (
     tools_block_tokens,
 )
 from codegrep_model.errors import EpisodeError
-from codegrep_model.policy import Observation, PolicyReply, PolicyRequest
+from codegrep_model.policies.protocol import Observation, PolicyReply, PolicyRequest
 from codegrep_model.prompts import PromptSet, render_top_levels
 from codegrep_model.records import (
     ChatMessage,

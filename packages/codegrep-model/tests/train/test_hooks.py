@@ -15,9 +15,10 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from codegrep_model import LexicalPolicy, PromptSet
 from codegrep_model.budget import TokenBudget
 from codegrep_model.errors import EpisodeError
+from codegrep_model.policies.lexical import LexicalPolicy
+from codegrep_model.prompts import PromptSet
 from codegrep_model.train import (
     PolicyOverride,
     RolloutEnvironment,

@@ -23,7 +23,7 @@ pytest.importorskip(
 
 from codegrep_model import run_rollout  # noqa: E402
 from codegrep_model.datasets import config_from_row, grpo_rows  # noqa: E402
-from codegrep_model.local_policy import LocalPolicy, render_chatml  # noqa: E402
+from codegrep_model.policies.local import LocalPolicy, render_chatml  # noqa: E402
 from swift import get_processor, get_template  # noqa: E402
 from worktree_sandbox import BareRepoCache, TreePool  # noqa: E402
 
@@ -111,7 +111,7 @@ async def test_an_answer_task_row_is_what_shortlist_policy_renders(
     """`dataset grpo --shortlist` rows, encoded by ms-swift's `chatml` template with their
     (empty) tools column, are `ShortlistPolicy`'s prompt token for token."""
     from codegrep_model._shortlist_rows import shortlist_rows
-    from codegrep_model.shortlist import ShortlistConfig
+    from codegrep_model.policies.shortlist import ShortlistConfig
 
     processor = get_processor(str(model), model_type="qwen3", use_hf=True)
     template = get_template(processor, template_type="chatml", agent_template="hermes")

@@ -10,13 +10,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from codegrep_model import PromptSet
 from codegrep_model.datasets import (
     TRAINING_CONFIG,
     config_from_row,
     grpo_rows,
     row_config_json,
 )
+from codegrep_model.prompts import PromptSet
 from codegrep_model.train import RolloutEnvironment, SandboxHost, TrainingSetupError
 from worktree_sandbox import BareRepoCache
 

@@ -12,16 +12,11 @@ from typing import Any
 import codegrep_model.datasets as datasets
 import grpo_rewards
 import pytest
-from codegrep_model import (
-    Episode,
-    LexicalPolicy,
-    PolicyReply,
-    RolloutRecord,
-    call,
-    openai_tools,
-    run_rollout,
-)
+from codegrep_model import Episode, PolicyReply, RolloutRecord, run_rollout
 from codegrep_model.datasets import TRAINING_CONFIG, sft_rows
+from codegrep_model.policies.lexical import LexicalPolicy
+from codegrep_model.policies.scripted import call
+from codegrep_model.tools import openai_tools
 from codegrep_model.train import (
     CHATML_TURN_BREAK,
     REQUIRED_COLUMNS,

@@ -29,9 +29,10 @@ pytest.importorskip(
 )
 
 import httpx  # noqa: E402
-from codegrep_model import OpenAIPolicy, run_rollout  # noqa: E402
+from codegrep_model import run_rollout  # noqa: E402
 from codegrep_model.datasets import TRAINING_CONFIG  # noqa: E402
-from codegrep_model.local_policy import training_messages  # noqa: E402
+from codegrep_model.policies.local import training_messages  # noqa: E402
+from codegrep_model.policies.served import OpenAIPolicy  # noqa: E402
 from codegrep_model.tools import openai_tools  # noqa: E402
 from codegrep_model.train import qwen3_chat_template_path  # noqa: E402
 from swift import get_processor, get_template  # noqa: E402

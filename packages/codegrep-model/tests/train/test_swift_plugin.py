@@ -23,7 +23,7 @@ pytest.importorskip(
 )
 
 import torch  # noqa: E402
-from codegrep_model import PromptSet  # noqa: E402
+from codegrep_model.prompts import PromptSet  # noqa: E402
 from codegrep_model.train import (  # noqa: E402
     CHATML_TURN_BREAK,
     TEST_POLICIES,

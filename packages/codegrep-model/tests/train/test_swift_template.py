@@ -21,9 +21,10 @@ pytest.importorskip(
     reason="needs ms-swift 4.6 (the training tier: packages/codegrep-model/ci/swift-tier.sh)",
 )
 
-from codegrep_model import LexicalPolicy, run_rollout  # noqa: E402
+from codegrep_model import run_rollout  # noqa: E402
 from codegrep_model.budget import TokenizerCounter  # noqa: E402
 from codegrep_model.datasets import CHATML_TURN_BREAK, TRAINING_CONFIG, sft_rows  # noqa: E402
+from codegrep_model.policies.lexical import LexicalPolicy  # noqa: E402
 from codegrep_model.train import TrainingSetupError, swift_plugin_path  # noqa: E402
 from swift import get_processor, get_template  # noqa: E402
 from swift.infer_engine.protocol import RolloutInferRequest  # noqa: E402

@@ -32,8 +32,9 @@ pytest.importorskip(
     reason="needs ms-swift 4.6 (the training tier: packages/codegrep-model/ci/swift-tier.sh)",
 )
 
-from codegrep_model import LexicalPolicy, run_rollout  # noqa: E402
+from codegrep_model import run_rollout  # noqa: E402
 from codegrep_model.datasets import TRAINING_CONFIG, sft_rows  # noqa: E402
+from codegrep_model.policies.lexical import LexicalPolicy  # noqa: E402
 from codegrep_model.train import (  # noqa: E402
     ROLLOUT_LOG_ENV,
     read_rollout_log,

@@ -450,7 +450,7 @@ def convert(
 class RetrieverKind(StrEnum):
     BM25 = "bm25"
     DENSE = "dense"
-    LEXICAL = "lexical"  # codegrep_model.LexicalPolicy through the rollout engine
+    LEXICAL = "lexical"  # codegrep_model.policies.lexical.LexicalPolicy through the rollout engine
     LEXICAL_HEURISTIC = "lexical-heuristic"  # the same without its learned ranker
     AGENT = "agent"  # any policy (--policy SPEC, or --base-url/--model) through the same engine
 
@@ -628,7 +628,7 @@ def _agent_spec(
     """The policy an agent retriever runs (None for bm25/dense), read as every command reads a
     policy (`codegrep_model.spec_from_options`): `-r lexical` and `-r lexical-heuristic` name
     theirs, `-r agent` (the default with `--policy`) takes `--policy` or `--base-url`."""
-    from codegrep_model.policy_options import spec_or_exit
+    from codegrep_model.policies.options import spec_or_exit
 
     given = policy is not None or base_url is not None or model is not None
     if retriever is None:

@@ -44,7 +44,7 @@ from codegrep_model.datasets import TRAINING_CONFIG, config_from_row
 from codegrep_model.engine import ToolTree
 from codegrep_model.episode import AskPolicy, Episode, RolloutConfig, RunCalls
 from codegrep_model.errors import EpisodeError
-from codegrep_model.policy import Policy, PolicyReply
+from codegrep_model.policies.protocol import Policy, PolicyReply
 from codegrep_model.prompts import PromptSet
 from codegrep_model.records import ChatMessage, Instance, Usage
 from codegrep_model.tools import tool_names

@@ -41,8 +41,8 @@ from codegrep_model._hermes import split_hermes
 from codegrep_model.budget import TokenBudget
 from codegrep_model.datasets import CHATML_TURN_BREAK, fold_follow_up
 from codegrep_model.errors import CodegrepModelError
-from codegrep_model.lexical import LexicalPolicy
-from codegrep_model.policy import Policy, PolicyReply
+from codegrep_model.policies.lexical.policy import LexicalPolicy
+from codegrep_model.policies.protocol import Policy, PolicyReply
 from codegrep_model.records import ToolCall
 
 __all__ = [

@@ -22,13 +22,19 @@ import functools
 import json
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import resources
 from typing import Protocol
 
 from worktree_sandbox import GrepResult
 
-from codegrep_model.policy import Observation, PolicyReply, PolicyRequest
+from codegrep_model.policies.protocol import (
+    Observation,
+    PolicyNeeds,
+    PolicyReply,
+    PolicyRequest,
+    TreeContext,
+)
 from codegrep_model.records import Usage
 
 __all__ = [
@@ -157,7 +163,9 @@ class Explorer(Protocol):
     give the shortlist of the answer it would give."""
 
     @property
-    def uses_history(self) -> bool: ...
+    def needs(self) -> PolicyNeeds: ...
+
+    def for_tree(self, context: TreeContext) -> Explorer: ...
 
     async def reply(self, request: PolicyRequest) -> PolicyReply: ...
 
@@ -186,8 +194,14 @@ class ShortlistPolicy:
         return f"shortlist:{self.answerer.name.removeprefix('local:')}"
 
     @property
-    def uses_history(self) -> bool:
-        return self.explorer.uses_history
+    def needs(self) -> PolicyNeeds:
+        """The explorer's tree (its definitions and history); no thread of its own, as the
+        explorer alone would have: the model's generation is not the explorer's ranking."""
+        return replace(self.explorer.needs, own_thread=False)
+
+    def for_tree(self, context: TreeContext) -> ShortlistPolicy:
+        """This policy for one rollout: the explorer bound to the rollout's tree."""
+        return ShortlistPolicy(self.answerer, self.explorer.for_tree(context), self.config)
 
     async def reply(self, request: PolicyRequest) -> PolicyReply:
         explored = await self.explorer.reply(request)
@@ -198,7 +212,7 @@ class ShortlistPolicy:
         entries = await self.explorer.shortlist(request, self.config)
         if not entries:
             return PolicyReply(content=json.dumps({"files": []}))
-        from codegrep_model.local_policy import render_chatml
+        from codegrep_model.policies.local import render_chatml
 
         messages = shortlist_messages(
             request.instance.repo, request.instance.problem_statement, entries, self.config

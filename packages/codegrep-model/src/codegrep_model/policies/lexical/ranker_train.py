@@ -29,9 +29,16 @@ from typing import TYPE_CHECKING, Literal
 from codegrep_records import write_records
 
 from codegrep_model.engine import RolloutConfig, ToolTree, run_rollout
-from codegrep_model.lexical import Candidate, LexicalPolicy
-from codegrep_model.policy import PolicyReply, PolicyRequest
-from codegrep_model.ranker import Example, FitReport, Ranker, RankerError, Selection, fit
+from codegrep_model.policies.lexical.policy import Candidate, LexicalPolicy
+from codegrep_model.policies.lexical.ranker import (
+    Example,
+    FitReport,
+    Ranker,
+    RankerError,
+    Selection,
+    fit,
+)
+from codegrep_model.policies.protocol import PolicyNeeds, PolicyReply, PolicyRequest, TreeContext
 from codegrep_model.records import Instance
 
 if TYPE_CHECKING:
@@ -83,13 +90,21 @@ class _Recorder:
     """The heuristic LexicalPolicy, keeping the candidates of its answer (with the usage greps
     and the history that the ranked policy's features need)."""
 
-    def __init__(self) -> None:
-        self.inner = LexicalPolicy(heuristic=True, usage_greps=True, history=True)
-        self.seen: dict[str, tuple[Candidate, ...]] = {}
+    def __init__(
+        self,
+        inner: LexicalPolicy | None = None,
+        seen: dict[str, tuple[Candidate, ...]] | None = None,
+    ) -> None:
+        self.inner = inner or LexicalPolicy(heuristic=True, usage_greps=True, history=True)
+        self.seen: dict[str, tuple[Candidate, ...]] = {} if seen is None else seen
 
     @property
-    def uses_history(self) -> bool:
-        return self.inner.uses_history
+    def needs(self) -> PolicyNeeds:
+        return self.inner.needs
+
+    def for_tree(self, context: TreeContext) -> _Recorder:
+        """The recorder of one rollout: the policy bound to its tree, the same candidates."""
+        return _Recorder(self.inner.for_tree(context), self.seen)
 
     @property
     def name(self) -> str:

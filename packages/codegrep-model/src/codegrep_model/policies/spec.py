@@ -2,14 +2,14 @@
 `"lexical-heuristic"`, `"openai:MODEL@URL"`, `"local:DIR"` (a checkpoint run here,
 `local:BASE+ADAPTER` for a LoRA adapter), `"shortlist:DIR"` (LexicalPolicy explores and the
 checkpoint answers from its shortlist), or an import path `"module:Class"`
-(`codegrep_model.policy_import`).
+(`codegrep_model.policies.imported`).
 
 Every CLI that lets a user pick a policy (codegrep-model `batch`, swe-eval `predict`, the
 injector's `localize`, `serve` and the gate's calibration lookup) turns its flags into a spec
 and builds the policy here, so a new policy is one entry in `POLICY_KINDS`. A spec's `name` is
 the built policy's `Policy.name`, known before anything is built (the gate checks a calibration
-against it before the search). Not for: the policies themselves (`lexical.py`,
-`openai_policy.py`), or checking that an endpoint answers (the CLIs do, with their own flags).
+against it before the search). Not for: the policies themselves (`lexical/`, `served.py`),
+or checking that an endpoint answers (the CLIs do, with their own flags).
 """
 
 from __future__ import annotations
@@ -21,11 +21,17 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from codegrep_model.errors import PolicySpecError
-from codegrep_model.policy_import import IMPORT_KIND, build_imported, imported_name, is_import_path
+from codegrep_model.policies.imported import (
+    IMPORT_KIND,
+    build_imported,
+    imported_name,
+    is_import_path,
+)
 
 if TYPE_CHECKING:
-    from codegrep_model.policy import Policy
-    from codegrep_model.ranker import Ranker
+    from codegrep_model.policies.lexical.policy import LexicalPolicy
+    from codegrep_model.policies.lexical.ranker import Ranker
+    from codegrep_model.policies.protocol import Policy
 
 __all__ = [
     "POLICY_KINDS",
@@ -85,8 +91,8 @@ class PolicyKind:
 
 def _lexical(
     spec: PolicySpec, api_key: str | None, timeout_s: float, ranker: Ranker | None
-) -> Policy:
-    from codegrep_model.lexical import LexicalPolicy
+) -> LexicalPolicy:
+    from codegrep_model.policies.lexical.policy import LexicalPolicy
 
     return LexicalPolicy(ranker=ranker, heuristic=spec.kind == "lexical-heuristic")
 
@@ -94,7 +100,7 @@ def _lexical(
 def _openai(
     spec: PolicySpec, api_key: str | None, timeout_s: float, ranker: Ranker | None
 ) -> Policy:
-    from codegrep_model.openai_policy import OpenAIPolicy
+    from codegrep_model.policies.served import OpenAIPolicy
 
     if ranker is not None:
         raise PolicySpecError(f"{spec}: a ranker is LexicalPolicy's; a served model has none")
@@ -113,7 +119,7 @@ def _local_name(spec: PolicySpec) -> str:
 def _local(
     spec: PolicySpec, api_key: str | None, timeout_s: float, ranker: Ranker | None
 ) -> Policy:
-    from codegrep_model.local_policy import LocalPolicy, parse_local_target
+    from codegrep_model.policies.local import LocalPolicy, parse_local_target
 
     if ranker is not None:
         raise PolicySpecError(f"{spec}: a ranker is LexicalPolicy's; a local model has none")
@@ -134,9 +140,9 @@ def _shortlist(
     spec: PolicySpec, api_key: str | None, timeout_s: float, ranker: Ranker | None
 ) -> Policy:
     from codegrep_model.errors import PolicyError
-    from codegrep_model.lexical import LexicalPolicy
-    from codegrep_model.local_policy import LocalPolicy, parse_local_target
-    from codegrep_model.shortlist import ShortlistPolicy
+    from codegrep_model.policies.lexical.policy import LexicalPolicy
+    from codegrep_model.policies.local import LocalPolicy, parse_local_target
+    from codegrep_model.policies.shortlist import ShortlistPolicy
 
     base, adapter = parse_local_target(spec.model or "")
     try:
@@ -152,9 +158,9 @@ POLICY_KINDS: dict[str, PolicyKind] = {
     "lexical-heuristic": PolicyKind(name=lambda s: "lexical-heuristic", build=_lexical),
     "openai": PolicyKind(name=lambda s: f"openai:{s.model}", build=_openai, served=True),
     "local": PolicyKind(name=_local_name, build=_local, takes_target=True),
-    # LexicalPolicy explores, a local model answers from its shortlist (codegrep_model.shortlist)
+    # LexicalPolicy explores, a local model answers from its shortlist (policies.shortlist)
     "shortlist": PolicyKind(name=_shortlist_name, build=_shortlist, takes_target=True),
-    # `module:Class`: a policy from anywhere, by its import path (codegrep_model.policy_import)
+    # `module:Class`: a policy from anywhere, by its import path (codegrep_model.policies.imported)
     IMPORT_KIND: PolicyKind(name=imported_name, build=build_imported, package=""),
 }
 
@@ -183,7 +189,7 @@ def parse_policy_spec(spec: str) -> PolicySpec:
     if entry.takes_target:
         if not sep or not rest:
             raise PolicySpecError(f"policy {spec!r}: {kind} is {kind}:DIR or {kind}:BASE+ADAPTER")
-        from codegrep_model.local_policy import parse_local_target
+        from codegrep_model.policies.local import parse_local_target
 
         parse_local_target(rest)
         return PolicySpec(kind, model=rest)
@@ -212,11 +218,20 @@ def policy_from_spec(
     api_key: str | None = None,
     timeout_s: float = 120.0,
     ranker: Ranker | None = None,
+    ranking: int = 0,
 ) -> Policy:
     """The policy `spec` names. `api_key` and `timeout_s` are a served model's (per request);
-    `ranker` replaces LexicalPolicy's shipped ranker. Raises `PolicySpecError`."""
+    `ranker` replaces LexicalPolicy's shipped ranker; `ranking` > 0 has LexicalPolicy list its
+    best `ranking` files beside its answer (`LexicalConfig.ranking`; the answer is the same),
+    and other policies, which keep no ranking, ignore it. Raises `PolicySpecError`."""
     parsed = parse_policy_spec(spec) if isinstance(spec, str) else spec
     entry = POLICY_KINDS.get(parsed.kind)
     if entry is None:
         raise PolicySpecError(f"policy {parsed.kind!r}: not one of {', '.join(POLICY_KINDS)}")
+    if ranking and entry.build is _lexical:
+        from dataclasses import replace
+
+        lexical = _lexical(parsed, api_key, timeout_s, ranker)
+        lexical.config = replace(lexical.config, ranking=ranking)
+        return lexical
     return entry.build(parsed, api_key, timeout_s, ranker)

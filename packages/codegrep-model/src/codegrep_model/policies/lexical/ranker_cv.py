@@ -31,9 +31,9 @@ from typing import Any
 from codegrep_records import ClusterBootstrap, Ratio, percentile_interval, two_sided_p
 from grpo_rewards import fbeta
 
-from codegrep_model.lexical import LexicalConfig, LexicalPolicy
-from codegrep_model.ranker import Ranker, RankerError, cut_to_dict, fit
-from codegrep_model.ranker_train import InstanceCandidates, examples_of
+from codegrep_model.policies.lexical.policy import LexicalConfig, LexicalPolicy
+from codegrep_model.policies.lexical.ranker import Ranker, RankerError, cut_to_dict, fit
+from codegrep_model.policies.lexical.ranker_train import InstanceCandidates, examples_of
 
 __all__ = [
     "FAILURE_KINDS",

@@ -6,7 +6,7 @@ spec's name is asked for (a class attribute `name` that is text is the policy's 
 import path is) and called with no arguments when the policy is built; what it returns must be
 a `Policy` whose `name` is that name, so a calibration checked against the spec fits the policy.
 The path comes from the command line of whoever runs the command, never from a request.
-Not for: the registered kinds (`codegrep_model.policy_spec`).
+Not for: the registered kinds (`codegrep_model.policies.spec`).
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any
 from codegrep_model.errors import PolicySpecError
 
 if TYPE_CHECKING:
-    from codegrep_model.policy import Policy
-    from codegrep_model.policy_spec import PolicySpec
-    from codegrep_model.ranker import Ranker
+    from codegrep_model.policies.lexical.ranker import Ranker
+    from codegrep_model.policies.protocol import Policy
+    from codegrep_model.policies.spec import PolicySpec
 
 __all__ = ["IMPORT_KIND", "build_imported", "imported_name", "is_import_path"]
 
@@ -62,7 +62,7 @@ def build_imported(
     spec: PolicySpec, api_key: str | None, timeout_s: float, ranker: Ranker | None
 ) -> Policy:
     """Call the target with no arguments; it must give a `Policy` named `spec.name`."""
-    from codegrep_model.policy import Policy
+    from codegrep_model.policies.protocol import Policy
 
     path = spec.model or ""
     if ranker is not None:

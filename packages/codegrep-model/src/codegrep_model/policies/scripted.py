@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from codegrep_model.errors import PolicyError
-from codegrep_model.policy import PolicyReply, PolicyRequest
+from codegrep_model.policies.protocol import PolicyReply, PolicyRequest
 from codegrep_model.records import ToolCall
 
 __all__ = ["ScriptedPolicy", "call"]

@@ -10,27 +10,30 @@ must beat.
 Turn plan (3 exploration turns available; it uses 2 and answers on the third):
 1. definitions of the issue's identifiers (a Python/Go/Rust-shaped regular expression),
    error-message literals; by default also two usage greps (the strongest names as plain words)
-   and one grep for definition-shaped lines of any language, whose files are parsed through
-   `PolicyRequest.definitions` when the engine offers the tree's definition index (up to 8 calls);
+   and one grep for definition-shaped lines of any language, whose files are parsed with the
+   tree's definition index when the engine has one (`TreeContext.definitions`; up to 8 calls);
 2. coverage of the issue's identifiers in each top candidate (grep with `path`), reads of the top 2;
-3. answer. By default the learned ranker (`codegrep_model.ranker`) orders the candidates, cuts
+3. answer. By default the learned ranker (`lexical.ranker`) orders the candidates, cuts
    the answer and gives each file its probability as its score; its features include the
-   tree's git history (`PolicyRequest.commit_log`: how well the messages of the commits that
-   touched a file match the issue, `codegrep_model._history`), which the engine reads while the
+   tree's git history (`TreeContext.commit_log`: how well the messages of the commits that
+   touched a file match the issue, `lexical._history`), which the engine reads while the
    first two turns run, and each signal relative to the best candidate's. With
    `heuristic=True` (the policy of 0.1, `lexical-heuristic`): the best file and those within
    `keep_ratio` of its heuristic score, each scored `s / (s + score_half)` of that score `s`, in
    [0, 1] and monotone in the ranking but not a probability.
 
 It keeps no per-rollout state: every reply is recomputed from the issue and the observations so
-far, so one instance serves any number of concurrent rollouts. Only the parse of the issue is
-remembered, keyed by the issue text, for the few most recent issues: the engine asks once per
-turn with the same issue, and on a long issue the parse is the policy's costliest step.
+far, so one instance serves any number of concurrent rollouts; what a rollout's tree gives it
+(`needs`: the definitions, the history) is held by the copy `for_tree` makes for that rollout.
+Only the parse of the issue is remembered, keyed by the issue text, for the few most recent
+issues: the engine asks once per turn with the same issue, and on a long issue the parse is the
+policy's costliest step.
 """
 
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 import math
 import re
@@ -40,12 +43,12 @@ from dataclasses import dataclass, field
 
 from worktree_sandbox import GrepResult, ReadResult, language_of
 
-from codegrep_model._history import history_index
-from codegrep_model._issue import IssueClues, extract_clues
-from codegrep_model.policy import PolicyReply, PolicyRequest
-from codegrep_model.ranker import RELATIVE, Ranker
+from codegrep_model.policies.lexical._history import history_index
+from codegrep_model.policies.lexical._issue import IssueClues, extract_clues
+from codegrep_model.policies.lexical.ranker import RELATIVE, Ranker
+from codegrep_model.policies.protocol import PolicyNeeds, PolicyReply, PolicyRequest, TreeContext
+from codegrep_model.policies.shortlist import ShortlistConfig, ShortlistEntry, matched_lines
 from codegrep_model.records import ToolCall
-from codegrep_model.shortlist import ShortlistConfig, ShortlistEntry, matched_lines
 
 __all__ = ["Candidate", "LexicalConfig", "LexicalPolicy"]
 
@@ -129,7 +132,7 @@ class LexicalConfig:
     usage_candidates: int = 10
     # Files of the usage greps parsed for definitions (tree-sitter, when installed), best first.
     parse_files: int = 24
-    # Files whose commit messages match the issue best (BM25, `codegrep_model._history`) join
+    # Files whose commit messages match the issue best (BM25, `lexical._history`) join
     # the ranker's candidates, at most this many, when the tree has a history.
     history_candidates: int = 5
     # The answer's `ranking`: the best this many files with their scores, the answer's first
@@ -205,13 +208,29 @@ class LexicalPolicy:
         self.config = config or LexicalConfig()
         self.ranker: Ranker | None = None if heuristic else (ranker or Ranker.shipped())
         self.usage_greps = (self.ranker is not None) if usage_greps is None else usage_greps
-        self.uses_history = (self.ranker is not None) if history is None else history
+        self._reads_history = (self.ranker is not None) if history is None else history
         # issue text -> its clues, least recently used first; the clues are only read
         self._parsed: OrderedDict[str, IssueClues] = OrderedDict()
+        # what one rollout's tree gave (`for_tree`); nothing until a rollout binds a copy
+        self._tree = TreeContext()
 
     @property
     def name(self) -> str:
         return "lexical" if self.ranker is not None else "lexical-heuristic"
+
+    @property
+    def needs(self) -> PolicyNeeds:
+        """The tree's definition index (the usage greps' files are parsed with it, the answer's
+        line ranges read from it), its history when the ranker reads it (or `history=True`),
+        and a thread of its own: its ranking is Python computation."""
+        return PolicyNeeds(definitions=True, history=self._reads_history, own_thread=True)
+
+    def for_tree(self, context: TreeContext) -> LexicalPolicy:
+        """This policy for one rollout whose tree gave `context`: a copy that shares its
+        configuration, its ranker and its cache of parsed issues."""
+        bound = copy.copy(self)
+        bound._tree = context
+        return bound
 
     async def reply(self, request: PolicyRequest) -> PolicyReply:
         clues = self._clues(request.instance.problem_statement)
@@ -260,7 +279,7 @@ class LexicalPolicy:
         outermost first by line (a method inside a matched class is the class's span); from the
         tree's definition index where it has the file's language, else the line of the first
         definition the regular expression matched; files with neither have none."""
-        lookup = request.definitions
+        lookup = self._tree.definitions
         parsed: list[object] = [()] * len(files)
         if lookup is not None:
             parsed = list(
@@ -285,7 +304,7 @@ class LexicalPolicy:
 
     async def candidates(self, request: PolicyRequest) -> list[Candidate]:
         """The candidate files of the answer this request would get, best heuristic score
-        first, with the features the learned ranker reads (see `codegrep_model.ranker`)."""
+        first, with the features the learned ranker reads (see `lexical.ranker`)."""
         clues = self._clues(request.instance.problem_statement)
         idents = self._identifiers(clues)
         parsed = await self._parsed_definitions(request, idents)
@@ -298,7 +317,7 @@ class LexicalPolicy:
         """The best `config.size` candidates of the answer `request` would get, in the order
         the answer ranks them (the ranker's probabilities, else the heuristic score), each with
         its reasons and the lines the exploration's greps matched in it
-        (`codegrep_model.shortlist`)."""
+        (`codegrep_model.policies.shortlist`)."""
         cfg = config or ShortlistConfig()
         clues = self._clues(request.instance.problem_statement)
         idents = self._identifiers(clues)
@@ -321,11 +340,12 @@ class LexicalPolicy:
     async def _history(self, request: PolicyRequest) -> _History | None:
         """The history's evidence, once the tool turns are over (the answer is all it serves);
         None without a history or before the answer."""
-        if not self.uses_history or request.commit_log is None:
+        commit_log = self._tree.commit_log
+        if not self._reads_history or commit_log is None:
             return None
         if not request.answer_turn and len(request.history) < 2:
             return None
-        log = await request.commit_log()
+        log = await commit_log()
         if not log.commits:
             return None
         index = history_index(log)
@@ -338,7 +358,7 @@ class LexicalPolicy:
         """file -> {issue identifier it defines: line}, from the tree's definition index, for
         the files the usage greps found most of the issue's names in (those with a grammar).
         Empty without an index (no `symbols` extra) or without usage greps."""
-        lookup = request.definitions
+        lookup = self._tree.definitions
         if lookup is None or not self.usage_greps or not request.history:
             return {}
         names: dict[str, set[str]] = defaultdict(set)
@@ -490,7 +510,7 @@ class LexicalPolicy:
         hist: _History | None = None,
     ) -> _Evidence:
         """The heuristic ranking score of every file with evidence, and the evidence itself as
-        named features (what the learned ranker reads; see `codegrep_model.ranker`)."""
+        named features (what the learned ranker reads; see `lexical.ranker`)."""
         c = self.config
         ev = _Evidence()
         why, score, feat = ev.why, ev.score, ev.features

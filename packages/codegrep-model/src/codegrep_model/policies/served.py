@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from codegrep_model._hermes import split_hermes
 from codegrep_model.errors import EndpointError, EndpointTimeoutError
-from codegrep_model.policy import PolicyReply, PolicyRequest
+from codegrep_model.policies.protocol import PolicyReply, PolicyRequest
 from codegrep_model.records import ToolCall, Usage
 from codegrep_model.tools import openai_tools
 

@@ -4,7 +4,7 @@
 For: every command that takes a policy (`codegrep localize`, `codegrep serve`, `codegrep-model
 batch`, `swe-eval predict`) declares `--policy` (and the old flags) with codegrep-cli's kit and
 hands what it got to `spec_from_options`, the one place they are read. The spec itself is parsed
-by the policy registry (`codegrep_model.policy_spec.parse_policy_spec`), so any kind registered
+by the policy registry (`codegrep_model.policies.spec.parse_policy_spec`), so any kind registered
 in `POLICY_KINDS`, or a dotted import path `module:Class`, reaches every command with no change
 here. Not for: building the policy (`policy_from_spec`) or checking that an endpoint answers.
 """
@@ -14,7 +14,7 @@ from __future__ import annotations
 from urllib.parse import urlsplit
 
 from codegrep_model.errors import PolicySpecError
-from codegrep_model.policy_spec import PolicySpec, parse_policy_spec, served_spec
+from codegrep_model.policies.spec import PolicySpec, parse_policy_spec, served_spec
 
 __all__ = [
     "DEFAULT_POLICY",

@@ -29,7 +29,13 @@ from typing import Any, Literal
 from grpo_rewards import fbeta_from_counts
 
 from codegrep_model.errors import CodegrepModelError
-from codegrep_model.selection import ExpectedFCut, SelectionError, logit, missing_pmf, sigmoid
+from codegrep_model.policies.lexical.selection import (
+    ExpectedFCut,
+    SelectionError,
+    logit,
+    missing_pmf,
+    sigmoid,
+)
 
 __all__ = [
     "FEATURES",
@@ -259,8 +265,11 @@ class Ranker:
     def shipped(cls) -> Ranker:
         """The ranker that ships with the package (`rankers/lexical.json`; see the README for
         the data it was trained on and how to reproduce it)."""
-        text = resources.files("codegrep_model").joinpath("rankers/lexical.json").read_text()
-        return cls.from_dict(json.loads(text), source="codegrep_model/rankers/lexical.json")
+        shipped = resources.files("codegrep_model.policies.lexical") / "rankers" / "lexical.json"
+        return cls.from_dict(
+            json.loads(shipped.read_text()),
+            source="codegrep_model/policies/lexical/rankers/lexical.json",
+        )
 
     def dump(self, path: str | Path) -> None:
         Path(path).write_text(json.dumps(self.to_dict(), indent=1) + "\n", encoding="utf-8")

@@ -37,7 +37,7 @@ from codegrep_model._chat_format import fold_follow_up
 from codegrep_model._hermes import hermes_system, split_hermes
 from codegrep_model.episode import RolloutConfig
 from codegrep_model.errors import PolicyError, PolicySpecError
-from codegrep_model.policy import PolicyReply, PolicyRequest
+from codegrep_model.policies.protocol import PolicyReply, PolicyRequest
 from codegrep_model.records import ChatMessage, Usage
 from codegrep_model.tools import openai_tools
 
