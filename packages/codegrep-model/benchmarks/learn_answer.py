@@ -362,11 +362,12 @@ def decide(diffs: dict[str, dict[str, Any]], n: int) -> dict[str, Any] | None:
     seeds' 95% intervals lie above 0; *inconclusive* when one does; otherwise *no effect of
     EFFECT or more* where the test had ≥ 80% power for EFFECT, else *underpowered*."""
     per = {s: diffs.get(f"grpo_s{s}-sft_control") for s in (0, 1)}
-    if any(v is None for v in per.values()):
+    if all(v is None for v in per.values()):
         return None
     seeds = {}
     for s, d in per.items():
-        assert d is not None
+        if d is None:
+            continue
         lo, hi = d["interval"]
         seeds[f"grpo_s{s}"] = {
             "interval": [lo, hi],
@@ -375,7 +376,12 @@ def decide(diffs: dict[str, dict[str, Any]], n: int) -> dict[str, Any] | None:
         }
     above = sum(v["above_0"] for v in seeds.values())
     powered = all(v["power_for_effect"] >= 0.8 for v in seeds.values())
-    if above == 2:
+    missing = [f"grpo_s{s}" for s, d in per.items() if d is None]
+    if missing:
+        verdict = "not decided"
+        why = (f"The rule needs both seeds; {', '.join(missing)} has no held-out evaluation "
+               f"yet. Of the seeds evaluated, {above} of {len(seeds)} lie above 0.")  # fmt: skip
+    elif above == 2:
         verdict = "GRPO learned"
         why = "Both seeds' intervals for GRPO − SFT control lie above 0."
     elif above == 1:

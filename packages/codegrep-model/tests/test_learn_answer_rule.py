@@ -55,4 +55,8 @@ def test_a_negative_counts_only_with_power(la: ModuleType) -> None:
 
 
 def test_no_verdict_before_both_seeds_ran(la: ModuleType) -> None:
-    assert la.decide({"grpo_s0-sft_control": _diff(0.1, 0.2, 0.3)}, 100) is None
+    assert la.decide({}, 100) is None
+    one = la.decide({"grpo_s0-sft_control": _diff(0.1, 0.2, 0.3)}, 100)
+    assert one["verdict"] == "not decided"
+    assert "grpo_s1" in one["why"]
+    assert list(one["seeds"]) == ["grpo_s0"]
