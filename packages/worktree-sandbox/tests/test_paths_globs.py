@@ -86,6 +86,15 @@ def test_glob_semantics(glob: str, matches: list[str], misses: list[str]) -> Non
         assert not rx.match(m), (glob, m)
 
 
+def test_a_set_that_starts_with_a_bracket() -> None:
+    # ']' first in a set is a literal, negated or not ('[!]?*]' once compiled to a regex
+    # with a repeat of a repeat, and was refused as an invalid glob)
+    assert compile_glob("[!]?*]").match("a")
+    assert not compile_glob("[!]?*]").match("?")
+    assert compile_glob("[]a]").match("]")
+    assert not compile_glob("[]a]").match("b")
+
+
 @given(st.text(alphabet="ab*?[]!/.", min_size=1, max_size=12))
 def test_any_glob_compiles_or_says_why(glob: str) -> None:
     # The only syntax error a glob can have is a '[' that no ']' closes.

@@ -48,7 +48,9 @@ def _set_regex(pattern: str, i: int) -> tuple[str, int]:
     if negate:
         body = body[1:]
     body = body.replace("\\", "\\\\").replace("/", "")
-    for special in "[&~|":  # literal in a glob set; set operators or nesting in `re`
+    # literal in a glob set; set operators, nesting, or (']', legal first in a glob set) the
+    # set's end in `re`, where the set no longer starts with it: '[!]a]' is '[^/\]a]'
+    for special in "[]&~|":
         body = body.replace(special, "\\" + special)
     if not body:  # e.g. '[/]': a set of nothing a path component can hold
         return ("[^/]" if negate else "(?!)"), j + 1
