@@ -255,7 +255,7 @@ def _read(loads: object, text: str) -> tuple[str, object]:
 def test_one_hostile_json_rule_for_the_engine_the_reward_and_the_report(text: str) -> None:
     """codegrep-records' `parse_json` (the engine's), grpo-rewards' copy (the reward's) and the
     report's copy accept and refuse the same texts, with the same values."""
-    from codegrep_records import parse_json
+    from codegrep_records.io import parse_json
     from codegrep_report._jsonl import loads_strict as report_loads
 
     engine = _read(parse_json, text)
@@ -267,7 +267,7 @@ def test_one_hostile_json_rule_for_the_engine_the_reward_and_the_report(text: st
 def test_a_lone_surrogate_is_refused_by_the_engine_the_reward_and_the_report(text: str) -> None:
     """A string JSON decodes to a lone surrogate is no Unicode text: a model's call or answer
     holding one made the rollout record unwritable. All three readers refuse it."""
-    from codegrep_records import parse_json
+    from codegrep_records.io import parse_json
     from codegrep_report._jsonl import loads_strict as report_loads
 
     for loads in (parse_json, grpo_rewards.loads_strict, report_loads):
@@ -276,7 +276,7 @@ def test_a_lone_surrogate_is_refused_by_the_engine_the_reward_and_the_report(tex
 
 
 def test_a_surrogate_pair_and_an_escaped_backslash_are_text() -> None:
-    from codegrep_records import parse_json
+    from codegrep_records.io import parse_json
 
     assert parse_json('{"s": "\\ud83d\\ude00"}') == {"s": "\U0001f600"}
     assert parse_json('{"s": "\\\\udce9"}') == {"s": "\\udce9"}

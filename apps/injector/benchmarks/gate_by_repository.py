@@ -46,7 +46,8 @@ from codegrep_gate import (
     gate,
     load_calibration_data,
 )
-from codegrep_records import ClusterBootstrap, Prediction, Ratio, RecordError, percentile_interval
+from codegrep_records import Prediction, RecordError
+from codegrep_records.stats import ClusterBootstrap, Ratio, percentile_interval
 from grpo_rewards import score_ranked
 
 THRESHOLDS = (0.45, 0.68)

@@ -33,7 +33,8 @@ from codegrep_gate import (
     load_calibration_data,
     shipped_calibration,
 )
-from codegrep_records import ClusterBootstrap, Ratio, RecordError, percentile_interval
+from codegrep_records import RecordError
+from codegrep_records.stats import ClusterBootstrap, Ratio, percentile_interval
 
 
 def measure(

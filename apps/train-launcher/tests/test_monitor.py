@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 import typer
-from codegrep_records import parse_json
+from codegrep_records.io import parse_json
 from train_launcher import monitor
 from train_launcher.monitor import (
     MonitorInputError,

@@ -32,6 +32,7 @@ from codegrep_model.datasets import (
     sft_rows,
     split_by_repo,
 )
+from codegrep_records.io import load_records, write_records
 from worktree_sandbox import BareRepoCache
 
 DATA = Path(__file__).resolve().parents[3] / ".." / "shared" / "data"
@@ -62,7 +63,7 @@ def tool(name: str) -> str:
 
 
 def grpo(args: argparse.Namespace, labels: tuple[records.GoldLabel, ...]) -> GrpoDataset:
-    loaded = records.load_records(args.instances, records.Instance, key=None)
+    loaded = load_records(args.instances, records.Instance, key=None)
     cache = BareRepoCache(args.cache, source=args.source)
     return asyncio.run(
         grpo_rows(
@@ -102,8 +103,8 @@ def write(folder: Path, ds: GrpoDataset) -> None:
     def dump(row: Any) -> str:
         return str(row.model_dump_json(exclude_none=True))
 
-    records.write_records(folder / "train.jsonl", ds.train, dump=dump)
-    records.write_records(folder / "val.jsonl", ds.val, dump=dump)
+    write_records(folder / "train.jsonl", ds.train, dump=dump)
+    write_records(folder / "val.jsonl", ds.val, dump=dump)
 
 
 def main() -> None:
@@ -180,7 +181,7 @@ def main() -> None:
             print(f"| {gold_name} | {threshold} | {r.kept} | {r.dropped_by_reason} | {mean} |")
             figures["sft"][f"{gold_name}@{threshold}"] = r.to_dict()
             if gold_name == "patch" and threshold == args.threshold:
-                records.write_records(
+                write_records(
                     out / "sft.jsonl", ds.rows, dump=lambda x: x.model_dump_json(exclude_none=True)
                 )
     (out / "figures.json").write_text(json.dumps(figures, indent=2, ensure_ascii=False) + "\n")

@@ -325,7 +325,7 @@ def passk(out: Path, model: Path, adapter: Path | None, k: int, temperature: flo
 
 def _boot(xs: list[float], n: int = 2000, seed: int = 0) -> tuple[float, float, float]:
     """The mean over instances and its 95% percentile interval (the project's one bootstrap)."""
-    from codegrep_records import ClusterBootstrap, percentile_interval
+    from codegrep_records.stats import ClusterBootstrap, percentile_interval
 
     mean = sum(xs) / len(xs)
     dist = ClusterBootstrap(len(xs), n, seed).distribution([xs], lambda c: sum(c[0]) / len(c[0]))

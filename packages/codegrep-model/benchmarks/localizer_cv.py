@@ -57,7 +57,8 @@ from codegrep_model.policies.lexical.ranker_train import (
     load_training_instances,
     read_examples,
 )
-from codegrep_records import Prediction, RecordFileError, read_json_object, write_records
+from codegrep_records import Prediction, RecordFileError
+from codegrep_records.io import read_json_object, write_records
 
 EXCLUDED = (  # too large to fetch here: left out of the pool
     "django/django",

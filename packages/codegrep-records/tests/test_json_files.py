@@ -14,16 +14,15 @@ import time
 from pathlib import Path
 
 import pytest
-from codegrep_records import (
-    RecordFileError,
+from codegrep_records import RecordFileError, read_rows
+from codegrep_records._json_files import MAX_JSON_DEPTH
+from codegrep_records.io import (
     dumps_json,
     parse_json,
     read_json_file,
     read_json_object,
-    read_rows,
     read_text_file,
 )
-from codegrep_records._json_files import MAX_JSON_DEPTH
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 import pytest
-from codegrep_records import open_appending, open_replacing, write_atomically
+from codegrep_records.io import open_appending, open_replacing, write_atomically
 
 
 @pytest.fixture

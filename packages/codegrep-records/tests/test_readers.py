@@ -29,10 +29,9 @@ from codegrep_records import (
     load_instances,
     load_labels,
     load_predictions,
-    load_records,
     read_rows,
-    write_records,
 )
+from codegrep_records.io import load_records, write_records
 
 PATCH = "diff --git a/p/m.py b/p/m.py\n--- a/p/m.py\n+++ b/p/m.py\n@@ -1 +1 @@\n-a\n+b\n"
 ROW = {"instance_id": "o__r-1", "repo": "o/r", "base_commit": "abc", "patch": PATCH}

@@ -1,13 +1,19 @@
-"""The project's one bootstrap (`codegrep_records.ClusterBootstrap`) and its intervals: seeded,
-instances resampled jointly for every figure, numpy drawing the standard library's indices."""
+"""The project's one bootstrap (`codegrep_records.stats.ClusterBootstrap`) and its intervals:
+seeded, instances resampled jointly for every figure, numpy drawing the standard library's
+indices."""
 
 from __future__ import annotations
 
 import random
 
 import pytest
-from codegrep_records import ClusterBootstrap, Ratio, percentile_interval, two_sided_p
-from codegrep_records._stats import percentile
+from codegrep_records.stats import (
+    ClusterBootstrap,
+    Ratio,
+    percentile,
+    percentile_interval,
+    two_sided_p,
+)
 
 
 def test_percentile_is_numpys_linear_percentile() -> None:
@@ -73,7 +79,7 @@ def test_two_sided_p_is_twice_the_smaller_tail_and_never_zero() -> None:
 
 def test_numpy_draws_are_the_stdlib_draws(monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("numpy")
-    import codegrep_records._stats as scoring
+    import codegrep_records.stats as scoring
 
     rng = random.Random(5)
     cols = [[rng.random() for _ in range(300)], [float(rng.random() < 0.3) for _ in range(300)]]

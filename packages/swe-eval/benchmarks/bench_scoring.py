@@ -76,7 +76,7 @@ def bench_bootstrap(sizes: tuple[int, ...], seed: int) -> list[dict[str, object]
     sum in numpy's order rather than math.fsum's)."""
     from unittest import mock
 
-    import codegrep_records._stats as stats
+    import codegrep_records.stats as stats
 
     out = []
     for n in sizes:

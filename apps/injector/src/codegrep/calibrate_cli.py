@@ -33,7 +33,7 @@ def retriever_of(name: str, predictions_file: Path | None = None) -> Retriever:
     a retriever without the config it ran with.
     """
     from codegrep_gate import Retriever
-    from codegrep_records import read_json_object
+    from codegrep_records.io import read_json_object
 
     from codegrep.gating import retriever_version
 
@@ -252,7 +252,8 @@ def calibrate(
     from codegrep_gate import GateError, write_calibration
     from codegrep_gate import calibrate as measure
     from codegrep_gate.errors import CalibrationMismatchError
-    from codegrep_records import RecordError, why_unwritable
+    from codegrep_records import RecordError
+    from codegrep_records.io import why_unwritable
 
     problem = why_unwritable(output)
     if problem is not None:

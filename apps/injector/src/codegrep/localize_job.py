@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, cast
 from codegrep_gate import RENDER_STYLES as INJECT_STYLES
 from codegrep_model import PolicySpecError, spec_from_options
 from codegrep_model.policies import base_url_problem as base_url_problem
-from codegrep_records import why_unwritable
+from codegrep_records.io import why_unwritable
 from worktree_sandbox import SandboxError, check_grep_engine
 
 from codegrep.errors import IssueInputError, JobInputError, OutputWriteError

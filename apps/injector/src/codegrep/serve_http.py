@@ -44,7 +44,7 @@ from contextlib import asynccontextmanager, contextmanager
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from codegrep_records import parse_json
+from codegrep_records.io import parse_json
 from pydantic import ValidationError
 
 from codegrep.service import (

@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Literal, Protocol
 
-from codegrep_records import open_appending, parse_json
+from codegrep_records.io import open_appending, parse_json
 
 from train_launcher._plan_records import NodeCommand
 

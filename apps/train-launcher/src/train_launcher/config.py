@@ -27,7 +27,8 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml  # type: ignore[import-untyped, unused-ignore]
-from codegrep_records import RecordError, read_text_file
+from codegrep_records import RecordError
+from codegrep_records.io import read_text_file
 from pydantic import (
     AfterValidator,
     BaseModel,

@@ -123,7 +123,7 @@ class FolderSource:
 
 
 def _gz_rows(path: Path) -> Iterator[dict[str, Any]]:
-    from codegrep_records import parse_json
+    from codegrep_records.io import parse_json
 
     line = 0
     try:
@@ -215,7 +215,7 @@ def fetch(
     The rows stream to `<output>.part` (a trajectory set is gigabytes), renamed over `output`
     once complete; the sidecar is written last, so a file without a matching sidecar is never
     taken as fetched."""
-    from codegrep_records import open_appending, write_atomically
+    from codegrep_records.io import open_appending, write_atomically
 
     output.parent.mkdir(parents=True, exist_ok=True)
     part = output.with_name(output.name + ".part")

@@ -37,7 +37,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from codegrep_records import RecordError, open_appending, read_json_object, write_atomically
+from codegrep_records import RecordError
+from codegrep_records.io import open_appending, read_json_object, write_atomically
 
 from train_launcher._processes import Runner, Service, SubprocessRunner, _poll, _wait_ready
 from train_launcher.config import RunConfig

@@ -28,13 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from codegrep_model.train import ROLLOUT_LOG_FILE
-from codegrep_records import (
-    RecordError,
-    load_labels,
-    read_json_object,
-    read_rows,
-    read_text_file,
-)
+from codegrep_records import RecordError, load_labels, read_rows
+from codegrep_records.io import read_json_object, read_text_file
 
 __all__ = [
     "Layout",

@@ -36,7 +36,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from codegrep_records import RecordError, read_json_object
+from codegrep_records import RecordError
+from codegrep_records.io import read_json_object
 
 from train_launcher._plan_inputs import input_findings
 from train_launcher._plan_records import STAGE_ORDER, NodeCommand, NodePlan, Stage, base_stage

@@ -36,7 +36,8 @@ def _ids(rows: Path) -> set[str]:
 
 def write_subset(rows: Path, instances: Path, output: Path) -> int:
     """Write the instances named in `rows` to `output`; how many were written."""
-    from codegrep_records import RowProblem, read_rows, write_atomically
+    from codegrep_records import RowProblem, read_rows
+    from codegrep_records.io import write_atomically
 
     wanted = _ids(rows)
     kept = []
@@ -52,7 +53,8 @@ def write_subset(rows: Path, instances: Path, output: Path) -> int:
 
 def write_sample(rows: Path, n: int, seed: int, output: Path) -> int:
     """Write `n` rows of `rows` drawn with `seed` (in file order) to `output`; how many."""
-    from codegrep_records import RowProblem, read_rows, write_atomically
+    from codegrep_records import RowProblem, read_rows
+    from codegrep_records.io import write_atomically
 
     kept: list[str] = []
     for line, row in read_rows(rows):

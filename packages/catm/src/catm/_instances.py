@@ -15,15 +15,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from codegrep_records import (
-    GoldRule,
-    Instance,
-    RowProblem,
-    describe_validation_error,
-    read_rows,
-)
+from codegrep_records import GoldRule, Instance, RowProblem, read_rows
 from codegrep_records import MissingExtraError as RecordsMissingExtraError
 from codegrep_records.errors import RecordFileError
+from codegrep_records.io import describe_validation_error
 from pydantic import ValidationError
 
 from catm._records import Skip

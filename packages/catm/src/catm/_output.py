@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from codegrep_records import open_replacing
+from codegrep_records.io import open_replacing
 from pydantic import ValidationError
 
 from catm._readers import open_text_lines

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import IO, Any, cast
 
 import msgspec
-from codegrep_records import parse_json as parse_hostile_json
+from codegrep_records.io import parse_json as parse_hostile_json
 
 from catm._records import Skip, Step, Trajectory, TrajectoryCall, TrajectoryFormat
 from catm.errors import InputError

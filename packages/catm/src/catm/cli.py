@@ -22,7 +22,8 @@ from codegrep_cli import (
     timeout_option,
     version_option,
 )
-from codegrep_records import GoldRule, why_unwritable
+from codegrep_records import GoldRule
+from codegrep_records.io import why_unwritable
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn

@@ -31,7 +31,8 @@ from dataclasses import dataclass
 from importlib import metadata
 from typing import Any
 
-from codegrep_records import ClusterBootstrap, Prediction, Ratio, percentile_interval
+from codegrep_records import Prediction
+from codegrep_records.stats import ClusterBootstrap, Ratio, percentile_interval
 
 from codegrep_gate._bins import (
     BinSpec,

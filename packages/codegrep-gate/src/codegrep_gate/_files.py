@@ -11,7 +11,7 @@ from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
 
-from codegrep_records import describe_validation_error, parse_json
+from codegrep_records.io import describe_validation_error, parse_json
 from pydantic import ValidationError
 
 from codegrep_gate._records import Calibration

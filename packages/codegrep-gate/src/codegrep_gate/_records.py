@@ -18,7 +18,7 @@ from bisect import bisect_right
 from itertools import pairwise
 from typing import Annotated, Any, ClassVar, Literal
 
-from codegrep_records import percentile_interval
+from codegrep_records.stats import percentile_interval
 from pydantic import (
     BaseModel,
     ConfigDict,

@@ -11,7 +11,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-import codegrep_records as records
+from codegrep_records.io import parse_json
 
 from codegrep_model._dataset_rows import _Row
 from codegrep_model.records import ChatMessage
@@ -141,7 +141,7 @@ def agent_messages(
             if text.strip():
                 out.append(SftMessage(role="assistant", content=text, loss_scale=loss_scale))
             for j, c in enumerate(m.tool_calls):
-                args = records.parse_json(c.arguments) if c.arguments.strip() else {}
+                args = parse_json(c.arguments) if c.arguments.strip() else {}
                 body = json.dumps({"name": c.name, "arguments": args}, ensure_ascii=False)
                 scale = loss_scale if j == 0 else None
                 out.append(SftMessage(role="tool_call", content=body, loss_scale=scale))

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from codegrep_records import parse_json
+from codegrep_records.io import parse_json
 from worktree_sandbox import GlobResult, GrepResult, ReadResult, ToolErrorKind
 
 from codegrep_model.policies.protocol import PolicyReply, PolicyRequest

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import codegrep_records as records
+from codegrep_records.io import parse_json
 from pydantic import Field
 from worktree_sandbox import BareRepoCache, RepositoryNotFoundError, SandboxError, TreePool
 
@@ -135,7 +136,7 @@ def config_from_row(value: object) -> RolloutConfig:
     if not isinstance(value, str):
         raise ValueError(f"rollout_config is a {type(value).__name__}, not a JSON string")
     try:
-        fields = records.parse_json(value)
+        fields = parse_json(value)
     except ValueError as exc:
         raise ValueError(f"rollout_config is not JSON: {exc}") from exc
     if not isinstance(fields, dict):

@@ -11,7 +11,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from codegrep_records import parse_json
+from codegrep_records.io import parse_json
 from grpo_rewards import hermes_calls, without_tool_calls
 
 from codegrep_model.records import ToolCall

@@ -16,6 +16,7 @@ from typing import Literal
 
 import codegrep_records as records
 import grpo_rewards as rewards
+from codegrep_records.io import load_records, parse_json
 
 from codegrep_model._chat_format import SftMessage, UserAfterTools, agent_messages
 from codegrep_model._dataset_rows import (
@@ -91,7 +92,7 @@ def load_rollouts(paths: Iterable[str | Path]) -> records.Loaded[RolloutRecord]:
     problems: list[records.RowProblem] = []
     for path in paths:
         # One instance may have several rollouts (samples, reruns): no key, all kept.
-        loaded = records.load_records(path, RolloutRecord, key=None)
+        loaded = load_records(path, RolloutRecord, key=None)
         rows.extend(loaded.records)
         problems.extend(loaded.problems)
     return records.Loaded(tuple(rows), tuple(problems))
@@ -127,7 +128,7 @@ def _bad_calls(record: RolloutRecord) -> str | None:
             if tc.name not in known:
                 return f"message {i + 1}: unknown tool {tc.name!r}"
             try:  # too deep, 1e999, not JSON: the row is dropped with the reason, not a crash
-                args = records.parse_json(tc.arguments) if tc.arguments.strip() else {}
+                args = parse_json(tc.arguments) if tc.arguments.strip() else {}
             except ValueError:
                 return f"message {i + 1}: arguments of {tc.name} are not JSON"
             if not isinstance(args, dict):

@@ -17,6 +17,7 @@ from typing import Annotated, Any
 
 import codegrep_records as records
 import grpo_rewards as rewards
+from codegrep_records.io import parse_json
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 __all__ = ["Answer", "answer_path", "parse_answer", "read_answer"]
@@ -236,7 +237,7 @@ _PATHLIKE = re.compile(r"[^\s]*[./][^\s]*")
 def _load(blob: str) -> Any:
     blob = blob.strip()
     try:
-        return records.parse_json(blob)
+        return parse_json(blob)
     except ValueError:
         pass
     try:

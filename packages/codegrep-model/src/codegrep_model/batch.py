@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import codegrep_records as records
+from codegrep_records.io import load_records, why_unwritable
 
 from codegrep_model.budget import TokenCounter
 from codegrep_model.engine import RolloutConfig, ToolTree, definitions_mode, run_rollout
@@ -157,7 +158,7 @@ def _finished(path: Path, bad: list[str] | None = None) -> set[str]:
     """Instances with a prediction in `path`; rows that do not parse go to `bad`."""
     if not path.exists():
         return set()
-    loaded = records.load_records(path, Prediction, key=None)
+    loaded = load_records(path, Prediction, key=None)
     if bad is not None:
         bad.extend(str(p) for p in loaded.problems)
     return {p.instance_id for p in loaded.records}
@@ -350,7 +351,7 @@ def run_batch_file(
             f"-o and --rollouts are the same file ({predictions}); name two files"
         )
     for flag, out in (("-o", predictions), ("--rollouts", rollouts)):
-        problem = records.why_unwritable(out)
+        problem = why_unwritable(out)
         if problem is not None:
             raise BatchInputError(f"cannot write {flag} {out}: {problem}")
     try:

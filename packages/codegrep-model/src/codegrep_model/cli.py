@@ -33,7 +33,7 @@ from codegrep_cli import (
     timeout_option,
     version_option,
 )
-from codegrep_records import why_unwritable
+from codegrep_records.io import why_unwritable
 
 from codegrep_model.batch import DEFAULT_SOURCE, DEFAULT_TIMEOUT_S
 

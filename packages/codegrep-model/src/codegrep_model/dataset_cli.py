@@ -26,7 +26,7 @@ from codegrep_cli import (
     output_option,
     seed_option,
 )
-from codegrep_records import why_unwritable
+from codegrep_records.io import load_records, why_unwritable, write_records
 from grpo_rewards import UnknownRewardError
 from pydantic import BaseModel
 from rich.console import Console
@@ -60,7 +60,7 @@ def _unwritable(path: Path, *, folder: bool) -> str | None:
 def _instances(path: Path) -> tuple[tuple[Instance, ...], list[str]]:
     try:
         # every row, duplicates included: grpo_rows names them as dropped rows
-        loaded = records.load_records(path, Instance, key=None)
+        loaded = load_records(path, Instance, key=None)
     except records.RecordError as exc:  # missing, a folder, not JSON, parquet without pyarrow
         raise fail(f"instances: {exc}") from None
     return loaded.records, [str(p) for p in loaded.problems]
@@ -275,8 +275,8 @@ def grpo(
         _print_dropped(console, report.dropped_by_reason, report.dropped)
         return
     output.mkdir(parents=True, exist_ok=True)
-    records.write_records(output / "train.jsonl", dataset.train, dump=_row_json)
-    records.write_records(output / "val.jsonl", dataset.val, dump=_row_json)
+    write_records(output / "train.jsonl", dataset.train, dump=_row_json)
+    write_records(output / "val.jsonl", dataset.val, dump=_row_json)
     _write_report(output / "report.json", report.to_dict())
     console.print(
         f"train {report.train} rows ({len(report.train_repos)} repos), val {report.val} rows "
@@ -394,7 +394,7 @@ def sft(
     _print_dropped(console, report.dropped_by_reason, report.dropped)
     if dry_run:
         return
-    records.write_records(output, dataset.rows, dump=_row_json)
+    write_records(output, dataset.rows, dump=_row_json)
     _write_report(report_path, report.to_dict())
     if not dataset.rows:
         raise fail("no rollout was kept", code=EXIT_FAILED)

@@ -215,7 +215,7 @@ def _convert(gguf: Path, work: Path, model: ShippedModel) -> None:
 def read_source(folder: str | os.PathLike[str]) -> dict[str, Any] | None:
     """The provenance record of a materialized folder, or None when it has none (a folder made
     elsewhere). Read with the records package's bounded JSON reader."""
-    from codegrep_records import read_json_file
+    from codegrep_records.io import read_json_file
 
     path = Path(folder) / SOURCE_FILE
     if not path.is_file():

@@ -14,7 +14,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from codegrep_cli import fail
-from codegrep_records import RecordError, why_unwritable
+from codegrep_records import RecordError
+from codegrep_records.io import why_unwritable
 from rich.console import Console
 from rich.text import Text
 

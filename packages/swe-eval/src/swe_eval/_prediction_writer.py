@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from codegrep_records import Prediction, write_records
+from codegrep_records import Prediction
+from codegrep_records.io import write_records
 
 __all__ = ["prediction_json", "write_predictions"]
 

@@ -32,14 +32,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 import numpy as np
-from codegrep_records import (
-    ClusterBootstrap,
-    GoldLabel,
-    Prediction,
-    Ratio,
-    percentile_interval,
-    two_sided_p,
-)
+from codegrep_records import GoldLabel, Prediction
+from codegrep_records.stats import ClusterBootstrap, Ratio, percentile_interval, two_sided_p
 from grpo_rewards import account, answer_status, fbeta_from_counts, score_ranked
 from numpy.typing import NDArray
 from pydantic import BaseModel, ConfigDict

@@ -24,7 +24,8 @@ from codegrep_cli import (
     timeout_option,
     version_option,
 )
-from codegrep_records import Instance, RecordError, load_records, why_unwritable
+from codegrep_records import Instance, RecordError
+from codegrep_records.io import load_records, why_unwritable
 from pydantic import BaseModel, Field, ValidationError, field_validator
 from rich.console import Console
 from rich.markup import escape

@@ -76,7 +76,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from codegrep_records import RecordError, read_json_object
+from codegrep_records import RecordError
+from codegrep_records.io import read_json_object
 
 from train_launcher.config import RunConfig
 from train_launcher.estimate._figures import (

@@ -91,10 +91,10 @@ def plot(
     `out_dir/monitor.png` (1400 x 1200 pixels); returns its path. Needs the `plot` extra.
 
     The file is replaced in one step and never written through a link planted at its name
-    (`codegrep_records.write_atomically`; `within`: the folder must resolve inside it)."""
+    (`codegrep_records.io.write_atomically`; `within`: the folder must resolve inside it)."""
     import io
 
-    from codegrep_records import write_atomically
+    from codegrep_records.io import write_atomically
 
     fig = _figure(run, report)
     out = Path(out_dir)

@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any, Literal, TypeGuard
 
 from codegrep_model.train import ROLLOUT_LOG_FILE, RolloutLogEntry
-from codegrep_records import RecordFileError, read_json_object
+from codegrep_records import RecordFileError
+from codegrep_records.io import read_json_object
 from codegrep_report import COMPLETIONS_FILE as _REPORT_COMPLETIONS_FILE
 from codegrep_report import BadRow, JsonLinesTail, ReportInputError, completion_rows
 from grpo_rewards import parse_answer

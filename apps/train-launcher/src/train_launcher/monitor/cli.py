@@ -135,7 +135,7 @@ def monitor(
                 raise fail(f"cannot write the plots to -o {output}: {exc}") from exc
             _warn(f"no plots: {exc}")
             want_plot = False
-    from codegrep_records import why_unwritable
+    from codegrep_records.io import why_unwritable
 
     problem = why_unwritable(out_dir, folder=True)
     if problem is not None:  # said now, not after the reading
@@ -179,7 +179,8 @@ def monitor(
 def _thresholds(config: Path | None) -> MonitorThresholds:
     """The thresholds of the config's `monitor:` section (defaults without --config)."""
     import yaml  # type: ignore[import-untyped, unused-ignore]
-    from codegrep_records import RecordError, read_text_file
+    from codegrep_records import RecordError
+    from codegrep_records.io import read_text_file
     from pydantic import ValidationError
 
     from train_launcher._yaml import MAX_YAML_BYTES, load_yaml
@@ -251,7 +252,7 @@ def _write(
     out_dir: Path, run: RunData, report: MonitorReport, want_plot: bool, *, within: Path | None
 ) -> list[Path]:
     """Each output replaced in one step, never through a link planted at its name."""
-    from codegrep_records import dumps_json, write_atomically
+    from codegrep_records.io import dumps_json, write_atomically
 
     try:
         out_dir.mkdir(parents=True, exist_ok=True)

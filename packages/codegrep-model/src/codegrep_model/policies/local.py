@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from codegrep_records import parse_json
+from codegrep_records.io import parse_json
 
 from codegrep_model._chat_format import fold_follow_up
 from codegrep_model._hermes import hermes_system, split_hermes
@@ -154,7 +154,8 @@ def read_episode(*folders: Path | None) -> RolloutConfig | None:
     reader, only the rollout fields taken, each checked by `RolloutConfig`; anything wrong is
     a `PolicyError` naming the file.
     """
-    from codegrep_records import RecordFileError, read_json_object
+    from codegrep_records import RecordFileError
+    from codegrep_records.io import read_json_object
     from pydantic import ValidationError
 
     for folder in folders:
@@ -184,7 +185,7 @@ def episode_for(policy: object, default: RolloutConfig) -> RolloutConfig:
 
 def write_episode(folder: Path, config: RolloutConfig) -> Path:
     """Write `config`'s rollout fields as `folder`'s `EPISODE_FILE` (what `read_episode` reads)."""
-    from codegrep_records import dumps_json, write_atomically
+    from codegrep_records.io import dumps_json, write_atomically
 
     data = {"schema_version": 1, **{k: getattr(config, k) for k in _EPISODE_FIELDS}}
     path = folder / EPISODE_FILE

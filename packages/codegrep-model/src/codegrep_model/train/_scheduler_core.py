@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, TypeVar
 
-from codegrep_records import parse_json
+from codegrep_records.io import parse_json
 from worktree_sandbox import BareRepoCache, SandboxLimits, TreePool
 
 from codegrep_model._hermes import split_hermes

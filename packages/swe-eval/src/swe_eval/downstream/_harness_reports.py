@@ -19,11 +19,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from codegrep_records import (
-    RecordFileError,
-    RowProblem,
-    read_text_file,
-)
+from codegrep_records import RecordFileError, RowProblem
+from codegrep_records.io import read_text_file
 
 from swe_eval.downstream._reader_values import _dict, _int, _load_json, _rows
 from swe_eval.downstream.records import (

@@ -12,10 +12,8 @@ from pathlib import Path
 from codegrep_gate import (
     openhands_template_path,
 )
-from codegrep_records import (
-    RecordError,
-    write_atomically,
-)
+from codegrep_records import RecordError
+from codegrep_records.io import write_atomically
 
 from swe_eval.downstream._plan_commands import Plan, render_commands, report_manifest, run_manifest
 from swe_eval.downstream._plan_gating import BuiltConfig
@@ -36,7 +34,7 @@ def _previous_files(out: Path) -> set[str]:
     An unreadable plan.json (hostile, cut short, a link) claims nothing: then nothing in `out`
     counts as ours to overwrite, the safe side.
     """
-    from codegrep_records import read_json_object
+    from codegrep_records.io import read_json_object
 
     try:
         data = read_json_object(out / "plan.json", refuse_links=True)
@@ -55,7 +53,7 @@ def check_output(out: Path, targets: Sequence[str], *, force: bool) -> list[str]
     plan.json lists them) are overwritten, and nothing is ever deleted. Returns notes (a
     runner's output left from an earlier run is resumed, not restarted).
     """
-    from codegrep_records import why_unwritable
+    from codegrep_records.io import why_unwritable
 
     problem = why_unwritable(out, folder=True)
     if problem is not None:

@@ -10,7 +10,8 @@ import math
 from pathlib import Path
 from typing import Any
 
-from codegrep_records import RecordFileError, read_json_file, read_rows
+from codegrep_records import RecordFileError, read_rows
+from codegrep_records.io import read_json_file
 
 from swe_eval.errors import DatasetError
 

@@ -14,12 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from codegrep_records import (
-    RecordFileError,
-    RowProblem,
-    parse_json,
-    read_text_file,
-)
+from codegrep_records import RecordFileError, RowProblem
+from codegrep_records.io import parse_json, read_text_file
 from pydantic import ValidationError
 
 from swe_eval.downstream._reader_values import _load_json, _rows

@@ -25,7 +25,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from codegrep_records import ClusterBootstrap, GoldLabel, Prediction, percentile_interval
+from codegrep_records import GoldLabel, Prediction
+from codegrep_records.stats import ClusterBootstrap, percentile_interval
 from numpy.typing import NDArray
 from pydantic import BaseModel, ConfigDict
 

@@ -12,7 +12,8 @@ from collections.abc import Sequence
 from enum import StrEnum
 from typing import Any
 
-from codegrep_records import RowProblem, dumps_json
+from codegrep_records import RowProblem
+from codegrep_records.io import dumps_json
 from pydantic import BaseModel, ConfigDict
 
 from swe_eval._markdown import md_cell

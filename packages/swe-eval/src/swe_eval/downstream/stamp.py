@@ -16,7 +16,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from codegrep_records import RecordFileError, read_text_file
+from codegrep_records import RecordFileError
+from codegrep_records.io import read_text_file
 from worktree_sandbox import repository_locations
 from worktree_sandbox.errors import RepositoryLayoutError
 

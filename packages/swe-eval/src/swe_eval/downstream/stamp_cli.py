@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 from codegrep_cli import fail
-from codegrep_records import dumps_json, write_atomically
+from codegrep_records.io import dumps_json, write_atomically
 
 from swe_eval._cli_io import say
 from swe_eval.downstream._plan_pins import BENCHMARKS_COMMIT, SDK_COMMIT

@@ -8,7 +8,8 @@ from typing import Annotated
 
 import typer
 from codegrep_cli import fail, output_option
-from codegrep_records import RecordFileError, read_text_file, write_atomically
+from codegrep_records import RecordFileError
+from codegrep_records.io import read_text_file, write_atomically
 
 from swe_eval._cli_io import check_output, say
 from swe_eval.downstream.stock import StockTemplateError, stock_template, treatment_template

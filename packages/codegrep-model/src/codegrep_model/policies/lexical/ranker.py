@@ -252,7 +252,8 @@ class Ranker:
 
     @classmethod
     def load(cls, path: str | Path) -> Ranker:
-        from codegrep_records import RecordFileError, read_json_object
+        from codegrep_records import RecordFileError
+        from codegrep_records.io import read_json_object
 
         p = Path(path)
         try:  # missing, not UTF-8, too deep, 1e999, a list: one line naming the file

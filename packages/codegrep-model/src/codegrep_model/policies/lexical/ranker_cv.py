@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from codegrep_records import ClusterBootstrap, Ratio, percentile_interval, two_sided_p
+from codegrep_records.stats import ClusterBootstrap, Ratio, percentile_interval, two_sided_p
 from grpo_rewards import fbeta
 
 from codegrep_model.policies.lexical.policy import LexicalConfig, LexicalPolicy

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from codegrep_records import write_records
+from codegrep_records.io import write_records
 
 from codegrep_model.engine import RolloutConfig, ToolTree, run_rollout
 from codegrep_model.policies.lexical.policy import Candidate, LexicalPolicy

@@ -1,5 +1,8 @@
 """The project's one bootstrap: seeded resamples of instances shared by every figure.
 
+Import from here: `from codegrep_records.stats import ClusterBootstrap, Ratio,
+percentile_interval, two_sided_p`.
+
 `ClusterBootstrap` resamples instance indices with replacement from `random.Random(seed)` and
 recomputes each figure on the resampled instances (a ratio of column sums, a median, or any
 statistic of the resampled columns), so that every figure moves with the same resamples. The
@@ -25,7 +28,8 @@ from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any
 
-__all__ = ["ClusterBootstrap", "Ratio", "percentile", "percentile_interval", "two_sided_p"]
+# `percentile` (a step of `percentile_interval`) is importable from here but not exported.
+__all__ = ["ClusterBootstrap", "Ratio", "percentile_interval", "two_sided_p"]
 
 
 def percentile(ordered: Sequence[float], q: float) -> float:
