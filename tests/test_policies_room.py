@@ -70,3 +70,20 @@ def test_the_tree_is_asked_through_the_protocol_not_carried_by_the_request() -> 
             if word in text:
                 found.append(f"{path.relative_to(ROOT)}: {word}")
     assert not found, found
+
+
+def test_no_policy_class_is_named_in_code_outside_the_room() -> None:
+    # Outside the room a policy is made by the registry (`policy_from_spec`) or a factory of
+    # the room (`lexical_explorer`), never by its class; prose in docstrings may name one.
+    classes = _policy_classes()
+    found = []
+    for path in _sources_outside_the_room():
+        for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+            named = (
+                {a.name for a in node.names} if isinstance(node, ast.ImportFrom) else set()
+            ) | ({node.id} if isinstance(node, ast.Name) else set())
+            if isinstance(node, ast.Attribute):
+                named.add(node.attr)
+            if named & classes:
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert not found, found

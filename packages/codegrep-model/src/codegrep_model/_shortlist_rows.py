@@ -30,9 +30,14 @@ from codegrep_model._grpo_rows import (
 )
 from codegrep_model.engine import run_rollout
 from codegrep_model.episode import RolloutConfig
-from codegrep_model.policies.lexical.policy import LexicalPolicy
 from codegrep_model.policies.protocol import PolicyNeeds, PolicyReply, PolicyRequest, TreeContext
-from codegrep_model.policies.shortlist import ShortlistConfig, ShortlistEntry, shortlist_messages
+from codegrep_model.policies.shortlist import (
+    Explorer,
+    ShortlistConfig,
+    ShortlistEntry,
+    lexical_explorer,
+    shortlist_messages,
+)
 from codegrep_model.records import Instance
 
 __all__ = ["entries_of_row", "row_with_entries", "shortlist_rows"]
@@ -41,7 +46,7 @@ __all__ = ["entries_of_row", "row_with_entries", "shortlist_rows"]
 class _Capture:
     """LexicalPolicy, keeping the shortlist of each answer turn it is asked for."""
 
-    def __init__(self, explorer: LexicalPolicy, config: ShortlistConfig) -> None:
+    def __init__(self, explorer: Explorer, config: ShortlistConfig) -> None:
         self.explorer = explorer
         self.config = config
         self.entries: dict[str, list[ShortlistEntry]] = {}
@@ -103,16 +108,16 @@ async def shortlist_rows(
     cache: BareRepoCache,
     *,
     config: ShortlistConfig,
-    explorer: LexicalPolicy | None = None,
+    explorer: Explorer | None = None,
     rollout: RolloutConfig | None = None,
-    explorers: Mapping[str, LexicalPolicy] | None = None,
+    explorers: Mapping[str, Explorer] | None = None,
     jobs: int = 2,
     on_row: Callable[[int, int], None] | None = None,
 ) -> GrpoDataset:
     """`dataset`'s rows as answer-task rows. `explorer` (default: `LexicalPolicy()`, the shipped
     ranker) explores each row's tree; `explorers` may give another per repository (a ranker
     that never saw that repository, say). `on_row(done, total)` is called as rows finish."""
-    fallback = _Capture(explorer or LexicalPolicy(), config)
+    fallback = _Capture(explorer or lexical_explorer(), config)
     captures = {repo: _Capture(p, config) for repo, p in (explorers or {}).items()}
     rows = [("train", r) for r in dataset.train] + [("val", r) for r in dataset.val]
     out: dict[str, list[GrpoRow]] = {"train": [], "val": []}

@@ -197,11 +197,11 @@ def grpo(
         raise fail("--ranker orders a shortlist: give --shortlist K too")
     explorer = None
     if shortlist is not None:
-        from codegrep_model.policies.lexical.policy import LexicalPolicy
-        from codegrep_model.policies.lexical.ranker import Ranker, RankerError
+        from codegrep_model.policies.lexical.ranker import RankerError
+        from codegrep_model.policies.shortlist import lexical_explorer
 
         try:
-            explorer = LexicalPolicy(ranker=Ranker.load(ranker) if ranker else None)
+            explorer = lexical_explorer(ranker)
         except (RankerError, OSError) as exc:
             raise fail(f"--ranker {ranker}: {exc}") from exc
     rows, bad_rows = _instances(instances)

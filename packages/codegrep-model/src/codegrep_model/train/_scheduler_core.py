@@ -41,8 +41,8 @@ from codegrep_model._hermes import split_hermes
 from codegrep_model.budget import TokenBudget
 from codegrep_model.datasets import CHATML_TURN_BREAK, fold_follow_up
 from codegrep_model.errors import CodegrepModelError
-from codegrep_model.policies.lexical.policy import LexicalPolicy
 from codegrep_model.policies.protocol import Policy, PolicyReply
+from codegrep_model.policies.spec import policy_from_spec
 from codegrep_model.records import ToolCall
 
 __all__ = [
@@ -106,8 +106,8 @@ class PolicyOverride:
 #: `scheduler_with_test_policy`).
 TEST_POLICIES: Mapping[str, Callable[[], PolicyOverride]] = MappingProxyType(
     {
-        "lexical": lambda: PolicyOverride(LexicalPolicy()),
-        "lexical-alternate": lambda: PolicyOverride(LexicalPolicy(), alternate=True),
+        "lexical": lambda: PolicyOverride(policy_from_spec("lexical")),
+        "lexical-alternate": lambda: PolicyOverride(policy_from_spec("lexical"), alternate=True),
     }
 )
 
