@@ -30,12 +30,12 @@ from codegrep_model._grpo_rows import (
 )
 from codegrep_model.engine import run_rollout
 from codegrep_model.episode import RolloutConfig
+from codegrep_model.policies.lexical import lexical_explorer
 from codegrep_model.policies.protocol import PolicyNeeds, PolicyReply, PolicyRequest, TreeContext
 from codegrep_model.policies.shortlist import (
     Explorer,
     ShortlistConfig,
     ShortlistEntry,
-    lexical_explorer,
     shortlist_messages,
 )
 from codegrep_model.records import Instance

@@ -197,8 +197,8 @@ def grpo(
         raise fail("--ranker orders a shortlist: give --shortlist K too")
     explorer = None
     if shortlist is not None:
+        from codegrep_model.policies.lexical import lexical_explorer
         from codegrep_model.policies.lexical.ranker import RankerError
-        from codegrep_model.policies.shortlist import lexical_explorer
 
         try:
             explorer = lexical_explorer(ranker)

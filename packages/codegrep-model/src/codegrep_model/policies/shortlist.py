@@ -24,7 +24,6 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from importlib import resources
-from pathlib import Path
 from typing import Protocol
 
 from worktree_sandbox import GrepResult
@@ -176,15 +175,6 @@ class Explorer(Protocol):
     async def shortlist(
         self, request: PolicyRequest, config: ShortlistConfig | None = None
     ) -> list[ShortlistEntry]: ...
-
-
-def lexical_explorer(ranker_file: Path | None = None) -> Explorer:
-    """LexicalPolicy as an explorer: with the shipped ranker, or the one in `ranker_file`.
-    Raises `RankerError` or `OSError` for a ranker file that cannot be read."""
-    from codegrep_model.policies.lexical.policy import LexicalPolicy
-    from codegrep_model.policies.lexical.ranker import Ranker
-
-    return LexicalPolicy(ranker=Ranker.load(ranker_file) if ranker_file else None)
 
 
 class ShortlistPolicy:
