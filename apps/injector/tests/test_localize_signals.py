@@ -39,6 +39,13 @@ POLICY = textwrap.dedent(
 )
 
 
+def _default_signals() -> None:
+    # A runner started under `nohup` hands its children SIGHUP ignored, and the pool rightly
+    # leaves an ignored signal alone: the child starts as a program normally does.
+    for sig in (signal.SIGHUP, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_DFL)
+
+
 def _own_folders(pid: int) -> list[Path]:
     """The pool folders process `pid` made in the default workdir (named by its owner tag)."""
     work = default_workdir()
@@ -61,6 +68,7 @@ def test_a_signal_during_localize_leaves_no_checkout(
         [str(exe), "localize", "--repo", str(repo), "--commit", "HEAD", "--issue", str(issue),
          "--policy", "probe_policy:GrepThenWait"],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=_default_signals,
     )  # fmt: skip
     try:
         deadline = time.monotonic() + 60

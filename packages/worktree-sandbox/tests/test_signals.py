@@ -33,6 +33,13 @@ CHILD = textwrap.dedent(
 )
 
 
+def _default_signals() -> None:
+    # A runner started under `nohup` hands its children SIGHUP ignored, and the pool rightly
+    # leaves an ignored signal alone: the child starts as a program normally does.
+    for sig in (signal.SIGHUP, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_DFL)
+
+
 def _start(
     repo: Any, workdir: Path, handler: str = "default"
 ) -> tuple[subprocess.Popen[str], Path]:
@@ -40,6 +47,7 @@ def _start(
         [sys.executable, "-c", CHILD, str(repo.path), str(workdir), handler],
         stdout=subprocess.PIPE,
         text=True,
+        preexec_fn=_default_signals,
     )
     assert child.stdout is not None
     checkout = Path(child.stdout.readline().strip())
