@@ -325,7 +325,8 @@ def test_a_lone_surrogate_in_an_answer_means_the_same_to_the_engine_and_the_rewa
 ) -> None:
     """JSON's `"\\udce9"` in an answer's path: the engine records U+FFFD (`record_text`), and
     the reward reads the same files, so the training reward scores what the engine recorded."""
-    from codegrep_model.answer import read_answer, record_text
+    from codegrep_model.answer import read_answer
+    from grpo_rewards import record_text
 
     reward = grpo_rewards.parse_answer(text).answer
     assert reward is not None
@@ -398,10 +399,13 @@ def test_a_name_two_members_export_is_one_object() -> None:
     ],
 )
 def test_one_rule_makes_model_text_writable_for_the_engine_and_the_reward(text: str) -> None:
-    """The engine's `record_text` and grpo-rewards' copy (that package imports none of ours)
-    turn the same text into the same writable text."""
-    from codegrep_model.answer import record_text as engine_rule
-    from grpo_rewards._formats import record_text as reward_rule
+    """The engine's `record_text` is grpo-rewards' (codegrep-model depends on it): the same
+    text becomes the same writable text."""
+    from codegrep_model import episode
+    from grpo_rewards import record_text as reward_rule
+
+    engine_rule = episode.record_text
+    assert engine_rule is reward_rule
 
     out = engine_rule(text)
     assert out == reward_rule(text)

@@ -18,6 +18,7 @@ from typing import Annotated, Any
 import codegrep_records as records
 import grpo_rewards as rewards
 from codegrep_records.io import parse_json
+from grpo_rewards import record_text
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 __all__ = ["Answer", "answer_path", "parse_answer", "read_answer"]
@@ -25,23 +26,6 @@ __all__ = ["Answer", "answer_path", "parse_answer", "read_answer"]
 _LineRange = tuple[int, int]
 # Finite, as JSON has no NaN or Infinity; within [0, 1], the scale every confidence is given on.
 Score = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]
-
-
-def record_text(text: str) -> str:
-    """`text` as any record can carry it: each lone surrogate replaced by U+FFFD.
-
-    A model's reply reaches the toolkit as JSON, whose `"\\udce9"` decodes to a lone
-    surrogate that no UTF-8 writer takes: one in a reply, a tool call or an answer's file made
-    the rollout record unwritable (`codegrep localize` ended with a traceback, `serve` answered
-    500). Two surrogates that form a pair are joined into the one character they stand for.
-    """
-    if text.isascii():
-        return text
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
-    return text
 
 
 def answer_path(path: str) -> str:

@@ -31,6 +31,7 @@ from dataclasses import replace
 from typing import Any, Literal
 
 import grpo_rewards as rewards
+from grpo_rewards import record_text
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 from worktree_sandbox import ToolResult
 
@@ -45,7 +46,7 @@ from codegrep_model._episode_calls import (
     executed_record,
     plan_call,
 )
-from codegrep_model.answer import Answer, read_answer, record_text
+from codegrep_model.answer import Answer, read_answer
 from codegrep_model.budget import (
     CharEstimate,
     OverflowCause,

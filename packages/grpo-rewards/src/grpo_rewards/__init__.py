@@ -31,7 +31,13 @@ from grpo_rewards._codescout import (
     multilevel_f1,
     targets_from_file_changes,
 )
-from grpo_rewards._formats import hermes_calls, loads_strict, split_reasoning, without_tool_calls
+from grpo_rewards._formats import (
+    hermes_calls,
+    loads_strict,
+    record_text,
+    split_reasoning,
+    without_tool_calls,
+)
 from grpo_rewards._metrics import (
     fbeta,
     fbeta_from_counts,
@@ -129,6 +135,7 @@ __all__ = [
     "parse_answer",
     "precision",
     "recall",
+    "record_text",
     "register_reward",
     "reward_spec",
     "scale_advantages_for",

@@ -109,8 +109,8 @@ def record_text(text: str) -> str:
     one character they stand for): what any record, log line or UTF-8 writer can carry.
 
     An answer's JSON is read by Python's decoder, whose `"\\udce9"` is a lone surrogate; the
-    engine (codegrep-model's `record_text`, the same rule) records such a path with U+FFFD, and
-    the reward reads it so too, so both see one answer (a workspace test holds them equal).
+    engine (codegrep-model, which uses this function) records such a path with U+FFFD, and
+    the reward reads it so too, so both see one answer (tests/test_one_meaning.py).
 
     >>> print(ascii(record_text(json.loads('"r\\\\udce9.py"'))))
     'r\\ufffd.py'

@@ -22,11 +22,11 @@ from grpo_rewards import (
     AdvantageScale,
     MissingRolloutStatsError,
     RolloutInfo,
+    record_text,
 )
 from grpo_rewards import advantage_scales as _advantage_scales
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from codegrep_model.answer import record_text
 from codegrep_model.train._scheduler_core import TrainingSetupError
 
 __all__ = [
