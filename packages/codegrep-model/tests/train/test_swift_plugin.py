@@ -238,6 +238,22 @@ def test_a_row_with_other_prompts_stops_training(plugin: ModuleType, sandbox: An
     short.environment.close()
 
 
+def _bare_trainer(plugin: ModuleType, rollout_log: Path, step: int) -> Any:
+    """The plugin's trainer without ms-swift's setup: what its advantage and sampling hooks
+    read, for a v3 run at `step` (the main process, training) logging to `rollout_log`."""
+    trainer = object.__new__(plugin.CodegrepGRPOTrainer)
+    trainer.accelerator = SimpleNamespace(is_main_process=True)
+    trainer.model = SimpleNamespace(training=True)
+    trainer._metrics = {"train": defaultdict(list)}
+    trainer.codegrep_zero_unanswered = False
+    trainer.codegrep_reward = "codegrep_v3"
+    trainer.codegrep_rollout_log = rollout_log
+    trainer.reward_weights = torch.tensor([1.0])
+    trainer.reward_func_names = ["codegrep_v3"]
+    trainer.state = SimpleNamespace(global_step=step)
+    return trainer
+
+
 def test_dynamic_sampling_logs_the_rollouts_it_sets_aside(
     plugin: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -264,15 +280,8 @@ def test_dynamic_sampling_logs_the_rollouts_it_sets_aside(
 
         return dynamic
 
-    trainer = object.__new__(plugin.CodegrepGRPOTrainer)
-    trainer.accelerator = SimpleNamespace(is_main_process=True)
-    trainer.codegrep_zero_unanswered = False
-    trainer.codegrep_reward = "codegrep_v3"
-    trainer.codegrep_rollout_log = tmp_path / "codegrep_rollouts.jsonl"
+    trainer = _bare_trainer(plugin, tmp_path / "codegrep_rollouts.jsonl", step=2)
     trainer.codegrep_set_aside_log = tmp_path / "codegrep_rollouts.set_aside.jsonl"
-    trainer.reward_weights = torch.tensor([1.0])
-    trainer.reward_func_names = ["codegrep_v3"]
-    trainer.state = SimpleNamespace(global_step=2)
     scored = {"second": [0.0] * 4, "third": [1.0, 0.0, 0.0, 0.0]}
     monkeypatch.setattr(
         GRPOTrainer,
@@ -305,16 +314,7 @@ def test_the_trainer_scales_group_advantages(
 ) -> None:
     group = torch.tensor([1.5, -0.5, -0.5, -0.5])
     monkeypatch.setattr(GRPOTrainer, "_compute_advantages", lambda self, s, r, b: group.clone())
-    trainer = object.__new__(plugin.CodegrepGRPOTrainer)
-    trainer.accelerator = SimpleNamespace(is_main_process=True)
-    trainer.model = SimpleNamespace(training=True)
-    trainer._metrics = {"train": defaultdict(list)}
-    trainer.codegrep_zero_unanswered = False
-    trainer.codegrep_reward = "codegrep_v3"
-    trainer.codegrep_rollout_log = tmp_path / "rollouts.jsonl"
-    trainer.reward_weights = torch.tensor([1.0])
-    trainer.reward_func_names = ["codegrep_v3"]
-    trainer.state = SimpleNamespace(global_step=7)
+    trainer = _bare_trainer(plugin, tmp_path / "rollouts.jsonl", step=7)
     infos = [
         {"num_turns": 4, "tool_calls_per_turn": [4, 4, 4, 0], "answer_files": ["a"]},
         {"num_turns": 4, "tool_calls_per_turn": [1, 1, 0, 0], "answer_files": ["b"]},
@@ -350,16 +350,7 @@ def test_a_lone_surrogate_in_a_rollout_cannot_break_the_rollout_log(
     monkeypatch.setattr(
         GRPOTrainer, "_compute_advantages", lambda self, s, r, b: torch.tensor([0.5, -0.5])
     )
-    trainer = object.__new__(plugin.CodegrepGRPOTrainer)
-    trainer.accelerator = SimpleNamespace(is_main_process=True)
-    trainer.model = SimpleNamespace(training=True)
-    trainer._metrics = {"train": defaultdict(list)}
-    trainer.codegrep_zero_unanswered = False
-    trainer.codegrep_reward = "codegrep_v3"
-    trainer.codegrep_rollout_log = tmp_path / "rollouts.jsonl"
-    trainer.reward_weights = torch.tensor([1.0])
-    trainer.reward_func_names = ["codegrep_v3"]
-    trainer.state = SimpleNamespace(global_step=0)
+    trainer = _bare_trainer(plugin, tmp_path / "rollouts.jsonl", step=0)
     infos = [
         {"num_turns": 2, "tool_calls_per_turn": [1, 0], "answer_files": ["r\udce9.py"]},
         {
