@@ -96,9 +96,14 @@ print("--dynamic_sample", "true" if s["zero_variance_groups"] > 0.5 else "false"
 PY
 ))
 resume() { # RUN_DIR: resume a stopped run from its last checkpoint (optimizer state kept)
-  local last
-  last="$(ls -d "$1"/checkpoint-* 2>/dev/null | sort -t- -k2 -n | tail -1)"
-  [[ -n "$last" ]] && echo "--resume_from_checkpoint $last"
+  # the highest step number, read after the last "checkpoint-": sorting the paths would put
+  # checkpoint-10 before checkpoint-5, and a "-" elsewhere in RUN_DIR would break a sort key
+  local dir n best=-1
+  for dir in "$1"/checkpoint-*; do
+    n="${dir##*/checkpoint-}"
+    [[ -f "$dir/trainer_state.json" && "$n" =~ ^[0-9]+$ ]] && ((10#$n > best)) && best=$((10#$n))
+  done
+  ((best >= 0)) && echo "--resume_from_checkpoint $1/checkpoint-$best"
   return 0
 }
 grpo() { # SEED
