@@ -15,6 +15,8 @@ from typing import Any
 import pytest
 from worktree_sandbox import DirectoryTree, GrepArgs, SandboxLimits, TreePool
 from worktree_sandbox._runtime import Runtime
+from worktree_sandbox.errors import RepositoryLayoutError
+from worktree_sandbox.history import commit_log
 
 
 @pytest.fixture
@@ -87,3 +89,37 @@ async def test_an_empty_folder_greps_nothing(tmp_path: Path) -> None:
         got = await tree.grep(GrepArgs(pattern="x"))
     assert got.ok
     assert got.matches == ()
+
+
+@pytest.mark.parametrize("engine", [None, "git-grep"])
+async def test_a_linked_worktree_is_a_git_folder(
+    ignoring: Path, tmp_path: Path, git_kit: Any, engine: str | None
+) -> None:
+    """A linked worktree's `.git` is a file (`gitdir: .../worktrees/NAME`): git is told the
+    dir it names. Given the file itself, every git child and the config listing failed with
+    "Not a directory", so `codegrep localize --repo` refused a linked worktree outright."""
+    linked = tmp_path / "linked"
+    git_kit.run_git(ignoring, "worktree", "add", "-q", "-b", "side", str(linked))
+    assert (linked / ".git").is_file()
+    (linked / "src" / "new.py").write_text("class Session:  # untracked, not ignored\n")
+    (linked / "build" / "scratch.py").write_text("class Session:  # ignored\n")
+    async with DirectoryTree(linked, Runtime(SandboxLimits(grep_engine=engine))) as folder:
+        assert folder.git_dir == (ignoring / ".git" / "worktrees" / "linked").resolve()
+        files = await folder.files()
+        got = await folder.grep(GrepArgs(pattern="Session"))
+        log = await commit_log(folder)
+    assert "build/scratch.py" not in files and "src/new.py" in files
+    assert [(m.path, m.line) for m in got.matches] == [*WANTED, ("src/new.py", 1)]
+    assert log.error == ""
+    assert [c.message for c in log.commits] == ["tracked under ignore rules"]
+
+
+def test_a_git_file_that_names_nothing_is_a_clear_error(tmp_path: Path) -> None:
+    folder = tmp_path / "pointer"
+    folder.mkdir()
+    (folder / ".git").write_bytes(b"not a pointer\n")
+    with pytest.raises(RepositoryLayoutError, match="does not start with `gitdir:`"):
+        DirectoryTree(folder)
+    (folder / ".git").write_bytes(b"gitdir: \xff\n")
+    with pytest.raises(RepositoryLayoutError, match="not UTF-8"):
+        DirectoryTree(folder)

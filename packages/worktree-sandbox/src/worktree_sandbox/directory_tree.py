@@ -15,6 +15,7 @@ from worktree_sandbox._grep_backends import RawMatch, folder_backend
 from worktree_sandbox._paths import name_text, safe_tree_path
 from worktree_sandbox._runtime import Runtime
 from worktree_sandbox.errors import SandboxError
+from worktree_sandbox.locations import _git_dir_of
 from worktree_sandbox.models import (
     GrepArgs,
 )
@@ -51,8 +52,19 @@ class DirectoryTree(Tree):
         self._size_of: dict[str, int] = {}
         # a file's or folder's name -> its path on disk (surrogateescape), where they differ
         self._disk: dict[str, str] = {}
-        self._git_dir = self.root / ".git"
+        # a linked worktree's or a submodule's `.git` is a file naming its git dir: git is told
+        # that dir (read as `repository_locations` reads it: small, regular, UTF-8), never the
+        # file itself, which every git child and the config listing met as "Not a directory"
+        dot = self.root / ".git"
+        pointed = _git_dir_of(self.root)[1] if dot.is_file() else None
+        self._git_dir = pointed or dot
         self._is_git = self._git_dir.exists()
+
+    @property
+    def git_dir(self) -> Path | None:
+        """The git dir git is told for this folder (a `.git` file followed), or None when the
+        folder is not a git working tree."""
+        return self._git_dir if self._is_git else None
 
     async def files(self) -> tuple[str, ...]:
         if self._files is None:

@@ -86,10 +86,10 @@ def _source(tree: object) -> tuple[Path, str] | None:
     if isinstance(tree, CommitTree):
         return tree.git_dir, tree.commit
     if isinstance(tree, DirectoryTree):
-        git_dir = tree.root / ".git"
-        # a `.git` file (a linked worktree or submodule) points elsewhere: not followed
-        if git_dir.is_dir() and not git_dir.is_symlink():
-            return git_dir, "HEAD"
+        # the folder's git dir, a `.git` file (a linked worktree, a submodule) followed as
+        # git follows it; a `.git` that is a link is not
+        if tree.git_dir is not None and not (tree.root / ".git").is_symlink():
+            return tree.git_dir, "HEAD"
     return None
 
 
