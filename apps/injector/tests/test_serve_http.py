@@ -224,6 +224,16 @@ def test_gate_and_injection(repo: Path, allowed: Path) -> None:
         assert data["gate"] is None
         assert data["injected"] == ["billing/invoice.py", "billing/tax.py"]
         assert json.loads(data["injection"]) == {"candidate_files": data["injected"]}
+        assert data["top"] is None  # not asked for
+        # top: the policy's best files with their scores, as `localize --top`; the answer and
+        # the gate unchanged; out of bounds is a 422 naming the field
+        data = _post(url, {"repo": str(repo), "issue": ISSUE, "top": 2}).json()
+        assert [t["path"] for t in data["top"]] == ["billing/invoice.py", "billing/tax.py"]
+        assert data["files"] == ["billing/invoice.py", "billing/tax.py", "README.md"]
+        assert data["injected"] == ["billing/invoice.py"]
+        for bad in (0, 101, "2"):
+            r = _post(url, {"repo": str(repo), "issue": ISSUE, "top": bad})
+            assert r.status_code == 422 and "top" in r.text, (bad, r.text)
         # /calibration: the record and the gate settings
         r = httpx.get(f"{url}/calibration")
         assert r.status_code == 200

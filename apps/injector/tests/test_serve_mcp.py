@@ -63,7 +63,9 @@ async def _check_tool(session: ClientSession, repo: Path, allowed: Path, outside
     tool = tools[0]
     schema = tool.input_schema
     props = schema["properties"]
-    assert set(props) == {"repo", "issue", "commit", "gate", "inject", "max_files"}
+    assert set(props) == {"repo", "issue", "commit", "gate", "inject", "max_files", "top"}
+    top_int = [b for b in props["top"]["anyOf"] if b.get("type") == "integer"]
+    assert top_int == [{"type": "integer", "minimum": 1, "maximum": 100}]
     assert sorted(schema["required"]) == ["issue", "repo"]
     assert schema["additionalProperties"] is False  # closed, as the server enforces
     assert props["gate"].get("default") is None  # absent: the server's default
@@ -110,6 +112,12 @@ async def _check_tool(session: ClientSession, repo: Path, allowed: Path, outside
     assert result.structured_content is not None
     gate = result.structured_content["gate"]
     assert gate["config"] == {"threshold": 1, "bound": "lower", "basis": "auto", "max_files": 1}
+    assert result.structured_content["top"] is None
+    result = await session.call_tool("localize_files", {"repo": str(repo), "issue": ISSUE, "top": 3})
+    assert not result.is_error, result.content
+    assert result.structured_content is not None
+    top = result.structured_content["top"]
+    assert top and top[0]["path"] == "billing/invoice.py" and len(top) <= 3
 
     # the allow-lists hold here too: error results the model can read
     for repo_arg, said in (
@@ -133,6 +141,7 @@ async def _check_tool(session: ClientSession, repo: Path, allowed: Path, outside
         ({"inject": "html"}, "inject"),
         ({"max_files": "3"}, "max_files"),
         ({"max_files": 0}, "max_files"),
+        ({"top": 0}, "top"),
         ({"gate": 1.5}, "gate"),
         ({"gate": "yes"}, "gate"),
         ({"unknown": 1}, "unknown"),

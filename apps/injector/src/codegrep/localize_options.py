@@ -233,7 +233,15 @@ class LocalizeJob:
                 "Also give the policy's N best files with their scores, the answer's first "
                 "and beyond it (`top` in --json; a table, or N paths with --paths).",
                 options=(("min", 1),),
-            )
+            ),
+            "served": Served(
+                "Also give the policy's N best files with their scores (`top`), the answer's "
+                "first and beyond it.",
+                (("ge", 1), ("le", 100)),
+                tool="Also return the policy's N best files with their scores (`top`), beyond "
+                "the answer.",
+                tool_bounds=True,
+            ),
         },
     )
     progress: Callable[[str], None] | None = None  # told of a clone before the search

@@ -102,13 +102,14 @@ def build_mcp_server(service: LocalizeService) -> MCPServer:
         ] = None,
         inject: Annotated[InjectStyle | None, Field(**tool_field("inject"))] = None,
         max_files: Annotated[int | None, Field(**tool_field("max_files"))] = None,
+        top: Annotated[int | None, Field(**tool_field("top"))] = None,
     ) -> LocalizeResponse:
         # A refusal is the tool's result with is_error and the reason as its text, returned:
         # raised, the SDK would prefix "Error executing tool localize_files: " to it.
         try:
             request = LocalizeRequest(
                 repo=repo, issue=issue, commit=commit, gate=gate, inject=inject,
-                max_files=max_files,
+                max_files=max_files, top=top,
             )  # fmt: skip
         except ValidationError as exc:
             return _refusal(invalid_arguments(exc))

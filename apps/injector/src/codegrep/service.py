@@ -131,6 +131,7 @@ class LocalizeRequest(BaseModel):
     gate: bool | float | None = Field(**served_field("gate"))
     inject: InjectStyle | None = Field(**served_field("inject"))
     max_files: int | None = Field(**served_field("max_files"))
+    top: int | None = Field(**served_field("top"))
 
     @field_validator("issue")
     @classmethod
@@ -579,7 +580,7 @@ class LocalizeService:
             max_files=request.max_files,
             inject=request.inject,
         )
-        return LocalizeResponse.of(result, gated, queue_s=queue_s)
+        return LocalizeResponse.of(result, gated, queue_s=queue_s, top=request.top)
 
     def health(self) -> HealthReport:
         stats = self.pool.stats
