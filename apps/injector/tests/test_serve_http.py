@@ -233,7 +233,8 @@ def test_gate_and_injection(repo: Path, allowed: Path) -> None:
         assert data["injected"] == ["billing/invoice.py"]
         for bad in (0, 101, "2"):
             r = _post(url, {"repo": str(repo), "issue": ISSUE, "top": bad})
-            assert r.status_code == 422 and "top" in r.text, (bad, r.text)
+            assert r.status_code == 422, (bad, r.text)
+            assert "top" in r.text
         # /calibration: the record and the gate settings
         r = httpx.get(f"{url}/calibration")
         assert r.status_code == 200

@@ -113,11 +113,15 @@ async def _check_tool(session: ClientSession, repo: Path, allowed: Path, outside
     gate = result.structured_content["gate"]
     assert gate["config"] == {"threshold": 1, "bound": "lower", "basis": "auto", "max_files": 1}
     assert result.structured_content["top"] is None
-    result = await session.call_tool("localize_files", {"repo": str(repo), "issue": ISSUE, "top": 3})
+    result = await session.call_tool(
+        "localize_files", {"repo": str(repo), "issue": ISSUE, "top": 3}
+    )
     assert not result.is_error, result.content
     assert result.structured_content is not None
     top = result.structured_content["top"]
-    assert top and top[0]["path"] == "billing/invoice.py" and len(top) <= 3
+    assert top
+    assert top[0]["path"] == "billing/invoice.py"
+    assert len(top) <= 3
 
     # the allow-lists hold here too: error results the model can read
     for repo_arg, said in (

@@ -85,11 +85,11 @@ class ParsedLog:
 def _source(tree: object) -> tuple[Path, str] | None:
     if isinstance(tree, CommitTree):
         return tree.git_dir, tree.commit
-    if isinstance(tree, DirectoryTree):
-        # the folder's git dir, a `.git` file (a linked worktree, a submodule) followed as
-        # git follows it; a `.git` that is a link is not
-        if tree.git_dir is not None and not (tree.root / ".git").is_symlink():
-            return tree.git_dir, "HEAD"
+    # a folder's git dir, a `.git` file (a linked worktree, a submodule) followed as git
+    # follows it; a `.git` that is a link is not
+    linked = isinstance(tree, DirectoryTree) and (tree.root / ".git").is_symlink()
+    if isinstance(tree, DirectoryTree) and tree.git_dir is not None and not linked:
+        return tree.git_dir, "HEAD"
     return None
 
 
