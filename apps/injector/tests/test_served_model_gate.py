@@ -6,10 +6,9 @@ calibration is refused for it."""
 from __future__ import annotations
 
 import json
-import threading
-from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from codegrep.cli import app
@@ -24,57 +23,10 @@ ANSWER = ["billing/invoice.py", "billing/tax.py"]
 REPLY = "Found them.\n```json\n" + json.dumps({"files": ANSWER}) + "\n```"
 
 
-class AnswerServer:
-    """`/v1/chat/completions` that always answers with ANSWER (no tool call)."""
-
-    def __init__(self) -> None:
-        self.requests = 0
-
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: object) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                self.rfile.read(int(self.headers.get("Content-Length", "0")))
-                outer.requests += 1
-                body = json.dumps(
-                    {
-                        "id": "x",
-                        "object": "chat.completion",
-                        "choices": [
-                            {
-                                "index": 0,
-                                "message": {"role": "assistant", "content": REPLY},
-                                "finish_reason": "stop",
-                            }
-                        ],
-                        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
-                    }
-                ).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    @property
-    def base_url(self) -> str:
-        host, port = self.httpd.server_address[:2]
-        return f"http://{host!s}:{port}/v1"
-
-
 @pytest.fixture
-def server() -> Iterator[AnswerServer]:
-    s = AnswerServer()
-    s.thread.start()
-    yield s
-    s.httpd.shutdown()
-    s.httpd.server_close()
+def server(served_model: Callable[[Callable[[int], dict[str, Any]]], Any]) -> Any:
+    """A served model that answers ANSWER to every request (no tool call)."""
+    return served_model(lambda _n: {"content": REPLY})
 
 
 @pytest.fixture
@@ -112,7 +64,7 @@ def model_calibration(tmp_path: Path) -> Path:
 
 
 def test_cli_gates_a_served_models_answer_with_its_own_calibration(
-    server: AnswerServer, repo: Path, model_calibration: Path
+    server: Any, repo: Path, model_calibration: Path
 ) -> None:
     args = ["localize", "--repo", str(repo), "--issue", "-", "--base-url", server.base_url]
     args += ["--model", MODEL, "--gate", "0.45", "--calibration", str(model_calibration)]
@@ -130,7 +82,7 @@ def test_cli_gates_a_served_models_answer_with_its_own_calibration(
 
 
 def test_the_lexical_calibration_is_refused_for_a_served_model(
-    server: AnswerServer, repo: Path, tmp_path: Path
+    server: Any, repo: Path, tmp_path: Path
 ) -> None:
     lexical = write_calibration(tmp_path / "lexical.json", shipped_calibration("lexical"))
     args = ["localize", "--repo", str(repo), "--issue", "-", "--base-url", server.base_url]
@@ -143,7 +95,7 @@ def test_the_lexical_calibration_is_refused_for_a_served_model(
 
 
 async def test_the_service_gates_a_served_model_the_same_way(
-    server: AnswerServer, repo: Path, model_calibration: Path
+    server: Any, repo: Path, model_calibration: Path
 ) -> None:
     from codegrep_gate import load_calibration
     from codegrep_model.policies.served import OpenAIPolicy

@@ -8,9 +8,7 @@ and `POST /localize`."""
 from __future__ import annotations
 
 import json
-import threading
-from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -59,54 +57,13 @@ CASES: dict[str, dict[str, Any]] = {
 }
 
 
-class ScriptedModel:
-    """`/v1/chat/completions` that sends `first` once, then ANSWER on every later request."""
-
-    def __init__(self, first: dict[str, Any]) -> None:
-        self.requests = 0
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: object) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                self.rfile.read(int(self.headers.get("Content-Length", "0")))
-                outer.requests += 1
-                message = first if outer.requests == 1 else {"content": ANSWER}
-                body = json.dumps({
-                    "id": "x",
-                    "object": "chat.completion",
-                    "choices": [{
-                        "index": 0,
-                        "message": {"role": "assistant", **message},
-                        "finish_reason": "stop",
-                    }],
-                    "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
-                }).encode()  # fmt: skip
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    @property
-    def base_url(self) -> str:
-        host, port = self.httpd.server_address[:2]
-        return f"http://{host!s}:{port}/v1"
-
-
 @pytest.fixture(params=list(CASES))
-def model(request: pytest.FixtureRequest) -> Iterator[ScriptedModel]:
-    server = ScriptedModel(CASES[request.param])
-    server.thread.start()
-    yield server
-    server.httpd.shutdown()
-    server.httpd.server_close()
+def model(
+    request: pytest.FixtureRequest, served_model: Callable[[Callable[[int], dict[str, Any]]], Any]
+) -> Any:
+    """A served model that sends the case's message once, then ANSWER on every later request."""
+    first = CASES[request.param]
+    return served_model(lambda n: first if n == 1 else {"content": ANSWER})
 
 
 def _check(files: list[str]) -> None:
@@ -116,7 +73,7 @@ def _check(files: list[str]) -> None:
 
 
 def test_localize_answers_a_served_model_that_sends_a_lone_surrogate(
-    model: ScriptedModel, tmp_path: Path, make_repo: Callable[[Path, dict[str, str]], Path]
+    model: Any, tmp_path: Path, make_repo: Callable[[Path, dict[str, str]], Path]
 ) -> None:
     repo = make_repo(tmp_path / "repo", FILES)
     rollout = tmp_path / "rollout.json"
@@ -134,7 +91,7 @@ def test_localize_answers_a_served_model_that_sends_a_lone_surrogate(
 
 
 def test_serve_answers_a_served_model_that_sends_a_lone_surrogate(
-    model: ScriptedModel, tmp_path: Path, make_repo: Callable[[Path, dict[str, str]], Path]
+    model: Any, tmp_path: Path, make_repo: Callable[[Path, dict[str, str]], Path]
 ) -> None:
     root = tmp_path / "root"
     repo = make_repo(root / "repo", FILES)
