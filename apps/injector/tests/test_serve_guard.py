@@ -124,6 +124,18 @@ def test_a_gitdir_file_and_a_commondir_out_of_the_root_are_refused(
             _not_allowed(r, "common dir", outside)
 
 
+def test_a_linked_worktree_inside_the_root_is_served(allowed: Path, git: Git) -> None:
+    # its `.git` file and its common dir are inside: served as a folder and at a commit (the
+    # folder's git was once handed the `.git` file itself and failed: "Not a directory")
+    linked = allowed / "billing-wt"
+    git(allowed / "billing-repo", "worktree", "add", "-q", "-b", "wt", str(linked))
+    with serving(build_app(LocalizeService(allow_roots=[allowed]))) as url:
+        for commit in (None, "HEAD"):
+            r = _post(url, {"repo": str(linked), "issue": ISSUE, "commit": commit})
+            assert r.status_code == 200, r.text
+            assert r.json()["files"][0] == "billing/invoice.py"
+
+
 def test_object_alternates_out_of_the_root_are_refused(
     allowed: Path, outside: Path, git: Git, make_repo: MakeRepo
 ) -> None:
