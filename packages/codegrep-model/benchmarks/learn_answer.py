@@ -20,6 +20,8 @@ benchmark, not a test). The design, decision rule and compute plan are in the RE
   passk OUT --model DIR --k K --limit N
                                    sampled answers on training prompts: pass@k and the share
                                    of groups whose rewards do not vary
+  bf16 SRC DST                      a LoRA adapter folder copied with its float tensors in
+                                   bfloat16 (their training dtype; the form committed)
   report OUT                       summary.json, table.md (paired bootstrap intervals, sign
                                    tests, MDE), the GRPO curves
 
@@ -508,6 +510,28 @@ def report(out: Path) -> None:
     print("\n".join(md))
 
 
+def bf16_adapter(src: Path, dst: Path) -> None:
+    """Copy the LoRA adapter folder `src` to `dst` with its float tensors in bfloat16 (the
+    dtype they trained in; ms-swift saves them as float32), with its configs and state."""
+    import shutil
+
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    weights = load_file(src / "adapter_model.safetensors")
+    dst.mkdir(parents=True, exist_ok=True)
+    save_file(
+        {k: v.to(torch.bfloat16) if v.is_floating_point() else v for k, v in weights.items()},
+        dst / "adapter_model.safetensors",
+        metadata={"format": "pt"},
+    )
+    kept = ("adapter_config.json", "additional_config.json", "args.json", "trainer_state.json")
+    for name in kept:
+        if (src / name).exists():
+            shutil.copy(src / name, dst / name)
+    print(f"{dst}: {sum(v.numel() for v in weights.values()):,} parameters in bfloat16")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -541,6 +565,9 @@ def main() -> None:
     p.add_argument("--model", type=Path, required=True)
     p.add_argument("--k", type=int, default=8)
     p.add_argument("--limit", type=int, default=16)
+    b = sub.add_parser("bf16")
+    b.add_argument("src", type=Path)
+    b.add_argument("dst", type=Path)
     t = sub.add_parser("report")
     t.add_argument("out", type=Path)
     a = ap.parse_args()
@@ -558,6 +585,8 @@ def main() -> None:
         evaluate(a.out, a.arm, a.split, a.model, a.shuffle)
     elif a.cmd == "passk":
         passk(a.out, a.model, a.k, a.limit)
+    elif a.cmd == "bf16":
+        bf16_adapter(a.src, a.dst)
     else:
         report(a.out)
 

@@ -119,8 +119,8 @@ grpo() { # SEED
     --max_steps "$steps" --save_steps 5 --save_only_model false --log_completions true \
     --output_dir "$out/grpo-s$1" $(resume "$out/grpo-s$1")
 }
-merged() { # RUN_DIR STEP DEST
-  "$swift" export --adapters "$1/checkpoint-$2" --merge_lora true --output_dir "$3" --use_hf true
+merged() { # ADAPTER DEST
+  "$swift" export --adapters "$1" --merge_lora true --output_dir "$2" --use_hf true
 }
 # GRPO first (the long stages), then the control, then every evaluation. The control takes
 # GRPO's optimizer steps and sequences (8 a step) as 2 accumulated batches of 4: the same
@@ -132,9 +132,14 @@ stage sft-control "$swift" sft --model "$fmt" "${common[@]}" --seed 1 \
   --per_device_train_batch_size $((generations / 2)) --gradient_accumulation_steps 2 \
   --save_steps "$steps" --output_dir "$out/sft-control"
 stage grpo-s1 grpo 1
-stage merge-grpo-s0 merged "$out/grpo-s0" "$steps" "$out/grpo-s0-merged"
-stage merge-grpo-s1 merged "$out/grpo-s1" "$steps" "$out/grpo-s1-merged"
-stage merge-control merged "$out/sft-control" "$steps" "$out/sft-control-merged"
+# Each GRPO seed is evaluated merged from its adapter as committed (LoRA weights in bfloat16,
+# their training dtype: OUT/adapters/grpo-sN), so the committed file reproduces the evaluated
+# model; the control was merged from its float32 checkpoint (the README says so).
+for s in 0 1; do
+  stage "bf16-grpo-s$s" la bf16 "$out/grpo-s$s/checkpoint-$steps" "$out/adapters/grpo-s$s"
+  stage "merge-grpo-s$s" merged "$out/adapters/grpo-s$s" "$out/grpo-s$s-merged"
+done
+stage merge-control merged "$out/sft-control/checkpoint-$steps" "$out/sft-control-merged"
 stage eval-base la eval "$out" base heldout --model "$model"
 stage eval-format_sft la eval "$out" format_sft heldout --model "$fmt"
 stage eval-sft_control la eval "$out" sft_control heldout --model "$out/sft-control-merged"
