@@ -60,3 +60,35 @@ def test_no_verdict_before_both_seeds_ran(la: ModuleType) -> None:
     assert one["verdict"] == "not decided"
     assert "grpo_s1" in one["why"]
     assert list(one["seeds"]) == ["grpo_s0"]
+
+
+def test_the_committed_adapter_form_is_bfloat16_with_its_configs(
+    la: ModuleType, tmp_path: Path
+) -> None:
+    """`learn_answer.py bf16`: the GRPO arms are merged from this copy, so it must hold the
+    checkpoint's weights rounded to bfloat16 (nothing else changed) and its configs."""
+    torch = pytest.importorskip("torch", reason="needs torch (the ms-swift venv)")
+    st = pytest.importorskip("safetensors.torch", reason="needs safetensors (the ms-swift venv)")
+    src, dst = tmp_path / "checkpoint-40", tmp_path / "adapters" / "grpo-s1"
+    src.mkdir()
+    weights = {
+        "a.lora_A.weight": torch.randn(8, 16, dtype=torch.float32),
+        "a.lora_B.weight": torch.randn(16, 8, dtype=torch.float32),
+        "steps": torch.arange(3),
+    }
+    st.save_file(weights, src / "adapter_model.safetensors")
+    for name in ("adapter_config.json", "args.json", "trainer_state.json"):
+        (src / name).write_text(f'{{"name": "{name}"}}\n')
+    (src / "optimizer.pt").write_bytes(b"not copied")
+    la.bf16_adapter(src, dst)
+    got = st.load_file(dst / "adapter_model.safetensors")
+    assert set(got) == set(weights)
+    for key in ("a.lora_A.weight", "a.lora_B.weight"):
+        assert got[key].dtype == torch.bfloat16
+        assert torch.equal(got[key], weights[key].to(torch.bfloat16))
+    assert got["steps"].dtype == torch.int64
+    assert torch.equal(got["steps"], weights["steps"])
+    assert sorted(p.name for p in dst.iterdir()) == [
+        "adapter_config.json", "adapter_model.safetensors", "args.json", "trainer_state.json"
+    ]  # fmt: skip
+    assert (dst / "args.json").read_text() == (src / "args.json").read_text()
