@@ -61,6 +61,13 @@ class GlobPolicy:
         return PolicyReply(content=None, tool_calls=calls)
 
 
+# the slowest /health answer allowed while a hostile request runs: a loop held by it answers
+# only after the held call (the request's 20 s timeout, or the 51 s a hostile glob once took),
+# if at all; an unheld one took up to 2.3 s on 2 cores shared with a training run (over the
+# 2.0 s this bound was)
+_HEALTH_S = 4.0
+
+
 @contextmanager
 def _watched_health(url: str) -> Iterator[list[float]]:
     """Asks `/health` every 50 ms in a thread; yields the list of answer times (inf: none)."""
@@ -107,7 +114,7 @@ def test_a_hostile_glob_is_answered_and_the_server_stays_up(
     assert len(policy.results) == 2, policy.results
     assert all("No files" in text for text in policy.results), policy.results
     assert health, "no /health answer"
-    assert max(health) < 2.0, health
+    assert max(health) < _HEALTH_S, health
 
 
 @contextmanager
@@ -182,4 +189,4 @@ def test_a_fifo_where_git_reads_is_refused_at_once(
         assert r.status_code == 200, r.text
         assert seconds < 10, seconds
     assert health, "no /health answer"
-    assert max(health) < 2.0, health
+    assert max(health) < _HEALTH_S, health
