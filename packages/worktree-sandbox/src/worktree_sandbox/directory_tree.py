@@ -15,7 +15,7 @@ from worktree_sandbox._grep_backends import RawMatch, folder_backend
 from worktree_sandbox._paths import name_text, safe_tree_path
 from worktree_sandbox._runtime import Runtime
 from worktree_sandbox.errors import SandboxError
-from worktree_sandbox.locations import _git_dir_of
+from worktree_sandbox.locations import git_dir_of
 from worktree_sandbox.models import (
     GrepArgs,
 )
@@ -56,7 +56,7 @@ class DirectoryTree(Tree):
         # that dir (read as `repository_locations` reads it: small, regular, UTF-8), never the
         # file itself, which every git child and the config listing met as "Not a directory"
         dot = self.root / ".git"
-        pointed = _git_dir_of(self.root)[1] if dot.is_file() else None
+        pointed = git_dir_of(self.root)[1] if dot.is_file() else None
         self._git_dir = pointed or dot
         self._is_git = self._git_dir.exists()
 

@@ -85,12 +85,13 @@ class ParsedLog:
 def _source(tree: object) -> tuple[Path, str] | None:
     if isinstance(tree, CommitTree):
         return tree.git_dir, tree.commit
+    if not isinstance(tree, DirectoryTree) or tree.git_dir is None:
+        return None
     # a folder's git dir, a `.git` file (a linked worktree, a submodule) followed as git
     # follows it; a `.git` that is a link is not
-    linked = isinstance(tree, DirectoryTree) and (tree.root / ".git").is_symlink()
-    if isinstance(tree, DirectoryTree) and tree.git_dir is not None and not linked:
-        return tree.git_dir, "HEAD"
-    return None
+    if (tree.root / ".git").is_symlink():
+        return None
+    return tree.git_dir, "HEAD"
 
 
 def log_format(marker: str) -> str:

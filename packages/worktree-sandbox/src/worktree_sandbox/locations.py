@@ -28,7 +28,7 @@ from pathlib import Path
 from worktree_sandbox._gitconfig import local_path, promisor_urls
 from worktree_sandbox.errors import RepositoryLayoutError
 
-__all__ = ["RepositoryLocations", "repository_locations"]
+__all__ = ["RepositoryLocations", "git_dir_of", "repository_locations"]
 
 _MAX_POINTER_BYTES = 4096  # a `.git` file or `commondir`: one path
 _MAX_ALTERNATES_BYTES = 64 * 1024
@@ -127,7 +127,7 @@ def _resolve(base: Path, text: str, what: str) -> Path:
         ) from None
 
 
-def _git_dir_of(folder: Path) -> tuple[Path | None, Path | None]:
+def git_dir_of(folder: Path) -> tuple[Path | None, Path | None]:
     """(work tree, git dir) of `folder`, as git would find them when told `--git-dir`."""
     dot = folder / ".git"
     if dot.is_symlink() or dot.is_dir():
@@ -238,7 +238,7 @@ def repository_locations(folder: str | os.PathLike[str]) -> RepositoryLocations:
         raise RepositoryLayoutError(
             f"the folder cannot be resolved ({type(exc).__name__})"
         ) from None
-    work_tree, git_dir = _git_dir_of(root)
+    work_tree, git_dir = git_dir_of(root)
     if git_dir is None:
         return RepositoryLocations(work_tree, None, None, None)
     common_dir = git_dir
