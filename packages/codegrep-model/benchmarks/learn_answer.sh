@@ -84,8 +84,10 @@ stage sft-format "$swift" sft --model "$model" "${common[@]}" --seed 0 \
   --dataset "$out/sft-format.jsonl" --learning_rate "$lr" --lr_scheduler_type cosine \
   --warmup_ratio 0.1 --num_train_epochs 1 --per_device_train_batch_size 4 \
   --gradient_accumulation_steps 1 --save_steps $((format_rows / 4)) --output_dir "$out/sft-format"
-stage merge-format "$swift" export --adapters "$out/sft-format/checkpoint-$((format_rows / 4))" \
-  --merge_lora true --output_dir "$fmt" --use_hf true
+merged() { # ADAPTER DEST: the adapter merged into its base model
+  "$swift" export --adapters "$1" --merge_lora true --output_dir "$2" --use_hf true
+}
+stage merge-format merged "$out/sft-format/checkpoint-$((format_rows / 4))" "$fmt"
 stage passk la passk "$out" --model "$fmt" --k "$generations" --limit 8
 # Dynamic sampling only where the measured pass@k says most groups would be flat.
 sampling=($("$py" - "$out/passk.summary.json" <<'PY'
@@ -118,9 +120,6 @@ grpo() { # SEED
     --lr_scheduler_type constant_with_warmup --warmup_steps 3 \
     --max_steps "$steps" --save_steps 5 --save_only_model false --log_completions true \
     --output_dir "$out/grpo-s$1" $(resume "$out/grpo-s$1")
-}
-merged() { # ADAPTER DEST
-  "$swift" export --adapters "$1" --merge_lora true --output_dir "$2" --use_hf true
 }
 # GRPO first (the long stages), then the control, then every evaluation. The control takes
 # GRPO's optimizer steps and sequences (8 a step) as 2 accumulated batches of 4: the same
